@@ -1,0 +1,11 @@
+import { MethodNotAllowedError, NotFoundError } from '../../shared/domain/errors.js';
+import { publicHandler } from '../../shared/http/api-handler.js';
+import { matchRoute } from '../../shared/routes.js';
+
+/** API Gateway's `$default` route: 405 for a known path with another method, else 404. */
+export const handler = publicHandler((event) => {
+  const { method, path } = event.requestContext.http;
+  const match = matchRoute(method, path);
+  if (match.kind === 'wrong-method') throw new MethodNotAllowedError(method, match.allowed);
+  throw new NotFoundError(`No endpoint ${method} ${path}`);
+});

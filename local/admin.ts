@@ -1,0 +1,127 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { createDocumentClient } from '../shared/adapters/aws-clients.js';
+import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
+import { applyConfiguration } from '../shared/domain/configuration.js';
+import { CdpError } from '../shared/domain/errors.js';
+import { parseConfigurationFile } from '../shared/domain/instance-config.js';
+import { isRegion, REGIONS, type Region } from '../shared/domain/regions.js';
+import { awsRegionOf } from '../shared/deployment.js';
+import { tableName } from '../shared/resources.js';
+import { localAwsEnv, readStackSettings } from './settings.js';
+
+/**
+ * The admin CLI (`npm run admin -- <command>`):
+ *   apply <file> [--region default|au|eu]
+ *   key create --instance <id> --data-source <name> [--region default|au|eu]
+ * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
+ * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name.
+ */
+const USAGE = `usage:
+  npm run admin -- apply <file> [--region default|au|eu]
+  npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]`;
+
+class UsageError extends Error {}
+
+function targetsAws(env: NodeJS.ProcessEnv): boolean {
+  return [
+    'AWS_ENDPOINT_URL',
+    'AWS_ENDPOINT_URL_DYNAMODB',
+    'AWS_PROFILE',
+    'AWS_ACCESS_KEY_ID',
+    'AWS_WEB_IDENTITY_TOKEN_FILE',
+    'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+  ].some((name) => Boolean(env[name]));
+}
+
+function configStore(region: Region): DynamoConfigStore {
+  let client: DynamoDBClient;
+  if (targetsAws(process.env)) {
+    client = new DynamoDBClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) });
+  } else {
+    Object.assign(process.env, localAwsEnv(readStackSettings()));
+    client = new DynamoDBClient({});
+  }
+  return new DynamoConfigStore(createDocumentClient(client), tableName(region, 'config'));
+}
+
+function regionOption(value: string | undefined): Region {
+  if (value === undefined) return 'default';
+  if (!isRegion(value)) throw new UsageError(`--region must be one of ${REGIONS.join(', ')}`);
+  return value;
+}
+
+async function apply(file: string | undefined, region: Region): Promise<void> {
+  if (!file) throw new UsageError('apply needs the path of a configuration file');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new UsageError(`${file} cannot be read as JSON: ${(error as Error).message}`);
+  }
+  const configuration = parseConfigurationFile(raw);
+  const summary = await applyConfiguration(configuration, region, configStore(region));
+  console.log(
+    `Applied to region ${region}: ${summary.instances.length} instance(s)` +
+      `${summary.instances.length ? ` (${summary.instances.join(', ')})` : ''}, ` +
+      `${summary.foreignKeys} key(s) of other regions recorded for redirection.`,
+  );
+}
+
+async function createKey(instanceId: string, dataSource: string, region: Region): Promise<void> {
+  const store = configStore(region);
+  const instance = await store.getInstance(instanceId);
+  if (!instance || instance.region !== region) {
+    throw new UsageError(
+      `No instance "${instanceId}" in region ${region} (apply its configuration first)`,
+    );
+  }
+  if (!instance.data_sources.some((source) => source.name === dataSource)) {
+    const names = instance.data_sources.map((source) => `"${source.name}"`).join(', ');
+    throw new UsageError(
+      `Instance "${instanceId}" has no data source "${dataSource}" (it has ${names || 'none'})`,
+    );
+  }
+  const key = mintApiKey(region);
+  await store.addMintedKey({
+    key_hash: hashApiKey(key),
+    instance_id: instanceId,
+    data_source: dataSource,
+    home_region: region,
+  });
+  console.log(`New API key for instance "${instanceId}", data source "${dataSource}" (${region}).`);
+  console.log('It is shown only this once; only its hash is stored:');
+  console.log(key);
+}
+
+async function main(): Promise<void> {
+  const { positionals, values } = parseArgs({
+    allowPositionals: true,
+    options: {
+      region: { type: 'string' },
+      instance: { type: 'string' },
+      'data-source': { type: 'string' },
+    },
+  });
+  const region = regionOption(values.region);
+  const [command, ...rest] = positionals;
+  if (command === 'apply') return apply(rest[0], region);
+  if (command === 'key' && rest[0] === 'create') {
+    if (!values.instance || !values['data-source']) {
+      throw new UsageError('key create needs --instance <id> and --data-source <name>');
+    }
+    return createKey(values.instance, values['data-source'], region);
+  }
+  throw new UsageError(command ? `unknown command "${positionals.join(' ')}"` : 'no command given');
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof UsageError) console.error(`admin: ${error.message}\n${USAGE}`);
+  else if (error instanceof CdpError) console.error(`admin: ${error.message}`);
+  else if (error instanceof Error && /ECONNREFUSED/.test(`${error.name} ${error.message}`)) {
+    console.error('admin: cannot reach DynamoDB: is the local stack running (npm start)?');
+  } else console.error('admin:', error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,78 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { createSqsClient } from '../shared/adapters/aws-clients.js';
+import type { HttpHandler } from '../shared/http/api-handler.js';
+import { isRegion } from '../shared/domain/regions.js';
+import { queueUrlVariable } from '../shared/resources.js';
+import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
+import { WORKERS } from '../shared/workers.js';
+import { createRegionServer } from './http-adapter.js';
+import { startQueuePoller, type SqsHandler } from './queue-poller.js';
+
+/**
+ * One regional deployment of the local stack, in its own process so that, as on AWS, each
+ * region's functions see only their own environment (tables, queues, addresses). Started by
+ * `local/start.ts`; it loads every function of the routes and workers tables, serves the
+ * HTTP API on `PORT` and polls the worker queues.
+ */
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+async function loadHandler<T>(fn: string): Promise<T> {
+  const module = (await import(
+    pathToFileURL(resolve(root, 'functions', fn, 'handler.ts')).href
+  )) as { handler?: T };
+  if (!module.handler) throw new Error(`functions/${fn}/handler.ts exports no handler`);
+  return module.handler;
+}
+
+async function main(): Promise<void> {
+  const region = process.env.CDP_REGION;
+  const port = Number(process.env.PORT);
+  if (!isRegion(region) || !Number.isInteger(port)) {
+    throw new Error('region-server needs CDP_REGION and PORT (it is started by local/start.ts)');
+  }
+  const routes = new Map<RouteDefinition, HttpHandler>();
+  for (const route of ROUTES) routes.set(route, await loadHandler<HttpHandler>(route.function));
+  const fallback = await loadHandler<HttpHandler>(FALLBACK_FUNCTION.function);
+
+  const sqs = createSqsClient();
+  const pollers: { stop: () => Promise<void> }[] = [];
+  for (const worker of WORKERS) {
+    const queueUrl = process.env[queueUrlVariable(worker.queue)];
+    if (!queueUrl) throw new Error(`No ${queueUrlVariable(worker.queue)} for ${worker.function}`);
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    pollers.push(
+      startQueuePoller({
+        sqs,
+        queueUrl,
+        queueArn: Attributes?.QueueArn ?? queueUrl,
+        handler: await loadHandler<SqsHandler>(worker.function),
+        functionName: worker.function,
+        batchSize: worker.batchSize,
+        timeoutSeconds: worker.timeoutSeconds,
+      }),
+    );
+  }
+
+  const server = createRegionServer({ routes, fallback });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolveListen);
+  });
+
+  const stop = () => {
+    server.close();
+    server.closeAllConnections();
+    void Promise.all(pollers.map((poller) => poller.stop())).finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((error: unknown) => {
+  console.error(`region server (${process.env.CDP_REGION ?? '?'}):`, error);
+  process.exit(1);
+});

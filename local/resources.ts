@@ -1,0 +1,135 @@
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  ResourceNotFoundException,
+  UpdateTableCommand,
+  UpdateTimeToLiveCommand,
+  type AttributeDefinition,
+  type DynamoDBClient,
+  type GlobalSecondaryIndex,
+} from '@aws-sdk/client-dynamodb';
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Region } from '../shared/domain/regions.js';
+import {
+  BUCKETS,
+  QUEUES,
+  TABLES,
+  localBucketName,
+  queueName,
+  tableName,
+  type IndexDefinition,
+  type QueueName,
+  type TableDefinition,
+} from '../shared/resources.js';
+
+/**
+ * Creates the tables, queues and buckets of one region on the local stand-ins, from the same
+ * list the CDK stack reads. Idempotent: what exists is kept (a table gains the indexes the
+ * list added since), so a restart finds the data of the last run.
+ */
+function attributeDefinitions(table: TableDefinition): AttributeDefinition[] {
+  const names = new Set(['pk', 'sk']);
+  for (const index of table.indexes) names.add(index.partitionKey).add(index.sortKey);
+  return [...names].map((AttributeName) => ({ AttributeName, AttributeType: 'S' }));
+}
+
+function gsi(index: IndexDefinition): GlobalSecondaryIndex {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey, KeyType: 'HASH' },
+      { AttributeName: index.sortKey, KeyType: 'RANGE' },
+    ],
+    Projection: index.include
+      ? { ProjectionType: 'INCLUDE', NonKeyAttributes: [...index.include] }
+      : { ProjectionType: 'KEYS_ONLY' },
+  };
+}
+
+async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefinition) {
+  const TableName = tableName(region, table.name);
+  let existing: Set<string> | undefined;
+  try {
+    const { Table } = await db.send(new DescribeTableCommand({ TableName }));
+    existing = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName ?? ''));
+  } catch (error) {
+    if (!(error instanceof ResourceNotFoundException)) throw error;
+  }
+  if (!existing) {
+    await db.send(
+      new CreateTableCommand({
+        TableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: attributeDefinitions(table),
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        ...(table.indexes.length > 0 ? { GlobalSecondaryIndexes: table.indexes.map(gsi) } : {}),
+      }),
+    );
+    if (table.ttlAttribute) {
+      await db.send(
+        new UpdateTimeToLiveCommand({
+          TableName,
+          TimeToLiveSpecification: { AttributeName: table.ttlAttribute, Enabled: true },
+        }),
+      );
+    }
+    return;
+  }
+  for (const index of table.indexes.filter((candidate) => !existing.has(candidate.name))) {
+    await db.send(
+      new UpdateTableCommand({
+        TableName,
+        AttributeDefinitions: attributeDefinitions(table),
+        GlobalSecondaryIndexUpdates: [{ Create: gsi(index) }],
+      }),
+    );
+  }
+}
+
+export async function ensureTables(db: DynamoDBClient, region: Region): Promise<void> {
+  for (const table of TABLES) await ensureTable(db, region, table);
+}
+
+export type QueueUrls = Record<QueueName, string>;
+
+export async function ensureQueues(sqs: SQSClient, region: Region): Promise<QueueUrls> {
+  const urls: Partial<QueueUrls> = {};
+  for (const queue of QUEUES) {
+    const dlq = await sqs.send(
+      new CreateQueueCommand({ QueueName: queueName(region, queue.name, true) }),
+    );
+    const { Attributes } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }),
+    );
+    const created = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: queueName(region, queue.name),
+        Attributes: {
+          VisibilityTimeout: String(queue.visibilityTimeoutSeconds),
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: Attributes?.QueueArn,
+            maxReceiveCount: String(queue.maxReceiveCount),
+          }),
+        },
+      }),
+    );
+    if (!created.QueueUrl) throw new Error(`No URL for queue ${queue.name}`);
+    urls[queue.name] = created.QueueUrl;
+  }
+  return urls as QueueUrls;
+}
+
+export async function ensureBuckets(s3: S3Client, region: Region): Promise<void> {
+  for (const bucket of BUCKETS) {
+    try {
+      await s3.send(new CreateBucketCommand({ Bucket: localBucketName(region, bucket.name) }));
+    } catch (error) {
+      const name = error instanceof Error ? error.name : '';
+      if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
+    }
+  }
+}

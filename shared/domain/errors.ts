@@ -1,0 +1,107 @@
+/**
+ * The one error taxonomy of the API. Domain code throws these; `shared/http/error-mapper.ts`
+ * is the only place that turns them into HTTP statuses and the `{request_id, code, error}`
+ * envelope. Anything that is not one of these becomes a generic 500 with no internals.
+ */
+
+/** One failed part of a request: a record (`index`), a field, or both. */
+export interface ErrorDetail {
+  index?: number;
+  field?: string;
+  status?: 'invalid';
+  error: string;
+}
+
+export abstract class CdpError extends Error {
+  readonly details: ErrorDetail[] | undefined;
+
+  constructor(message: string, details?: ErrorDetail[]) {
+    super(message);
+    this.name = new.target.name;
+    this.details = details;
+  }
+}
+
+/** Bad input: the message names the field and what was wrong with it. */
+export class ValidationError extends CdpError {}
+
+/** A field value that cannot be read as the field's type. */
+export class FieldValueError extends ValidationError {
+  constructor(
+    readonly fieldId: string,
+    readonly problem: string,
+  ) {
+    super(`${fieldId}: ${problem}`, [{ field: fieldId, error: problem }]);
+  }
+}
+
+/**
+ * A `dtz` value whose time zone is not in the spec's list. The spec prescribes
+ * `500 Internal Server Error` for it, so it is its own class; `details` still names the field.
+ */
+export class InvalidTimeZoneError extends CdpError {
+  constructor(
+    readonly fieldId: string,
+    readonly timezone: string,
+  ) {
+    super('Internal Server Error', [
+      { field: fieldId, error: `"${timezone}" is not a valid time zone` },
+    ]);
+  }
+}
+
+export class MissingApiKeyError extends CdpError {
+  constructor() {
+    super('Missing API key: send it in the X-Api-Key header');
+  }
+}
+
+export class UnknownApiKeyError extends CdpError {
+  constructor() {
+    super('Invalid API key');
+  }
+}
+
+/** A key of an instance that lives in another region: the caller must use that region's address. */
+export class WrongRegionError extends CdpError {
+  constructor(
+    readonly keyRegion: string,
+    readonly baseUrl: string,
+  ) {
+    super(
+      `This API key belongs to an instance in the ${keyRegion} region: send requests to ${baseUrl}`,
+    );
+  }
+}
+
+/** A feature or plan the instance does not have (texts as the spec gives them). */
+export class ForbiddenError extends CdpError {}
+
+export class NotFoundError extends CdpError {}
+
+export class MethodNotAllowedError extends CdpError {
+  constructor(
+    readonly method: string,
+    readonly allowed: string[],
+  ) {
+    super(`Method ${method} is not allowed here; allowed: ${allowed.join(', ')}`);
+  }
+}
+
+export class PayloadTooLargeError extends CdpError {
+  constructor(
+    readonly limitBytes: number,
+    what = 'Request body',
+  ) {
+    super(`${what} is larger than the limit of ${limitBytes} bytes`);
+  }
+}
+
+/** A concurrent change won; the caller may retry. */
+export class ConflictError extends CdpError {}
+
+export class NotImplementedError extends CdpError {
+  constructor(what: string) {
+    super(`${what} is not implemented yet`);
+  }
+}

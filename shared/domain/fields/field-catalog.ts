@@ -1,0 +1,182 @@
+import { FieldValueError, ValidationError } from '../errors.js';
+import { parseFieldId, type FieldId, type FieldNamespace, type FieldType } from './field-id.js';
+import { parseFieldValue, type FieldValue, type StringFormat } from './field-values.js';
+
+/**
+ * What the API knows about one field: its type, whether clients may write it, whether person
+ * or organization listings may select it, and whether it is kept on the record (context
+ * messages, for instance, are written with a permission change, not stored as fields).
+ */
+export interface FieldDefinition extends FieldId {
+  readonly label: string;
+  readonly writable: boolean;
+  readonly selectable: boolean;
+  readonly stored: boolean;
+  readonly format?: StringFormat;
+  readonly custom: boolean;
+}
+
+type BuiltIn = [id: string, label: string, options?: Partial<FieldDefinition>];
+
+function builtIn([id, label, options]: BuiltIn): FieldDefinition {
+  const parsed = parseFieldId(id);
+  if ('problem' in parsed) throw new Error(`Built-in field ${id} ${parsed.problem}`);
+  return {
+    ...parsed,
+    label,
+    writable: true,
+    selectable: true,
+    stored: true,
+    custom: false,
+    ...options,
+  };
+}
+
+const notStored = { selectable: false, stored: false };
+
+/** The built-in person fields of API.md, Person. */
+export const PERSON_BUILT_INS: readonly FieldDefinition[] = (
+  [
+    ['str::first', 'First name'],
+    ['str::last', 'Last name'],
+    ['str::person_id', 'Person ID', { writable: false, stored: false }],
+    ['phn::phone', 'Phone number'],
+    ['str::email', 'Email', { format: 'email' }],
+    ['geo::city', 'City'],
+    ['geo::country', 'Country'],
+    ['geo::region', 'Region'],
+    ['dtz::b', 'Birthday'],
+    ['str::postal', 'Postal code'],
+    ['str::ei', 'External ID'],
+    ['bol::gdpr', 'GDPR flag'],
+    ['bol::p', 'Email subscription permission'],
+    ['str::u-ctx', 'Context message for email unsubscribe', notStored],
+    ['str::s-ctx', 'Context message for email subscribe', notStored],
+    ['bol::sp', 'SMS subscription permission'],
+    ['str::soi-ctx', 'Context message for SMS subscribe', notStored],
+    ['str::soo-ctx', 'Context message for SMS unsubscribe', notStored],
+    ['str::language', 'Preferred language', { format: 'language' }],
+    // int::v is an activity attribute (conversion value); a person does not keep it.
+    ['int::v', 'Conversion value', notStored],
+    ['idt::o', 'Organization ID', { writable: false }],
+  ] satisfies BuiltIn[]
+).map(builtIn);
+
+/** The built-in organization fields of API.md, Organization. */
+export const ORGANIZATION_BUILT_INS: readonly FieldDefinition[] = (
+  [
+    ['str:o:name', 'Name'],
+    ['int:o:employees', 'Employees'],
+    ['str:o:industry', 'Industry'],
+    ['str:o:website', 'Website', { format: 'url' }],
+    ['geo:o:city', 'City'],
+    ['str:o:address', 'Address'],
+    ['geo:o:region', 'Region'],
+    ['geo:o:country', 'Country'],
+    ['str:o:postal', 'Postal code'],
+    ['str:o:source', 'Source'],
+  ] satisfies BuiltIn[]
+).map(builtIn);
+
+/** Custom fields allowed per instance, for people and for organizations (API.md, Limits). */
+export const MAX_CUSTOM_FIELDS = 100;
+
+/** Types a custom field may have (`idt` values are only minted by the service). */
+export const CUSTOM_FIELD_TYPES: readonly FieldType[] = [
+  'bol',
+  'dtz',
+  'tme',
+  'geo',
+  'int',
+  'phn',
+  'str',
+  'txt',
+];
+
+export interface CustomFieldConfig {
+  id: string;
+  name: string;
+}
+
+export type FieldValues = Record<string, FieldValue | null>;
+
+/**
+ * The fields of one kind of record (people or organizations) for one instance: the built-ins
+ * and the instance's custom fields. Validates `fields` objects of requests.
+ */
+export class FieldCatalog {
+  private readonly byId: ReadonlyMap<string, FieldDefinition>;
+
+  constructor(
+    readonly kind: 'person' | 'organization',
+    builtIns: readonly FieldDefinition[],
+    custom: readonly CustomFieldConfig[],
+  ) {
+    const customNamespace: FieldNamespace = kind === 'person' ? 'cm' : 'oc';
+    const entries = new Map(builtIns.map((field) => [field.id, field]));
+    for (const field of custom) {
+      const parsed = parseFieldId(field.id);
+      if ('problem' in parsed || parsed.namespace !== customNamespace) {
+        throw new Error(`Custom ${kind} field ${field.id} is not valid`);
+      }
+      entries.set(field.id, {
+        ...parsed,
+        label: field.name,
+        writable: true,
+        selectable: true,
+        stored: true,
+        custom: true,
+      });
+    }
+    this.byId = entries;
+  }
+
+  static forPerson(custom: readonly CustomFieldConfig[] = []): FieldCatalog {
+    return new FieldCatalog('person', PERSON_BUILT_INS, custom);
+  }
+
+  static forOrganization(custom: readonly CustomFieldConfig[] = []): FieldCatalog {
+    return new FieldCatalog('organization', ORGANIZATION_BUILT_INS, custom);
+  }
+
+  get(id: string): FieldDefinition | undefined {
+    return this.byId.get(id);
+  }
+
+  get fields(): IterableIterator<FieldDefinition> {
+    return this.byId.values();
+  }
+
+  /** The definition of a field a client names, or a `ValidationError` saying why it is unusable. */
+  require(id: string): FieldDefinition {
+    const field = this.byId.get(id);
+    if (field) return field;
+    const parsed = parseFieldId(id);
+    const problem =
+      'problem' in parsed
+        ? parsed.problem
+        : parsed.namespace === (this.kind === 'person' ? 'cm' : 'oc')
+          ? 'is not a custom field of this instance'
+          : `is not a ${this.kind} field`;
+    throw new FieldValueError(id, problem);
+  }
+
+  /**
+   * Validates a `fields` object: every key must be a writable field of this catalog and every
+   * value readable as its type. `null` is kept (it clears the field under merge strategy 2).
+   */
+  parseValues(fields: unknown, where = 'fields'): FieldValues {
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+      throw new ValidationError(`${where}: expected an object of field IDs to values`, [
+        { field: where, error: 'expected an object' },
+      ]);
+    }
+    const values: FieldValues = {};
+    for (const [id, value] of Object.entries(fields)) {
+      const field = this.require(id);
+      if (!field.writable) throw new FieldValueError(id, 'is read-only');
+      values[id] = value === null ? null : parseFieldValue(id, field.type, value, field.format);
+    }
+    return values;
+  }
+}

@@ -1,0 +1,280 @@
+import { z } from 'zod';
+import { FieldCatalog, CUSTOM_FIELD_TYPES, MAX_CUSTOM_FIELDS } from './fields/field-catalog.js';
+import { isCustomFieldName, parseFieldId, type FieldType } from './fields/field-id.js';
+import { ID_PATTERN } from './ids.js';
+import { REGIONS } from './regions.js';
+import { parseWith } from './validation.js';
+
+/**
+ * The instance-configuration file (DESIGN.md, Instance configuration as code): instances,
+ * their data sources (API keys and merge preferences), custom fields, activity definitions
+ * and email templates. Unknown members are refused, so that a typo is an error, not a silent
+ * no-op; every error names the path of the bad entry, e.g. `instances[0].person_fields[3].id`.
+ */
+
+export const PLANS = ['free', 'professional', 'business', 'enterprise'] as const;
+export type Plan = (typeof PLANS)[number];
+
+/** Attribute kinds of activity definitions (API.md, Attribute types) and the field type of each. */
+export const ATTRIBUTE_KINDS = {
+  text: 'str',
+  link: 'str',
+  long_text: 'txt',
+  number: 'int',
+  decimal: 'int',
+  currency: 'int',
+  date: 'dtz',
+  datetime: 'tme',
+  boolean: 'bol',
+  phone: 'phn',
+} as const satisfies Record<string, FieldType>;
+export type AttributeKind = keyof typeof ATTRIBUTE_KINDS;
+
+const DEFAULT_KIND: Partial<Record<FieldType, AttributeKind>> = {
+  str: 'text',
+  txt: 'long_text',
+  int: 'number',
+  dtz: 'date',
+  tme: 'datetime',
+  bol: 'boolean',
+  phn: 'phone',
+};
+
+const name = z.string().trim().min(1).max(255);
+const hexId = z.string().regex(ID_PATTERN, 'expected 24 lowercase hexadecimal characters');
+
+const DataSource = z.strictObject({
+  name: z.string().trim().min(1).max(100),
+  api_key: z.string().min(1).max(256).optional(),
+  merge_by: z.array(z.string()).min(1).max(2).default(['str::email']),
+  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(2),
+  find_strategy: z.union([z.literal(0), z.literal(1)]).default(0),
+});
+
+const CustomField = z.strictObject({ id: z.string(), name });
+
+const Attribute = z.strictObject({
+  id: z.string(),
+  name,
+  kind: z.enum(Object.keys(ATTRIBUTE_KINDS) as [AttributeKind, ...AttributeKind[]]).optional(),
+});
+
+const ActivityDefinition = z.strictObject({
+  id: z.string().regex(/^act:cm:[a-z0-9]+(?:-[a-z0-9]+)*$/, 'expected act:cm:<kebab-case-name>'),
+  name,
+  icon: z.string().max(64).optional(),
+  display_text: z.string().max(1000).optional(),
+  attributes: z.array(Attribute).max(100).default([]),
+  map_to_crm: z.record(z.string(), z.string()).optional(),
+  conversion_value: z.boolean().default(false),
+  track_as_touch: z.boolean().default(false),
+});
+
+const templateFields = {
+  id: hexId,
+  name: z.string().max(255).optional(),
+  subject: z.string().max(998).optional(),
+  html_body: z.string().max(350_000).optional(),
+  from_email: z.string().max(254).optional(),
+  from_name: z.string().max(255).optional(),
+  reply_to: z.string().max(254).optional(),
+  email_name: z.string().max(255).optional(),
+};
+
+const Campaign = z.strictObject({ ...templateFields, status: z.enum(['draft', 'sent']) });
+const Asset = z.strictObject({ ...templateFields, status: z.enum(['draft', 'published']) });
+
+const InstanceShape = z.strictObject({
+  id: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'expected lowercase letters, digits and dashes'),
+  name,
+  region: z.enum(REGIONS).default('default'),
+  plan: z.enum(PLANS).default('free'),
+  transactional_email: z.boolean().default(false),
+  sending_domains: z
+    .array(z.string().regex(/^(?=.{1,253}$)([a-z0-9-]+\.)+[a-z]{2,}$/i, 'expected a domain name'))
+    .default([]),
+  data_sources: z.array(DataSource).default([]),
+  person_fields: z.array(CustomField).max(MAX_CUSTOM_FIELDS).default([]),
+  organization_fields: z.array(CustomField).max(MAX_CUSTOM_FIELDS).default([]),
+  activities: z.array(ActivityDefinition).default([]),
+  campaigns: z.array(Campaign).default([]),
+  assets: z.array(Asset).default([]),
+});
+
+const Instance = InstanceShape.superRefine(checkInstance);
+
+/**
+ * An instance as stored in the config table and read by the API: the file's shape without
+ * plaintext keys and templates (they are items of their own).
+ */
+export const StoredInstance = InstanceShape.omit({ campaigns: true, assets: true }).extend({
+  data_sources: z.array(DataSource.omit({ api_key: true })),
+});
+export type StoredInstance = z.infer<typeof StoredInstance>;
+export const StoredTemplate = z.union([Campaign, Asset]);
+
+export const ConfigurationFile = z
+  .strictObject({ instances: z.array(Instance) })
+  .superRefine((file, ctx) => {
+    duplicates(file.instances, (instance) => instance.id, ['instances'], 'id', ctx);
+    const keys = file.instances.flatMap((instance, i) =>
+      instance.data_sources.map((source, j) => ({ key: source.api_key, path: [i, j] })),
+    );
+    const seen = new Set<string>();
+    for (const { key, path } of keys) {
+      if (key === undefined) continue;
+      if (seen.has(key)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['instances', path[0] ?? 0, 'data_sources', path[1] ?? 0, 'api_key'],
+          message: 'the same api_key is given to another data source',
+        });
+      }
+      seen.add(key);
+    }
+  });
+
+export type ConfigurationFile = z.infer<typeof ConfigurationFile>;
+export type InstanceConfig = z.infer<typeof Instance>;
+export type DataSourceConfig = z.infer<typeof DataSource>;
+export type ActivityDefinitionConfig = z.infer<typeof ActivityDefinition>;
+export type CampaignConfig = z.infer<typeof Campaign>;
+export type AssetConfig = z.infer<typeof Asset>;
+
+type Ctx = z.RefinementCtx;
+type Path = (string | number)[];
+
+function duplicates<T>(
+  items: readonly T[],
+  key: (item: T) => string,
+  path: Path,
+  member: string,
+  ctx: Ctx,
+): void {
+  const seen = new Set<string>();
+  items.forEach((item, index) => {
+    const value = key(item);
+    if (seen.has(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, index, member],
+        message: `duplicate "${value}"`,
+      });
+    }
+    seen.add(value);
+  });
+}
+
+function checkCustomField(id: string, namespace: 'cm' | 'oc', path: Path, ctx: Ctx): void {
+  const parsed = parseFieldId(id);
+  let message: string | undefined;
+  if ('problem' in parsed) message = parsed.problem;
+  else if (parsed.namespace !== namespace) message = `expected a field in namespace "${namespace}"`;
+  else if (!CUSTOM_FIELD_TYPES.includes(parsed.type))
+    message = `type "${parsed.type}" is not allowed`;
+  else if (!isCustomFieldName(parsed.name)) message = 'expected a kebab-case name';
+  if (message) ctx.addIssue({ code: 'custom', path, message });
+}
+
+function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void {
+  duplicates(instance.data_sources, (s) => s.name, ['data_sources'], 'name', ctx);
+  duplicates(instance.person_fields, (f) => f.id, ['person_fields'], 'id', ctx);
+  duplicates(instance.organization_fields, (f) => f.id, ['organization_fields'], 'id', ctx);
+  duplicates(instance.activities, (a) => a.id, ['activities'], 'id', ctx);
+  duplicates(instance.campaigns, (c) => c.id, ['campaigns'], 'id', ctx);
+  duplicates(instance.assets, (a) => a.id, ['assets'], 'id', ctx);
+
+  instance.person_fields.forEach((field, i) => {
+    checkCustomField(field.id, 'cm', ['person_fields', i, 'id'], ctx);
+  });
+  instance.organization_fields.forEach((field, i) => {
+    checkCustomField(field.id, 'oc', ['organization_fields', i, 'id'], ctx);
+  });
+  let people: FieldCatalog;
+  try {
+    people = FieldCatalog.forPerson(instance.person_fields);
+  } catch {
+    return; // a bad custom field, reported above
+  }
+
+  instance.data_sources.forEach((source, i) => {
+    const path = ['data_sources', i, 'merge_by'];
+    if (source.merge_by.includes('str::person_id')) {
+      if (source.merge_by.length !== 1) {
+        ctx.addIssue({
+          code: 'custom',
+          path,
+          message: 'str::person_id must be the only merge field',
+        });
+      }
+      return;
+    }
+    source.merge_by.forEach((id, j) => {
+      const field = people.get(id);
+      if (!field || !field.writable || !field.stored || !['str', 'int'].includes(field.type)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, j],
+          message: `"${id}" cannot be a merge field (expected a str or int person field)`,
+        });
+      }
+    });
+    if (source.merge_by.length === 2 && source.merge_by[0] === source.merge_by[1]) {
+      ctx.addIssue({ code: 'custom', path, message: 'the two merge fields must differ' });
+    }
+  });
+
+  instance.activities.forEach((activity, i) => {
+    duplicates(activity.attributes, (a) => a.id, ['activities', i, 'attributes'], 'id', ctx);
+    const attributeTypes = new Map<string, FieldType>();
+    activity.attributes.forEach((attribute, j) => {
+      const path = ['activities', i, 'attributes', j];
+      const parsed = parseFieldId(attribute.id);
+      if ('problem' in parsed) {
+        ctx.addIssue({ code: 'custom', path: [...path, 'id'], message: parsed.problem });
+        return;
+      }
+      if (parsed.namespace !== 'cm' || !isCustomFieldName(parsed.name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, 'id'],
+          message: 'expected an attribute ID of the form type:cm:kebab-case-name',
+        });
+        return;
+      }
+      const kind = attribute.kind ?? DEFAULT_KIND[parsed.type];
+      if (!kind || ATTRIBUTE_KINDS[kind] !== parsed.type) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path, attribute.kind ? 'kind' : 'id'],
+          message: `attribute type "${parsed.type}" does not fit kind "${kind ?? 'none'}"`,
+        });
+        return;
+      }
+      attributeTypes.set(attribute.id, parsed.type);
+    });
+    for (const [attributeId, personFieldId] of Object.entries(activity.map_to_crm ?? {})) {
+      const path = ['activities', i, 'map_to_crm', attributeId];
+      const type = attributeTypes.get(attributeId);
+      const field = people.get(personFieldId);
+      if (!type) {
+        ctx.addIssue({ code: 'custom', path, message: 'is not an attribute of this activity' });
+      } else if (!field || !field.writable || !field.stored) {
+        ctx.addIssue({ code: 'custom', path, message: `"${personFieldId}" is not a person field` });
+      } else if (field.type !== type && !(type === 'str' && field.type === 'txt')) {
+        ctx.addIssue({
+          code: 'custom',
+          path,
+          message: `attribute type "${type}" cannot be written to "${personFieldId}" (${field.type})`,
+        });
+      }
+    }
+  });
+}
+
+/** Validates a parsed configuration file; the error lists every problem with its path. */
+export function parseConfigurationFile(input: unknown): ConfigurationFile {
+  return parseWith(ConfigurationFile, input, 'configuration');
+}

@@ -1,0 +1,93 @@
+import { apiKeyMatches, hashApiKey, regionOfApiKey } from './api-keys.js';
+import { MissingApiKeyError, UnknownApiKeyError, WrongRegionError } from './errors.js';
+import { FieldCatalog } from './fields/field-catalog.js';
+import type { InstanceConfig, StoredInstance } from './instance-config.js';
+import type { Region } from './regions.js';
+
+/** The configuration of one instance as the API reads it (the file's shape, without keys). */
+export type InstanceSchema = StoredInstance;
+
+/** What a key hash resolves to. `home_region` differs from the serving region for markers. */
+export interface ApiKeyRecord {
+  key_hash: string;
+  instance_id: string;
+  data_source: string;
+  home_region: Region;
+}
+
+/** The port authentication reads through (the config table, cached). */
+export interface TenantDirectory {
+  findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  getInstance(instanceId: string): Promise<InstanceSchema | undefined>;
+}
+
+/** Who is calling: the instance and data source a key belongs to, with their field catalogs. */
+export interface Tenant {
+  instance: InstanceSchema;
+  dataSource: InstanceSchema['data_sources'][number];
+  personFields: FieldCatalog;
+  organizationFields: FieldCatalog;
+}
+
+export function instanceSchemaOf(config: InstanceConfig): InstanceSchema {
+  return {
+    id: config.id,
+    name: config.name,
+    region: config.region,
+    plan: config.plan,
+    transactional_email: config.transactional_email,
+    sending_domains: config.sending_domains,
+    data_sources: config.data_sources.map(({ api_key: _key, ...source }) => source),
+    person_fields: config.person_fields,
+    organization_fields: config.organization_fields,
+    activities: config.activities,
+  };
+}
+
+export interface AuthenticationSettings {
+  region: Region;
+  baseUrls: Record<Region, string>;
+  directory: TenantDirectory;
+}
+
+/**
+ * Resolves an `X-Api-Key` value to a tenant. A key minted for another region is recognised
+ * by its prefix without a lookup; a key from a configuration file is recognised by the
+ * marker that applying the file leaves in every other region. Both get the address to use.
+ */
+export async function authenticate(
+  apiKey: string | undefined,
+  { region, baseUrls, directory }: AuthenticationSettings,
+): Promise<Tenant> {
+  if (apiKey === undefined || apiKey.trim() === '') throw new MissingApiKeyError();
+  const key = apiKey.trim();
+  const keyRegion = regionOfApiKey(key);
+  if (keyRegion !== undefined && keyRegion !== region) {
+    throw new WrongRegionError(keyRegion, baseUrls[keyRegion]);
+  }
+  const keyHash = hashApiKey(key);
+  const record = await directory.findApiKey(keyHash);
+  if (!record || !apiKeyMatches(key, record.key_hash)) throw new UnknownApiKeyError();
+  if (record.home_region !== region) {
+    throw new WrongRegionError(record.home_region, baseUrls[record.home_region]);
+  }
+  const instance = await directory.getInstance(record.instance_id);
+  const dataSource = instance?.data_sources.find((source) => source.name === record.data_source);
+  if (!instance || !dataSource) throw new UnknownApiKeyError();
+  return { instance, dataSource, ...catalogsOf(instance) };
+}
+
+/** Catalogs per schema object: the cached directory hands out one object per instance. */
+const catalogs = new WeakMap<InstanceSchema, Pick<Tenant, 'personFields' | 'organizationFields'>>();
+
+function catalogsOf(instance: InstanceSchema): Pick<Tenant, 'personFields' | 'organizationFields'> {
+  let entry = catalogs.get(instance);
+  if (!entry) {
+    entry = {
+      personFields: FieldCatalog.forPerson(instance.person_fields),
+      organizationFields: FieldCatalog.forOrganization(instance.organization_fields),
+    };
+    catalogs.set(instance, entry);
+  }
+  return entry;
+}

@@ -1,0 +1,140 @@
+import middy, { type MiddlewareObj } from '@middy/core';
+import httpEventNormalizer from '@middy/http-event-normalizer';
+import httpHeaderNormalizer from '@middy/http-header-normalizer';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import httpSecurityHeaders from '@middy/http-security-headers';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { z } from 'zod';
+import { PayloadTooLargeError, ValidationError } from '../domain/errors.js';
+import type { Tenant } from '../domain/tenancy.js';
+import { parseWith } from '../domain/validation.js';
+import type { RouteDefinition } from '../routes.js';
+import { errorResponse } from './error-mapper.js';
+import { json, type HttpResponse } from './responses.js';
+
+/**
+ * The one middy stack of every HTTP function, in middy's recommended order:
+ * header and event normalizers, the body guard (413/415 before anything is parsed),
+ * authentication, the JSON body parser, security headers, and the error envelope last
+ * (so its `onError` runs first and every later `onError` sees a response).
+ */
+export type Authenticator = (apiKey: string | undefined) => Promise<Tenant>;
+
+interface ApiContext extends Context {
+  tenant?: Tenant;
+}
+
+type Event = APIGatewayProxyEventV2;
+type Middleware = MiddlewareObj<Event, HttpResponse, Error, ApiContext>;
+
+export interface HandlerResult {
+  status?: number;
+  body: unknown;
+}
+
+export interface ApiInput<B> {
+  body: B;
+  tenant: Tenant;
+  requestId: string;
+}
+
+/** What the runtime calls: API Gateway (HTTP API, payload v2) and the local server alike. */
+export type HttpHandler = (
+  event: APIGatewayProxyEventV2,
+  context: Context,
+) => Promise<HttpResponse>;
+
+/**
+ * middy types the event as the union of what its event normalizer accepts (v1 and v2
+ * payloads); the functions are deployed behind HTTP APIs (v2) only, hence the narrowing.
+ */
+function asHttpHandler(handler: (event: never, context: never) => Promise<HttpResponse>) {
+  return handler as HttpHandler;
+}
+
+/** API Gateway's request ID: the one its access logs carry. */
+export function requestIdOf(event: Event): string {
+  return event.requestContext.requestId;
+}
+
+function bodyBytes(event: Event): number {
+  if (event.body === undefined) return 0;
+  return Buffer.byteLength(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
+}
+
+/**
+ * Refuses oversized bodies before they are read. Every body is read as JSON whatever its
+ * Content-Type says (clients are asked to send `application/json`; a forgotten header, as
+ * with curl's default, is not worth refusing a well-formed request for).
+ */
+function bodyGuard(route: RouteDefinition): Middleware {
+  return {
+    before: ({ event }) => {
+      if (bodyBytes(event) > route.maxBodyBytes) throw new PayloadTooLargeError(route.maxBodyBytes);
+    },
+  };
+}
+
+function authentication(authenticate: Authenticator): Middleware {
+  return {
+    before: async (request) => {
+      request.context.tenant = await authenticate(request.event.headers['x-api-key']);
+    },
+  };
+}
+
+function errorEnvelope(): Middleware {
+  return {
+    after: (request) => {
+      if (request.response) {
+        request.response.headers['x-request-id'] = requestIdOf(request.event);
+      }
+    },
+    onError: (request) => {
+      request.response = errorResponse(request.error, requestIdOf(request.event));
+    },
+  };
+}
+
+function stack(route?: RouteDefinition, authenticate?: Authenticator) {
+  const handler = middy<Event, HttpResponse, Error, ApiContext>()
+    .use(httpHeaderNormalizer())
+    .use(httpEventNormalizer());
+  if (route) handler.use(bodyGuard(route));
+  if (authenticate) handler.use(authentication(authenticate));
+  if (route && route.method !== 'GET') {
+    handler.use(httpJsonBodyParser({ disableContentTypeCheck: true }));
+  }
+  return handler.use(httpSecurityHeaders()).use(errorEnvelope());
+}
+
+/** An authenticated JSON endpoint: the body is validated by `schema` before `run` sees it. */
+export function apiHandler<S extends z.ZodType>(
+  route: RouteDefinition,
+  options: { authenticate: Authenticator; body: S },
+  run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult>,
+): HttpHandler {
+  const handler = stack(route, options.authenticate).handler(async (event, context) => {
+    const { tenant } = context;
+    if (!tenant) throw new Error('authentication middleware did not run');
+    const raw: unknown = event.body;
+    if (route.method !== 'GET' && (typeof raw !== 'object' || raw === null || Array.isArray(raw))) {
+      throw new ValidationError('The request body must be a JSON object', [
+        { field: 'body', error: 'expected a JSON object' },
+      ]);
+    }
+    const body = parseWith(options.body, raw ?? {}, 'request body');
+    const result = await run({ body, tenant, requestId: requestIdOf(event) });
+    return json(result.status ?? 200, result.body);
+  });
+  return asHttpHandler(handler);
+}
+
+/** An endpoint that needs no key and reads no body (health, the fallback route). */
+export function publicHandler(run: (event: Event) => Promise<HandlerResult>): HttpHandler {
+  const handler = stack().handler(async (event) => {
+    const result = await run(event);
+    return json(result.status ?? 200, result.body);
+  });
+  return asHttpHandler(handler);
+}

@@ -1,0 +1,19 @@
+import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
+import { createDocumentClient } from '../adapters/aws-clients.js';
+import { ApiEnv, readEnv } from '../config/env.js';
+import { authenticate } from '../domain/tenancy.js';
+import type { Authenticator } from './api-handler.js';
+
+/**
+ * What every API function builds once per container: its checked environment, the DynamoDB
+ * client and the key-checking authenticator (with its short-lived cache). Handler modules
+ * call this at module scope; they are the composition roots.
+ */
+export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
+  const db = createDocumentClient();
+  const directory = new CachedTenantDirectory(new DynamoConfigStore(db, env.CONFIG_TABLE));
+  const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
+  const authenticator: Authenticator = (apiKey) =>
+    authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
+  return { env, db, authenticate: authenticator };
+}

@@ -1,0 +1,96 @@
+import {
+  CdpError,
+  ConflictError,
+  ForbiddenError,
+  InvalidTimeZoneError,
+  MethodNotAllowedError,
+  MissingApiKeyError,
+  NotFoundError,
+  NotImplementedError,
+  PayloadTooLargeError,
+  UnknownApiKeyError,
+  ValidationError,
+  WrongRegionError,
+  type ErrorDetail,
+} from '../domain/errors.js';
+import { logger } from '../lib/logger.js';
+import { json, type HttpResponse } from './responses.js';
+
+/**
+ * The one place errors become HTTP. Every error response is
+ * `{"request_id", "code", "error", "details"?}` with `code` equal to the status. Domain
+ * errors keep their message; anything else is logged and answered as a bare 500, so no
+ * internals ever reach a client.
+ */
+const STATUS: [new (...args: never[]) => CdpError, number][] = [
+  [InvalidTimeZoneError, 500],
+  [ValidationError, 400],
+  [MissingApiKeyError, 401],
+  [UnknownApiKeyError, 401],
+  [ForbiddenError, 403],
+  [NotFoundError, 404],
+  [MethodNotAllowedError, 405],
+  [ConflictError, 409],
+  [PayloadTooLargeError, 413],
+  // 421 Misdirected Request: the key is valid, but for another regional deployment.
+  [WrongRegionError, 421],
+  [NotImplementedError, 501],
+];
+
+export function statusOf(error: CdpError): number {
+  return STATUS.find(([type]) => error instanceof type)?.[1] ?? 500;
+}
+
+/** Errors raised by middy's own middlewares (`createError`) carry a status and `expose`. */
+interface MiddyHttpError {
+  statusCode: number;
+  expose?: boolean;
+  cause?: { package?: string; data?: unknown };
+}
+
+function isMiddyHttpError(error: unknown): error is Error & MiddyHttpError {
+  return (
+    error instanceof Error && typeof (error as Partial<MiddyHttpError>).statusCode === 'number'
+  );
+}
+
+function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
+  if (error.cause?.package !== '@middy/http-json-body-parser') return undefined;
+  if (error.cause.data === undefined || error.cause.data === '') {
+    return new ValidationError('A request body is required: send a JSON object', [
+      { field: 'body', error: 'missing' },
+    ]);
+  }
+  return new ValidationError('Malformed JSON body: the request body must be a JSON object', [
+    { field: 'body', error: 'not valid JSON' },
+  ]);
+}
+
+export function errorResponse(error: unknown, requestId: string): HttpResponse {
+  const known =
+    error instanceof CdpError ? error : isMiddyHttpError(error) ? fromMiddy(error) : undefined;
+  if (!known) {
+    logger.error('Unexpected error', { requestId, error: error as Error });
+    return envelope(500, 'Internal Server Error', requestId);
+  }
+  const status = statusOf(known);
+  if (status >= 500) logger.error(known.message, { requestId, error: known });
+  else logger.info('Request refused', { requestId, status, message: known.message });
+  const headers: Record<string, string> = {};
+  if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
+  return envelope(status, known.message, requestId, known.details, headers);
+}
+
+export function envelope(
+  status: number,
+  message: string,
+  requestId: string,
+  details?: ErrorDetail[],
+  headers: Record<string, string> = {},
+): HttpResponse {
+  return json(
+    status,
+    { request_id: requestId, code: status, error: message, ...(details ? { details } : {}) },
+    { 'x-request-id': requestId, ...headers },
+  );
+}

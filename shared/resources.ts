@@ -1,0 +1,115 @@
+import type { Region } from './domain/regions.js';
+
+/**
+ * The stateful resources of one regional deployment: tables, queues and buckets. The CDK
+ * stacks create them from this list, and so does the local stack at start (idempotently).
+ * Names are `cdp-<region>-<name>`, so that one DynamoDB Local can hold all three regions.
+ */
+export interface IndexDefinition {
+  readonly name: string;
+  readonly partitionKey: string;
+  readonly sortKey: string;
+  /** Non-key attributes copied into the index; `undefined` projects keys only. */
+  readonly include?: readonly string[];
+}
+
+export interface TableDefinition {
+  readonly name: TableName;
+  readonly purpose: string;
+  readonly indexes: readonly IndexDefinition[];
+  /** Attribute holding an epoch-seconds expiry, where items expire. */
+  readonly ttlAttribute?: string;
+}
+
+export type TableName = 'config' | 'people' | 'organizations' | 'activities';
+
+/** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
+export const TABLES: readonly TableDefinition[] = [
+  {
+    name: 'config',
+    purpose:
+      'instances, data sources, API key hashes, custom fields, activity definitions, templates',
+    indexes: [],
+  },
+  {
+    name: 'people',
+    purpose: 'people, merge-key claims, tags and counters',
+    indexes: [],
+  },
+  {
+    name: 'organizations',
+    purpose: 'organizations, merge-key claims, memberships and counters',
+    indexes: [],
+  },
+  {
+    name: 'activities',
+    purpose: 'activities by person and time, idempotency keys',
+    indexes: [],
+    ttlAttribute: 'expires_at',
+  },
+];
+
+export type QueueName = 'ingest' | 'email' | 'email-events';
+
+export interface QueueDefinition {
+  readonly name: QueueName;
+  readonly purpose: string;
+  readonly visibilityTimeoutSeconds: number;
+  /** Receives after which a message goes to the queue's dead-letter queue. */
+  readonly maxReceiveCount: number;
+}
+
+export const QUEUES: readonly QueueDefinition[] = [
+  {
+    name: 'ingest',
+    purpose: 'async person merges, organization merges and activities',
+    visibilityTimeoutSeconds: 180,
+    maxReceiveCount: 5,
+  },
+  {
+    name: 'email',
+    purpose: 'transactional emails to render and send',
+    visibilityTimeoutSeconds: 180,
+    maxReceiveCount: 5,
+  },
+  {
+    name: 'email-events',
+    purpose: 'SES delivery, bounce and complaint notifications',
+    visibilityTimeoutSeconds: 60,
+    maxReceiveCount: 5,
+  },
+];
+
+export type BucketName = 'payloads';
+
+export const BUCKETS: readonly { name: BucketName; purpose: string }[] = [
+  { name: 'payloads', purpose: 'claim-check payloads: large async requests, attachments' },
+];
+
+export function tableName(region: Region, table: TableName): string {
+  return `cdp-${region}-${table}`;
+}
+
+export function queueName(region: Region, queue: QueueName, deadLetter = false): string {
+  return `cdp-${region}-${queue}${deadLetter ? '-dlq' : ''}`;
+}
+
+/** The environment variable that carries a table's name to the functions (`PEOPLE_TABLE`). */
+export function tableVariable(table: TableName): string {
+  return `${table.toUpperCase()}_TABLE`;
+}
+
+/** The environment variable that carries a bucket's name to the functions (`PAYLOADS_BUCKET`). */
+export function bucketVariable(bucket: BucketName): string {
+  return `${bucket.toUpperCase()}_BUCKET`;
+}
+
+/** The environment variable that carries a queue's URL to the functions (`INGEST_QUEUE_URL`). */
+export function queueUrlVariable(queue: QueueName): string {
+  return `${queue.toUpperCase().replace(/-/g, '_')}_QUEUE_URL`;
+}
+
+/** Local bucket names; in AWS the stack lets CloudFormation name buckets (they are global). */
+export function localBucketName(region: Region, bucket: BucketName): string {
+  return `cdp-${region}-${bucket}`;
+}

@@ -1,0 +1,91 @@
+/**
+ * The routes table: the single source of truth for the HTTP API. The CDK stack builds one
+ * API Gateway route and Lambda function per entry, and the local server serves the same
+ * handler modules from it. Endpoints that are not built yet point at `not-implemented`,
+ * which authenticates and answers 501 in the error envelope.
+ */
+export type Method = 'GET' | 'POST' | 'PUT';
+export type Access = 'config:read' | 'config:write' | 'people' | 'organizations' | 'activities';
+
+export interface RouteDefinition {
+  readonly method: Method;
+  readonly path: string;
+  /** Folder under `functions/` holding `handler.ts`. */
+  readonly function: string;
+  /** Whether the route requires an API key. */
+  readonly auth: boolean;
+  /** Bodies above this are refused with 413 before they are parsed. */
+  readonly maxBodyBytes: number;
+  readonly memoryMb: number;
+  readonly timeoutSeconds: number;
+  /** What the function reads and writes; the stack grants exactly this. */
+  readonly access: readonly Access[];
+}
+
+const MB = 1024 * 1024;
+/** The body limit of endpoints for which the spec sets none. */
+export const DEFAULT_MAX_BODY_BYTES = 1 * MB;
+
+const api = (
+  method: Method,
+  path: string,
+  fn: string,
+  options: Partial<RouteDefinition> = {},
+): RouteDefinition => ({
+  method,
+  path,
+  function: fn,
+  auth: true,
+  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  memoryMb: 1024,
+  timeoutSeconds: 29,
+  access: ['config:read'],
+  ...options,
+});
+
+export const ROUTES: readonly RouteDefinition[] = [
+  api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
+  api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
+  api('POST', '/v1/person/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/organizations/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('PUT', '/v1/organizations/contacts/add', 'not-implemented'),
+  api('PUT', '/v1/organizations/contacts/remove', 'not-implemented'),
+  api('POST', '/v1/activities/create', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/person/get', 'not-implemented'),
+];
+
+/**
+ * The function behind API Gateway's `$default` route: it answers every request no route
+ * matches with 404, or 405 where only the method is wrong, in the error envelope.
+ */
+export const FALLBACK_FUNCTION = {
+  function: 'not-found',
+  memoryMb: 256,
+  timeoutSeconds: 10,
+} as const;
+
+export type RouteKey = `${Method} ${string}`;
+
+export function routeKey(route: Pick<RouteDefinition, 'method' | 'path'>): RouteKey {
+  return `${route.method} ${route.path}`;
+}
+
+export function findRoute(key: string): RouteDefinition {
+  const route = ROUTES.find((candidate) => routeKey(candidate) === key);
+  if (!route) throw new Error(`No route ${key} in the routes table`);
+  return route;
+}
+
+export type RouteMatch =
+  | { kind: 'route'; route: RouteDefinition }
+  | { kind: 'wrong-method'; allowed: Method[] }
+  | { kind: 'none' };
+
+/** How API Gateway resolves a request against the table: exact path, then method. */
+export function matchRoute(method: string, path: string): RouteMatch {
+  const onPath = ROUTES.filter((route) => route.path === path);
+  const route = onPath.find((candidate) => candidate.method === method.toUpperCase());
+  if (route) return { kind: 'route', route };
+  if (onPath.length > 0) return { kind: 'wrong-method', allowed: onPath.map((r) => r.method) };
+  return { kind: 'none' };
+}

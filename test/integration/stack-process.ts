@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * Starting and stopping the local stack the integration tests run against: `local/start.ts` itself, started by
+ * the global setup on ports of its own (so a developer's `npm start` can keep running),
+ * in memory, with the fixture configuration. Node imports only: the global setup loads it
+ * outside jest's module mapper.
+ */
+export interface StackPorts {
+  port: number;
+  dynamodbPort: number;
+  sqsPort: number;
+  sesPort: number;
+}
+
+export const TEST_STACK: StackPorts = {
+  port: 3900,
+  dynamodbPort: 8900,
+  sqsPort: 4966,
+  sesPort: 8905,
+};
+
+export const SEED_FILE = 'test/fixtures/seed.json';
+
+export const KEYS = {
+  acme: 'test-key-acme-website',
+  acmeShop: 'test-key-acme-shop',
+  globex: 'test-key-globex',
+  koala: 'test-key-koala',
+  stroopwafel: 'test-key-stroopwafel',
+} as const;
+
+export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    PORT: String(ports.port),
+    DYNAMODB_PORT: String(ports.dynamodbPort),
+    SQS_PORT: String(ports.sqsPort),
+    SES_PORT: String(ports.sesPort),
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    ...extra,
+  };
+}
+
+const REGION_OFFSETS = { default: 0, au: 1, eu: 2 } as const;
+
+export function baseUrl(
+  region: keyof typeof REGION_OFFSETS,
+  ports: StackPorts = TEST_STACK,
+): string {
+  return `http://127.0.0.1:${ports.port + REGION_OFFSETS[region]}`;
+}
+
+export function startStack(env: NodeJS.ProcessEnv): { child: ChildProcess; output: () => string } {
+  let output = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'local/start.ts'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return { child, output: () => output };
+}
+
+export async function waitForHealth(ports: StackPorts, child: ChildProcess, timeoutMs = 90_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error('the local stack exited during startup');
+    const healthy = await Promise.all(
+      (['default', 'au', 'eu'] as const).map((region) =>
+        fetch(`${baseUrl(region, ports)}/health`)
+          .then((response) => response.ok)
+          .catch(() => false),
+      ),
+    );
+    if (healthy.every(Boolean)) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('the local stack did not become healthy in time');
+}
+
+export async function stopStack(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
+  child.kill('SIGTERM');
+  return exited;
+}
