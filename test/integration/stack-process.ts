@@ -79,6 +79,17 @@ export async function waitForHealth(ports: StackPorts, child: ChildProcess, time
   throw new Error('the local stack did not become healthy in time');
 }
 
+/** Resolves once the stack has printed its banner (it does so after every API is healthy). */
+export async function waitForBanner(output: () => string, child: ChildProcess, timeoutMs = 90_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!output().includes('CDP API is running')) {
+    if (child.exitCode !== null)
+      throw new Error(`the local stack exited during startup:\n${output()}`);
+    if (Date.now() > deadline) throw new Error(`no banner in time:\n${output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 export async function stopStack(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
   const exited = new Promise<number | null>((resolve) =>

@@ -157,7 +157,7 @@ export class FieldCatalog {
         ? parsed.problem
         : parsed.namespace === (this.kind === 'person' ? 'cm' : 'oc')
           ? 'is not a custom field of this instance'
-          : `is not a ${this.kind} field`;
+          : `is not ${this.kind === 'person' ? 'a person' : 'an organization'} field`;
     throw new FieldValueError(id, problem);
   }
 

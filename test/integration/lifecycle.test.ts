@@ -1,0 +1,136 @@
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { localOnlyEnv, run } from './cli.js';
+import {
+  baseUrl,
+  stackEnv,
+  startStack,
+  stopStack,
+  waitForBanner,
+  waitForHealth,
+  type StackPorts,
+} from './stack.js';
+
+/**
+ * `npm start` itself, on ports of its own: data survives a restart, Ctrl-C (SIGTERM) stops
+ * every child, and the failures a newcomer meets are explained in one line.
+ */
+const PORTS: StackPorts = { port: 3950, dynamodbPort: 8950, sqsPort: 5066, sesPort: 8955 };
+
+async function personGet(key: string, region: 'default' | 'au' = 'default') {
+  const response = await fetch(`${baseUrl(region, PORTS)}/v1/person/get`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  return response.status;
+}
+
+async function allPortsClosed(): Promise<boolean> {
+  const ports = [
+    PORTS.port,
+    PORTS.port + 1,
+    PORTS.port + 2,
+    PORTS.dynamodbPort,
+    PORTS.sqsPort,
+    PORTS.sesPort,
+  ];
+  const open = await Promise.all(
+    ports.map(
+      (port) =>
+        new Promise<boolean>((resolve) => {
+          const probe = createServer();
+          probe.once('error', () => {
+            resolve(true);
+          });
+          probe.listen(port, '127.0.0.1', () => {
+            probe.close(() => {
+              resolve(false);
+            });
+          });
+        }),
+    ),
+  );
+  return open.every((isOpen) => !isOpen);
+}
+
+describe('npm start', () => {
+  it('keeps data across a restart and stops every child on SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cdp-data-'));
+    const env = stackEnv(PORTS, { CDP_DATA_DIR: dataDir });
+
+    const first = startStack(env);
+    let mintedKey = '';
+    let demoKeys: Record<string, string> = {};
+    try {
+      await waitForHealth(PORTS, first.child);
+      await waitForBanner(first.output, first.child);
+      demoKeys = JSON.parse(readFileSync(join(dataDir, 'demo-keys.json'), 'utf8')) as Record<
+        string,
+        string
+      >;
+      expect(first.output()).toContain(demoKeys.default);
+      expect(await personGet(demoKeys.default ?? '')).toBe(501);
+      expect(await personGet(demoKeys.au ?? '', 'au')).toBe(501);
+
+      const minted = await run(
+        ['local/admin.ts', 'key', 'create', '--instance', 'demo', '--data-source', 'Demo'],
+        localOnlyEnv({ DYNAMODB_PORT: String(PORTS.dynamodbPort) }),
+      );
+      mintedKey = minted.stdout.trim().split('\n').at(-1) ?? '';
+      expect(await personGet(mintedKey)).toBe(501);
+    } finally {
+      expect(await stopStack(first.child)).toBe(0);
+    }
+    expect(await allPortsClosed()).toBe(true);
+
+    const second = startStack(env);
+    try {
+      await waitForHealth(PORTS, second.child);
+      expect(await personGet(demoKeys.default ?? '')).toBe(501);
+      expect(await personGet(mintedKey)).toBe(501);
+    } finally {
+      await stopStack(second.child);
+    }
+  }, 180_000);
+
+  it('explains a port in use in one line and exits non-zero', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(PORTS.port + 1, '127.0.0.1', resolve));
+    try {
+      const result = await run(['local/start.ts'], stackEnv(PORTS, { CDP_EPHEMERAL: '1' }));
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim()).toBe(
+        `cdp: Port ${PORTS.port + 1} is already in use: stop what is using it, or choose another with PORT=<port>.`,
+      );
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('explains a missing Java in one line and exits non-zero', async () => {
+    const result = await run(
+      [join(process.cwd(), 'local/start.ts')],
+      // node is started by its absolute path; with no PATH, `java` cannot be found.
+      stackEnv(PORTS, { CDP_EPHEMERAL: '1', PATH: '/nonexistent' }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(/^cdp: Java 17 or later is needed to run DynamoDB Local/);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('refuses an invalid seed file, naming the bad entry', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'cdp-seed-')), 'seed.json');
+    writeFileSync(file, JSON.stringify({ instances: [{ id: 'x', name: 'X', region: 'mars' }] }));
+    const result = await run(
+      ['local/start.ts'],
+      stackEnv(PORTS, { CDP_EPHEMERAL: '1', CDP_SEED_FILE: file }),
+    );
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('instances[0].region');
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { FALLBACK_FUNCTION, ROUTES, matchRoute, routeKey } from '../../../shared/routes.js';
+import { WORKERS } from '../../../shared/workers.js';
+
+describe('the routes table', () => {
+  it('lists the seven operations of the spec and the health check', () => {
+    expect(ROUTES.map(routeKey)).toEqual(
+      expect.arrayContaining([
+        'POST /v1/transactional/send',
+        'POST /v1/person/merge',
+        'POST /v1/organizations/merge',
+        'PUT /v1/organizations/contacts/add',
+        'PUT /v1/organizations/contacts/remove',
+        'POST /v1/activities/create',
+        'POST /v1/person/get',
+        'GET /health',
+      ]),
+    );
+    expect(new Set(ROUTES.map(routeKey)).size).toBe(ROUTES.length);
+  });
+
+  it('requires a key on every /v1 route', () => {
+    for (const route of ROUTES.filter((r) => r.path.startsWith('/v1/')))
+      expect(route.auth).toBe(true);
+  });
+
+  it('sets the body limits of the spec', () => {
+    const limit = (key: string) => ROUTES.find((r) => routeKey(r) === key)?.maxBodyBytes;
+    expect(limit('POST /v1/transactional/send')).toBe(6 * 1024 * 1024);
+    expect(limit('POST /v1/activities/create')).toBe(2 * 1024 * 1024);
+  });
+
+  it('points every route and worker at a handler that exists', () => {
+    const functions = [...ROUTES, ...WORKERS, FALLBACK_FUNCTION].map((entry) => entry.function);
+    for (const fn of functions) expect(existsSync(`functions/${fn}/handler.ts`)).toBe(true);
+  });
+
+  it('matches like API Gateway: route, wrong method, nothing', () => {
+    expect(matchRoute('post', '/v1/person/merge')).toMatchObject({ kind: 'route' });
+    expect(matchRoute('DELETE', '/v1/person/merge')).toEqual({
+      kind: 'wrong-method',
+      allowed: ['POST'],
+    });
+    expect(matchRoute('POST', '/v1/person/merge/')).toEqual({ kind: 'none' });
+  });
+});
