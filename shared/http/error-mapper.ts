@@ -75,7 +75,7 @@ export function errorResponse(error: unknown, requestId: string): HttpResponse {
   }
   const status = statusOf(known);
   if (status >= 500) logger.error(known.message, { requestId, error: known });
-  else logger.info('Request refused', { requestId, status, message: known.message });
+  else logger.info('Request refused', { requestId, status, reason: known.message });
   const headers: Record<string, string> = {};
   if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
   return envelope(status, known.message, requestId, known.details, headers);

@@ -1,0 +1,114 @@
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { NagSuppressions } from 'cdk-nag';
+import { Construct } from 'constructs';
+import { tableVariable } from '../../shared/resources.js';
+import type { Access } from '../../shared/routes.js';
+import type { RegionData } from '../stacks/data-stack.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface CdpFunctionProps {
+  /** Folder under `functions/`. */
+  function: string;
+  memoryMb: number;
+  timeoutSeconds: number;
+  access: readonly Access[];
+  data: RegionData;
+  environment: Record<string, string>;
+}
+
+/**
+ * The one Lambda construct of the project: Node.js 22 on ARM64, ESM bundled locally by
+ * esbuild with source maps, X-Ray tracing, a log group with retention, and exactly the
+ * access its entry in the routes or workers table declares (each grant sets the matching
+ * environment variable).
+ */
+export class CdpFunction extends Construct {
+  readonly fn: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: CdpFunctionProps) {
+    super(scope, id);
+    const logGroup = new LogGroup(this, 'logs', {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.fn = new NodejsFunction(this, 'function', {
+      entry: join(root, 'functions', props.function, 'handler.ts'),
+      handler: 'handler',
+      projectRoot: root,
+      depsLockFilePath: join(root, 'package-lock.json'),
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memoryMb,
+      timeout: Duration.seconds(props.timeoutSeconds),
+      tracing: Tracing.ACTIVE,
+      logGroup,
+      environment: {
+        NODE_OPTIONS: '--enable-source-maps',
+        POWERTOOLS_SERVICE_NAME: 'cdp-api',
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        ...props.environment,
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        mainFields: ['module', 'main'],
+        // Some dependencies still call require(); ESM bundles need it defined.
+        banner:
+          "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
+      },
+    });
+    this.grant(props.access, props.data);
+    NagSuppressions.addResourceSuppressions(
+      this.fn,
+      [
+        {
+          id: 'AwsSolutions-IAM4',
+          reason: "AWSLambdaBasicExecutionRole only allows writing the function's own logs.",
+          appliesTo: [
+            'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole',
+          ],
+        },
+        {
+          id: 'AwsSolutions-L1',
+          reason:
+            'The runtime is pinned to Node.js 22 on purpose (the supported target); upgrades are deliberate.',
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason: 'X-Ray segment upload actions do not support resource-level permissions.',
+          appliesTo: ['Resource::*'],
+        },
+      ],
+      true,
+    );
+  }
+
+  private grant(access: readonly Access[], data: RegionData): void {
+    for (const need of access) {
+      switch (need) {
+        case 'config:read':
+          data.tables.config.grantReadData(this.fn);
+          this.fn.addEnvironment(tableVariable('config'), data.tables.config.tableName);
+          break;
+        case 'config:write':
+          data.tables.config.grantReadWriteData(this.fn);
+          this.fn.addEnvironment(tableVariable('config'), data.tables.config.tableName);
+          break;
+        case 'people':
+        case 'organizations':
+        case 'activities':
+          data.tables[need].grantReadWriteData(this.fn);
+          this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
+          break;
+      }
+    }
+  }
+}

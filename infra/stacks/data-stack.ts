@@ -1,0 +1,120 @@
+import { Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  Table,
+  TableEncryption,
+  type ITable,
+} from 'aws-cdk-lib/aws-dynamodb';
+import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-cdk-lib/aws-s3';
+import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import type { Region } from '../../shared/domain/regions.js';
+import {
+  BUCKETS,
+  QUEUES,
+  TABLES,
+  queueName,
+  tableName,
+  type BucketName,
+  type QueueName,
+  type TableName,
+} from '../../shared/resources.js';
+
+/** What the API stack of the same region receives from this one. */
+export interface RegionData {
+  tables: Record<TableName, ITable>;
+  queues: Record<QueueName, IQueue>;
+  buckets: Record<BucketName, IBucket>;
+}
+
+export interface DataStackProps extends StackProps {
+  region: Region;
+}
+
+/**
+ * The stateful half of a regional deployment: tables, queues (each with a dead-letter queue)
+ * and buckets, from the list in `shared/resources.ts`. Everything is retained when the stack
+ * goes, encrypted at rest, and TLS-only.
+ */
+export class DataStack extends Stack {
+  readonly data: RegionData;
+
+  constructor(scope: Construct, id: string, props: DataStackProps) {
+    super(scope, id, props);
+    const { region } = props;
+
+    const tables = {} as Record<TableName, ITable>;
+    for (const definition of TABLES) {
+      const table = new Table(this, `${definition.name}-table`, {
+        tableName: tableName(region, definition.name),
+        partitionKey: { name: 'pk', type: AttributeType.STRING },
+        sortKey: { name: 'sk', type: AttributeType.STRING },
+        billingMode: BillingMode.PAY_PER_REQUEST,
+        encryption: TableEncryption.AWS_MANAGED,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        deletionProtection: true,
+        removalPolicy: RemovalPolicy.RETAIN,
+        ...(definition.ttlAttribute ? { timeToLiveAttribute: definition.ttlAttribute } : {}),
+      });
+      for (const index of definition.indexes) {
+        table.addGlobalSecondaryIndex({
+          indexName: index.name,
+          partitionKey: { name: index.partitionKey, type: AttributeType.STRING },
+          sortKey: { name: index.sortKey, type: AttributeType.STRING },
+          ...(index.include
+            ? { projectionType: ProjectionType.INCLUDE, nonKeyAttributes: [...index.include] }
+            : { projectionType: ProjectionType.KEYS_ONLY }),
+        });
+      }
+      tables[definition.name] = table;
+    }
+
+    const queues = {} as Record<QueueName, IQueue>;
+    for (const definition of QUEUES) {
+      const deadLetters = new Queue(this, `${definition.name}-dlq`, {
+        queueName: queueName(region, definition.name, true),
+        retentionPeriod: Duration.days(14),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+      NagSuppressions.addResourceSuppressions(deadLetters, [
+        { id: 'AwsSolutions-SQS3', reason: 'This is the dead-letter queue of another queue.' },
+      ]);
+      queues[definition.name] = new Queue(this, `${definition.name}-queue`, {
+        queueName: queueName(region, definition.name),
+        visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
+        retentionPeriod: Duration.days(4),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        deadLetterQueue: { queue: deadLetters, maxReceiveCount: definition.maxReceiveCount },
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+    }
+
+    const buckets = {} as Record<BucketName, IBucket>;
+    for (const definition of BUCKETS) {
+      const bucket = new Bucket(this, `${definition.name}-bucket`, {
+        blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+        encryption: BucketEncryption.S3_MANAGED,
+        enforceSSL: true,
+        // Claim-check payloads are only needed until their message is processed.
+        lifecycleRules: [{ expiration: Duration.days(30) }],
+        removalPolicy: RemovalPolicy.RETAIN,
+      });
+      NagSuppressions.addResourceSuppressions(bucket, [
+        {
+          id: 'AwsSolutions-S1',
+          reason:
+            'Short-lived claim-check payloads written only by our own functions; CloudTrail data events cover access auditing where required.',
+        },
+      ]);
+      buckets[definition.name] = bucket;
+    }
+
+    this.data = { tables, queues, buckets };
+  }
+}
