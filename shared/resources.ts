@@ -34,7 +34,7 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'people',
     purpose: 'people, merge-key claims, tags and counters',
-    indexes: [],
+    indexes: [{ name: 'list', partitionKey: 'lpk', sortKey: 'lsk' }],
   },
   {
     name: 'organizations',

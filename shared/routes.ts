@@ -5,7 +5,16 @@
  * which authenticates and answers 501 in the error envelope.
  */
 export type Method = 'GET' | 'POST' | 'PUT';
-export type Access = 'config:read' | 'config:write' | 'people' | 'organizations' | 'activities';
+/** What a function may touch; `:read` variants grant reads only. */
+export type Access =
+  | 'config:read'
+  | 'config:write'
+  | 'people'
+  | 'people:read'
+  | 'organizations'
+  | 'organizations:read'
+  | 'activities'
+  | 'activities:read';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -46,12 +55,23 @@ const api = (
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
   api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
-  api('POST', '/v1/person/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/person/merge', 'person-merge', {
+    maxBodyBytes: 2 * MB,
+    access: ['config:read', 'people', 'activities', 'organizations'],
+  }),
   api('POST', '/v1/organizations/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
   api('PUT', '/v1/organizations/contacts/add', 'not-implemented'),
   api('PUT', '/v1/organizations/contacts/remove', 'not-implemented'),
   api('POST', '/v1/activities/create', 'not-implemented', { maxBodyBytes: 2 * MB }),
-  api('POST', '/v1/person/get', 'not-implemented'),
+  api('POST', '/v1/person/get', 'person-get', {
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+  }),
+  api('POST', '/v1/person/get-by-ids', 'person-get-by-ids', {
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+  }),
+  api('POST', '/v1/person/get/activities', 'person-activities', {
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+  }),
 ];
 
 /**

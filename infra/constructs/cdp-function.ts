@@ -108,6 +108,14 @@ export class CdpFunction extends Construct {
           data.tables[need].grantReadWriteData(this.fn);
           this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
           break;
+        case 'people:read':
+        case 'organizations:read':
+        case 'activities:read': {
+          const table = need.replace(':read', '') as 'people' | 'organizations' | 'activities';
+          data.tables[table].grantReadData(this.fn);
+          this.fn.addEnvironment(tableVariable(table), data.tables[table].tableName);
+          break;
+        }
       }
     }
   }

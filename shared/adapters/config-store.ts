@@ -1,5 +1,4 @@
 import {
-  BatchWriteCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
@@ -16,6 +15,7 @@ import {
 import { REGIONS, type Region } from '../domain/regions.js';
 import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
 import { TtlCache } from '../lib/ttl-cache.js';
+import { batchWrite, type WriteRequest } from './dynamo-helpers.js';
 
 /**
  * The config table. Items:
@@ -49,10 +49,6 @@ export interface FileKey {
 
 const instancePk = (id: string) => `INST#${id}`;
 const keyPk = (hash: string) => `KEY#${hash}`;
-
-type WriteRequest =
-  | { PutRequest: { Item: Record<string, unknown> } }
-  | { DeleteRequest: { Key: Record<string, unknown> } };
 
 export class DynamoConfigStore implements TenantDirectory {
   constructor(
@@ -149,7 +145,7 @@ export class DynamoConfigStore implements TenantDirectory {
       }
       remove({ pk, sk });
     }
-    await this.batchWrite(writes);
+    await batchWrite(this.db, this.table, writes);
   }
 
   /**
@@ -237,20 +233,6 @@ export class DynamoConfigStore implements TenantDirectory {
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey);
     return items;
-  }
-
-  private async batchWrite(writes: WriteRequest[]): Promise<void> {
-    for (let start = 0; start < writes.length; start += 25) {
-      let pending: WriteRequest[] = writes.slice(start, start + 25);
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        if (attempt > 8) throw new Error('DynamoDB kept items unprocessed; try again');
-        if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * 2 ** attempt));
-        const result = await this.db.send(
-          new BatchWriteCommand({ RequestItems: { [this.table]: pending } }),
-        );
-        pending = (result.UnprocessedItems?.[this.table] ?? []) as WriteRequest[];
-      }
-    }
   }
 }
 

@@ -28,3 +28,10 @@ export const ApiEnv = z.object({
   BASE_URL_EU: z.url(),
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
+
+/** Functions that read and write people (and record their built-in activities). */
+export const PeopleEnv = z.object({
+  PEOPLE_TABLE: tableName,
+  ACTIVITIES_TABLE: tableName,
+  ORGANIZATIONS_TABLE: tableName,
+});

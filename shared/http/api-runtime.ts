@@ -1,6 +1,8 @@
 import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
 import { createDocumentClient } from '../adapters/aws-clients.js';
-import { ApiEnv, readEnv } from '../config/env.js';
+import { DynamoPeopleStore } from '../adapters/people-store.js';
+import { ApiEnv, PeopleEnv, readEnv } from '../config/env.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
 import type { Authenticator } from './api-handler.js';
 
@@ -16,4 +18,14 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const authenticator: Authenticator = (apiKey) =>
     authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
   return { env, db, authenticate: authenticator };
+}
+
+/** The people store of functions that work on people (tables from `PeopleEnv`). */
+export function createPeopleStore(db: DynamoDBDocumentClient): DynamoPeopleStore {
+  const env = readEnv(PeopleEnv);
+  return new DynamoPeopleStore(db, {
+    people: env.PEOPLE_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+    organizations: env.ORGANIZATIONS_TABLE,
+  });
 }

@@ -42,8 +42,8 @@ describe('authentication', () => {
     'accepts the key in header %s (names are case-insensitive)',
     async (header) => {
       const response = await call('/v1/person/get', { headers: { [header]: KEYS.acme }, body: {} });
-      // Authenticated; the endpoint itself is built by a later issue.
-      expectEnvelope(response, 501);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-request-id')).toEqual(expect.stringMatching(/.+/));
     },
   );
 
@@ -55,8 +55,12 @@ describe('authentication', () => {
   ] as const)(
     'authenticates a %s key of the configuration file on its own region',
     async (region, key) => {
-      const response = await call('/v1/person/merge', { key, region, body: { people: [] } });
-      expectEnvelope(response, 501);
+      const response = await call('/v1/person/get', { key, region, body: { limit: 1 } });
+      expect(response.status).toBe(200);
+      expect(response.body.contacts).toEqual(expect.any(Array));
+      // Endpoints of later issues answer 501 after authentication.
+      const pending = await call('/v1/organizations/merge', { key, region, body: {} });
+      expectEnvelope(pending, 501);
     },
   );
 
@@ -142,6 +146,6 @@ describe('the HTTP contract', () => {
   it('answers every JSON request with a fresh request ID', async () => {
     const first = await call('/v1/person/get', { key: KEYS.acme, body: {} });
     const second = await call('/v1/person/get', { key: KEYS.acme, body: {} });
-    expect(first.body.request_id).not.toBe(second.body.request_id);
+    expect(first.headers.get('x-request-id')).not.toBe(second.headers.get('x-request-id'));
   });
 });

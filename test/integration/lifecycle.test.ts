@@ -20,13 +20,26 @@ import {
  */
 const PORTS: StackPorts = { port: 3950, dynamodbPort: 8950, sqsPort: 5066, sesPort: 8955 };
 
-async function personGet(key: string, region: 'default' | 'au' = 'default') {
-  const response = await fetch(`${baseUrl(region, PORTS)}/v1/person/get`, {
+async function post(
+  path: string,
+  key: string,
+  body: unknown,
+  region: 'default' | 'au' = 'default',
+) {
+  const response = await fetch(`${baseUrl(region, PORTS)}${path}`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
-    body: '{}',
+    body: JSON.stringify(body),
   });
-  return response.status;
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function emails(key: string): Promise<unknown[]> {
+  const { status, body } = await post('/v1/person/get', key, { fields: ['str::email'] });
+  expect(status).toBe(200);
+  return (body.contacts as { fields?: Record<string, unknown> }[]).map(
+    (c) => c.fields?.['str::email'],
+  );
 }
 
 async function allPortsClosed(): Promise<boolean> {
@@ -73,15 +86,18 @@ describe('npm start', () => {
         string
       >;
       expect(first.output()).toContain(demoKeys.default);
-      expect(await personGet(demoKeys.default ?? '')).toBe(501);
-      expect(await personGet(demoKeys.au ?? '', 'au')).toBe(501);
+      const merged = await post('/v1/person/merge', demoKeys.default ?? '', {
+        people: [{ fields: { 'str::email': 'kept@example.com' } }],
+      });
+      expect(merged.status).toBe(200);
+      expect((await post('/v1/person/get', demoKeys.au ?? '', {}, 'au')).status).toBe(200);
 
       const minted = await run(
         ['local/admin.ts', 'key', 'create', '--instance', 'demo', '--data-source', 'Demo'],
         localOnlyEnv({ DYNAMODB_PORT: String(PORTS.dynamodbPort) }),
       );
       mintedKey = minted.stdout.trim().split('\n').at(-1) ?? '';
-      expect(await personGet(mintedKey)).toBe(501);
+      expect(await emails(mintedKey)).toEqual(['kept@example.com']);
     } finally {
       expect(await stopStack(first.child)).toBe(0);
     }
@@ -90,8 +106,8 @@ describe('npm start', () => {
     const second = startStack(env);
     try {
       await waitForHealth(PORTS, second.child);
-      expect(await personGet(demoKeys.default ?? '')).toBe(501);
-      expect(await personGet(mintedKey)).toBe(501);
+      expect(await emails(demoKeys.default ?? '')).toEqual(['kept@example.com']);
+      expect(await emails(mintedKey)).toEqual(['kept@example.com']);
     } finally {
       await stopStack(second.child);
     }

@@ -28,6 +28,12 @@ export const KEYS = {
   globex: 'test-key-globex',
   koala: 'test-key-koala',
   stroopwafel: 'test-key-stroopwafel',
+  people: 'test-key-people',
+  peopleByEi: 'test-key-people-ei',
+  peopleCareful: 'test-key-people-careful',
+  ledger: 'test-key-ledger',
+  race: 'test-key-race',
+  pager: 'test-key-pager',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -1,0 +1,19 @@
+import {
+  getPersonActivities,
+  PersonActivitiesRequest,
+} from '../../shared/domain/people/person-activities.js';
+import { apiHandler } from '../../shared/http/api-handler.js';
+import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
+import { findRoute } from '../../shared/routes.js';
+
+const { authenticate, db } = createApiRuntime();
+const store = createPeopleStore(db);
+
+/** `POST /v1/person/get/activities`: a person's activities, newest first. */
+export const handler = apiHandler(
+  findRoute('POST /v1/person/get/activities'),
+  { authenticate, body: PersonActivitiesRequest },
+  async ({ body, tenant }) => ({
+    body: await getPersonActivities(body, tenant.instance.id, store),
+  }),
+);

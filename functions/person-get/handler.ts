@@ -1,0 +1,14 @@
+import { getPeople, PersonGetRequest } from '../../shared/domain/people/person-get.js';
+import { apiHandler } from '../../shared/http/api-handler.js';
+import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
+import { findRoute } from '../../shared/routes.js';
+
+const { authenticate, db } = createApiRuntime();
+const store = createPeopleStore(db);
+
+/** `POST /v1/person/get`: people in pages, with field selection and the instance's totals. */
+export const handler = apiHandler(
+  findRoute('POST /v1/person/get'),
+  { authenticate, body: PersonGetRequest },
+  async ({ body, tenant }) => ({ body: await getPeople(body, tenant, store) }),
+);

@@ -1,0 +1,443 @@
+import { randomInt } from 'node:crypto';
+import {
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { newId } from '../domain/ids.js';
+import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
+import {
+  claimId,
+  ClaimTakenError,
+  PersonChangedError,
+  WriteConflictError,
+  type ClaimKey,
+  type PeopleStore,
+} from '../domain/people/people-store.js';
+import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
+import type { PersonListing } from '../domain/people/person-get.js';
+import type { Person, RecordedActivity } from '../domain/people/person.js';
+import {
+  batchGet,
+  batchWrite,
+  cancellationCodes,
+  ExpressionBuilder,
+  type Item,
+} from './dynamo-helpers.js';
+
+/**
+ * The people table (see docs/data-model.md):
+ * - person `<inst>#P#<id>` / `P`: fields (map), tags (map tag → true), organization,
+ *   timestamps, and the listing index keys `lpk` = `<inst>#L#<shard>`, `lsk` = the ID;
+ * - key claim `<inst>#K#<field>#<value>` / `K`: the person holding that key value;
+ * - counter shard `<inst>#C` / `<n>`: contacts and subscribers, summed on read;
+ * - tag `<inst>#T#<tag>` / `T`: the instance's tags.
+ * Activities recorded with a change go to the activities table in the same transaction.
+ */
+export const COUNTER_SHARDS = 16;
+export const LIST_SHARDS = 16;
+
+export const personKey = (instanceId: string, id: string) => ({
+  pk: `${instanceId}#P#${id}`,
+  sk: 'P',
+});
+const claimKey = (instanceId: string, field: string, value: string) => ({
+  pk: `${instanceId}#K#${field}#${value}`,
+  sk: 'K',
+});
+export const counterPk = (instanceId: string) => `${instanceId}#C`;
+export const listPk = (instanceId: string, shard: number) => `${instanceId}#L#${shard}`;
+
+/** The listing shard of a person: from the random tail of its ID, so writes spread evenly. */
+export function listShard(id: string): number {
+  return parseInt(id.slice(-4), 16) % LIST_SHARDS;
+}
+
+const PersonItem = z.object({
+  id: z.string(),
+  fields: z.record(z.string(), z.unknown()),
+  tags: z.record(z.string(), z.unknown()).optional(),
+  organization_id: z.string().optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const ActivityItem = z.object({
+  id: z.string(),
+  field_id: z.string(),
+  attr: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+});
+
+export function personFromItem(item: Item): Person {
+  const parsed = PersonItem.parse(item);
+  return {
+    id: parsed.id,
+    // Field values are only ever written by this service, after validation.
+    fields: parsed.fields as Person['fields'],
+    tags: Object.keys(parsed.tags ?? {}).sort(),
+    ...(parsed.organization_id ? { organization_id: parsed.organization_id } : {}),
+    created_at: parsed.created_at,
+    updated_at: parsed.updated_at,
+  };
+}
+
+export interface PeopleTables {
+  people: string;
+  activities: string;
+  organizations: string;
+}
+
+export class DynamoPeopleStore implements PeopleStore, PersonListing, ActivityReader {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: PeopleTables,
+  ) {}
+
+  async findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+    const items = await batchGet(
+      this.db,
+      this.tables.people,
+      keys.map(({ field, value }) => claimKey(instanceId, field, value)),
+      consistent,
+    );
+    const owners = new Map<string, string>();
+    for (const item of items) {
+      const { field, value, person_id } = z
+        .object({ field: z.string(), value: z.string(), person_id: z.string() })
+        .parse(item);
+      owners.set(claimId(field, value), person_id);
+    }
+    return owners;
+  }
+
+  async getPeople(instanceId: string, ids: string[], consistent = false) {
+    const items = await batchGet(
+      this.db,
+      this.tables.people,
+      ids.map((id) => personKey(instanceId, id)),
+      consistent,
+    );
+    return new Map(items.map((item) => [String(item.id), personFromItem(item)]));
+  }
+
+  async createPerson(instanceId: string, plan: CreatePlan, dataSource: string) {
+    const { person } = plan;
+    const claims = [...plan.claims];
+    const counters = new ExpressionBuilder();
+    const transactItems = [
+      {
+        Put: {
+          TableName: this.tables.people,
+          Item: {
+            ...personKey(instanceId, person.id),
+            id: person.id,
+            fields: person.fields,
+            tags: Object.fromEntries(person.tags.map((tag) => [tag, true])),
+            created_at: person.created_at,
+            updated_at: person.updated_at,
+            version: 1,
+            lpk: listPk(instanceId, listShard(person.id)),
+            lsk: person.id,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      },
+      ...claims.map(([field, value]) => ({
+        Put: {
+          TableName: this.tables.people,
+          Item: { ...claimKey(instanceId, field, value), field, value, person_id: person.id },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      })),
+      {
+        Update: {
+          TableName: this.tables.people,
+          Key: { pk: counterPk(instanceId), sk: String(randomInt(COUNTER_SHARDS)) },
+          UpdateExpression: `ADD ${counters.name('contacts')} ${counters.value(1)}, ${counters.name('subscribers')} ${counters.value(plan.subscribed ? 1 : 0)}`,
+          ExpressionAttributeNames: counters.names,
+          ExpressionAttributeValues: counters.values,
+        },
+      },
+      ...this.activityPuts(instanceId, person.id, plan.activities, person.created_at, dataSource),
+    ];
+    try {
+      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
+    } catch (error) {
+      const codes = cancellationCodes(error);
+      if (!codes) throw error;
+      const taken = claims.filter((_, i) => codes[i + 1] === 'ConditionalCheckFailed');
+      if (taken.length > 0) throw new ClaimTakenError(taken.map(([field]) => field));
+      if (codes.includes('TransactionConflict')) throw new WriteConflictError();
+      throw error;
+    }
+  }
+
+  async updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string) {
+    const personId = plan.before.id;
+    const x = new ExpressionBuilder();
+    // Names are registered only when used: DynamoDB refuses unused ones.
+    const field = (id: string) => `${x.name('fields')}.${x.name(id)}`;
+    const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
+    const set: string[] = [`${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`];
+    const remove: string[] = [];
+    for (const [id, value] of Object.entries(plan.sets)) set.push(`${field(id)} = ${x.value(value)}`);
+    for (const [id, value] of Object.entries(plan.setsIfAbsent)) {
+      set.push(`${field(id)} = if_not_exists(${field(id)}, ${x.value(value)})`);
+    }
+    for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
+    for (const id of plan.removes) remove.push(field(id));
+    for (const name of plan.removeTags) remove.push(tag(name));
+    const conditions = ['attribute_exists(pk)'];
+    for (const [id, value] of Object.entries(plan.expected)) {
+      conditions.push(
+        value === undefined ? `attribute_not_exists(${field(id)})` : `${field(id)} = ${x.value(value)}`,
+      );
+    }
+    const updateExpression =
+      `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}` +
+      (remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : '');
+
+    const released = [...plan.claimsReleased];
+    const added = [...plan.claimsAdded];
+    const transactItems: NonNullable<
+      ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
+    > = [
+      {
+        Update: {
+          TableName: this.tables.people,
+          Key: personKey(instanceId, personId),
+          UpdateExpression: updateExpression,
+          ConditionExpression: conditions.join(' AND '),
+          ExpressionAttributeNames: x.names,
+          ExpressionAttributeValues: x.values,
+        },
+      },
+      ...released.map(([field, value]) => ({
+        Delete: {
+          TableName: this.tables.people,
+          Key: claimKey(instanceId, field, value),
+          ConditionExpression: 'person_id = :me',
+          ExpressionAttributeValues: { ':me': personId },
+        },
+      })),
+      ...added.map(([field, value]) => ({
+        Put: {
+          TableName: this.tables.people,
+          Item: { ...claimKey(instanceId, field, value), field, value, person_id: personId },
+          ConditionExpression: 'attribute_not_exists(pk) OR person_id = :me',
+          ExpressionAttributeValues: { ':me': personId },
+        },
+      })),
+      ...(plan.subscriberDelta !== 0
+        ? [
+            {
+              Update: {
+                TableName: this.tables.people,
+                Key: { pk: counterPk(instanceId), sk: String(randomInt(COUNTER_SHARDS)) },
+                UpdateExpression: 'ADD subscribers :delta',
+                ExpressionAttributeValues: { ':delta': plan.subscriberDelta },
+              },
+            },
+          ]
+        : []),
+      ...this.activityPuts(
+        instanceId,
+        personId,
+        plan.activities,
+        plan.after.updated_at,
+        dataSource,
+      ),
+    ];
+    try {
+      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
+    } catch (error) {
+      const codes = cancellationCodes(error);
+      if (!codes) throw error;
+      const firstAdded = 1 + released.length;
+      const taken = added.filter((_, i) => codes[firstAdded + i] === 'ConditionalCheckFailed');
+      if (taken.length > 0) throw new ClaimTakenError(taken.map(([field]) => field));
+      if (codes.slice(0, firstAdded).includes('ConditionalCheckFailed'))
+        throw new PersonChangedError();
+      if (codes.includes('TransactionConflict')) throw new WriteConflictError();
+      throw error;
+    }
+  }
+
+  async ensureTags(instanceId: string, tags: string[]) {
+    const items = tags.map((name) => ({ pk: `${instanceId}#T#${name}`, sk: 'T', name }));
+    const keys = items.map(({ pk, sk }) => ({ pk, sk }));
+    const existing = new Set(
+      (await batchGet(this.db, this.tables.people, keys)).map((item) => String(item.pk)),
+    );
+    const created_at = new Date().toISOString();
+    await batchWrite(
+      this.db,
+      this.tables.people,
+      items
+        .filter((item) => !existing.has(item.pk))
+        .map((item) => ({ PutRequest: { Item: { ...item, created_at } } })),
+    );
+  }
+
+  /** Counter totals of an instance, summed over the shards of both tables. */
+  async counters(instanceId: string) {
+    const [people, organizations] = await Promise.all([
+      this.sumCounters(this.tables.people, instanceId),
+      this.sumCounters(this.tables.organizations, instanceId),
+    ]);
+    return {
+      contacts: people.contacts ?? 0,
+      subscribers: people.subscribers ?? 0,
+      organizations: organizations.organizations ?? 0,
+    };
+  }
+
+  private async sumCounters(table: string, instanceId: string) {
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': counterPk(instanceId) },
+        ConsistentRead: true,
+      }),
+    );
+    const totals: Record<string, number> = {};
+    for (const item of Items) {
+      for (const [name, value] of Object.entries(item)) {
+        if (typeof value === 'number') totals[name] = (totals[name] ?? 0) + value;
+      }
+    }
+    return totals;
+  }
+
+  /**
+   * The next `count` IDs after `after` in creation order: one query per listing shard (each
+   * reads at most `count + 1` keys from the position on), merged. IDs sort by creation time.
+   */
+  async page(instanceId: string, order: 'asc' | 'desc', after: string | undefined, count: number) {
+    const perShard = await Promise.all(
+      Array.from({ length: LIST_SHARDS }, (_, shard) =>
+        this.shardPage(instanceId, shard, order, after, count + 1),
+      ),
+    );
+    const ids = perShard.flat().sort();
+    if (order === 'desc') ids.reverse();
+    return { ids: ids.slice(0, count), hasMore: ids.length > count };
+  }
+
+  private async shardPage(
+    instanceId: string,
+    shard: number,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ): Promise<string[]> {
+    const ids: string[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tables.people,
+          IndexName: 'list',
+          KeyConditionExpression:
+            after === undefined
+              ? 'lpk = :pk'
+              : `lpk = :pk AND lsk ${order === 'desc' ? '<' : '>'} :after`,
+          ExpressionAttributeValues: {
+            ':pk': listPk(instanceId, shard),
+            ...(after ? { ':after': after } : {}),
+          },
+          ScanIndexForward: order === 'asc',
+          Limit: Math.min(count - ids.length, 1000),
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) ids.push(String(item.lsk));
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey && ids.length < count);
+    return ids;
+  }
+
+  async personExists(instanceId: string, personId: string) {
+    return (await this.getPeople(instanceId, [personId])).has(personId);
+  }
+
+  /**
+   * One query on the person's timeline (`sk` = time#id), newest first; with a filter on
+   * activity IDs it reads on until the page is full or the timeline ends.
+   */
+  async activities(
+    instanceId: string,
+    personId: string,
+    options: { limit: number; before?: string; fieldIds?: string[] },
+  ) {
+    const x = new ExpressionBuilder();
+    const pk = x.value(`${instanceId}#P#${personId}`);
+    const keyCondition = options.before
+      ? `${x.name('pk')} = ${pk} AND ${x.name('sk')} < ${x.value(options.before)}`
+      : `${x.name('pk')} = ${pk}`;
+    const filter = options.fieldIds
+      ? `${x.name('field_id')} IN (${options.fieldIds.map((id) => x.value(id)).join(', ')})`
+      : undefined;
+    const found: ActivityView[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tables.activities,
+          KeyConditionExpression: keyCondition,
+          ...(filter ? { FilterExpression: filter } : {}),
+          ExpressionAttributeNames: x.names,
+          ExpressionAttributeValues: x.values,
+          ScanIndexForward: false,
+          Limit: options.limit + 1 - found.length,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const parsed = ActivityItem.parse(item);
+        found.push({
+          id: parsed.id,
+          field_id: parsed.field_id,
+          attr: parsed.attr,
+          created_at: parsed.created_at,
+        });
+      }
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey && found.length <= options.limit);
+    const hasMore = found.length > options.limit;
+    const activities = found.slice(0, options.limit);
+    const last = activities.at(-1);
+    // Positions are the timeline's sort keys (`<created_at>#<id>`).
+    return { activities, ...(hasMore && last ? { next: `${last.created_at}#${last.id}` } : {}) };
+  }
+
+  private activityPuts(
+    instanceId: string,
+    personId: string,
+    activities: RecordedActivity[],
+    createdAt: string,
+    source: string,
+  ) {
+    return activities.map((activity) => {
+      const id = newId(Date.parse(createdAt));
+      return {
+        Put: {
+          TableName: this.tables.activities,
+          Item: {
+            pk: `${instanceId}#P#${personId}`,
+            sk: `${createdAt}#${id}`,
+            id,
+            person_id: personId,
+            field_id: activity.field_id,
+            attr: activity.attr,
+            created_at: createdAt,
+            source,
+          },
+        },
+      };
+    });
+  }
+}

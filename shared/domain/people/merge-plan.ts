@@ -1,0 +1,300 @@
+import { FieldValueError, ValidationError } from '../errors.js';
+import type { FieldValues } from '../fields/field-catalog.js';
+import type { FieldValue } from '../fields/field-values.js';
+import { isId } from '../ids.js';
+import type { Tenant } from '../tenancy.js';
+import { formatPath } from '../validation.js';
+import { PersonRecord, type MergeOptions, type MergeStrategy } from './merge-request.js';
+import {
+  claimsOf,
+  EMAIL,
+  EMAIL_PERMISSION,
+  EXTERNAL_ID,
+  PERMISSION_ACTIVITIES,
+  PERSON_ID,
+  SMS_PERMISSION,
+  type Person,
+  type RecordedActivity,
+} from './person.js';
+
+/**
+ * The pure half of person merge: validating one record, and deciding what merging it into
+ * an existing person (or creating one) changes. No I/O; `merge-people.ts` does the reads and
+ * the conditional writes around it.
+ */
+export interface PreparedRecord {
+  index: number;
+  values: FieldValues;
+  personId?: string;
+  tags: string[];
+  unsetTags: string[];
+  /** Per-field overrides from `clear_fields`: false keeps an existing value (strategy 2). */
+  overwrite: Record<string, boolean>;
+  /** The key values this record names (field → normalized value). */
+  claims: Map<string, string>;
+}
+
+export interface InvalidRecord {
+  index: number;
+  error: string;
+}
+
+function invalid(index: number, error: string): InvalidRecord {
+  return { index, error };
+}
+
+/** Validates one entry of `people`. An invalid time zone is thrown (the whole request fails). */
+export function prepareRecord(
+  raw: unknown,
+  index: number,
+  options: MergeOptions,
+  tenant: Tenant,
+): PreparedRecord | InvalidRecord {
+  const where = `people[${index}]`;
+  const parsed = PersonRecord.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = formatPath([where, ...(issue?.path ?? [])]).replace(
+      /^people\[\d+\]\./,
+      `${where}.`,
+    );
+    return invalid(index, `${path}: ${issue?.message ?? 'invalid'}`);
+  }
+  const record = parsed.data;
+  const { [PERSON_ID]: personIdValue, ...fields } = record.fields;
+  let personId: string | undefined;
+  if (options.byId) {
+    if (!isId(personIdValue)) {
+      return invalid(
+        index,
+        `${where}.fields.${PERSON_ID}: expected the ID of a person (24 hexadecimal characters)`,
+      );
+    }
+    personId = personIdValue;
+  } else if (personIdValue !== undefined) {
+    return invalid(
+      index,
+      `${where}.fields.${PERSON_ID}: is read-only; to merge by ID set merge_by to ["str::person_id"]`,
+    );
+  }
+  let values: FieldValues;
+  try {
+    values = tenant.personFields.parseValues(fields, `${where}.fields`);
+  } catch (error) {
+    if (error instanceof FieldValueError) return invalid(index, `${where}.fields.${error.message}`);
+    if (error instanceof ValidationError) return invalid(index, error.message);
+    throw error;
+  }
+  if (!options.byId && (values[EMAIL] ?? null) === null && (values[EXTERNAL_ID] ?? null) === null) {
+    return invalid(index, `${where}.fields: str::email or str::ei is required`);
+  }
+  for (const permission of [EMAIL_PERMISSION, SMS_PERMISSION]) {
+    if (values[permission] === null) {
+      return invalid(index, `${where}.fields.${permission}: cannot be cleared; send true or false`);
+    }
+  }
+  const overwrite: Record<string, boolean> = {};
+  for (const [fieldId, flag] of Object.entries(record.clear_fields ?? {})) {
+    if (!tenant.personFields.get(fieldId)) {
+      return invalid(index, `${where}.clear_fields.${fieldId}: is not a person field`);
+    }
+    if (typeof flag !== 'boolean') {
+      return invalid(index, `${where}.clear_fields.${fieldId}: expected true or false`);
+    }
+    overwrite[fieldId] = flag;
+  }
+  const unsetTags = [...new Set(record.unset_tags ?? [])];
+  return {
+    index,
+    values,
+    ...(personId ? { personId } : {}),
+    tags: [...new Set(record.tags ?? [])].filter((tag) => !unsetTags.includes(tag)),
+    unsetTags,
+    overwrite,
+    claims: claimsOf(values, options.keyFields),
+  };
+}
+
+/** Which person a record names, given who owns which key value (`owner(field, value)`). */
+export function findPersonId(
+  record: PreparedRecord,
+  options: MergeOptions,
+  owner: (fieldId: string, value: string) => string | undefined,
+): string | undefined {
+  if (options.byId) return record.personId;
+  const [first, second] = options.mergeBy;
+  const firstValue = first ? record.claims.get(first) : undefined;
+  if (first && firstValue !== undefined) {
+    const found = owner(first, firstValue);
+    // find_strategy 1: a value given for the first field that matches nobody does not fall through.
+    if (found !== undefined || options.findStrategy === 1) return found;
+  }
+  const secondValue = second ? record.claims.get(second) : undefined;
+  return second && secondValue !== undefined ? owner(second, secondValue) : undefined;
+}
+
+function contextOf(record: PreparedRecord, contextField: string, fallback: string): string {
+  const value = record.values[contextField];
+  return typeof value === 'string' && value.trim() !== '' ? value : fallback;
+}
+
+function permissionActivity(
+  record: PreparedRecord,
+  kind: keyof typeof PERMISSION_ACTIVITIES,
+): RecordedActivity {
+  const { activity, context, text } = PERMISSION_ACTIVITIES[kind];
+  return { field_id: activity, attr: { [context]: contextOf(record, context, text) } };
+}
+
+export interface CreatePlan {
+  kind: 'create';
+  person: Person;
+  claims: Map<string, string>;
+  activities: RecordedActivity[];
+  subscribed: boolean;
+}
+
+/** A new person: email permission defaults to subscribed, SMS to not subscribed. */
+export function planCreate(
+  record: PreparedRecord,
+  id: string,
+  now: string,
+  isStored: (fieldId: string) => boolean,
+): CreatePlan {
+  const fields: Record<string, FieldValue> = {};
+  for (const [fieldId, value] of Object.entries(record.values)) {
+    if (value !== null && isStored(fieldId)) fields[fieldId] = value;
+  }
+  const subscribed = fields[EMAIL_PERMISSION] !== false;
+  fields[EMAIL_PERMISSION] = subscribed;
+  const smsGiven = typeof fields[SMS_PERMISSION] === 'boolean';
+  fields[SMS_PERMISSION] ??= false;
+  const activities = [
+    permissionActivity(record, subscribed ? 'emailSubscribed' : 'emailUnsubscribed'),
+  ];
+  if (smsGiven) {
+    activities.push(
+      permissionActivity(record, fields[SMS_PERMISSION] ? 'smsSubscribed' : 'smsUnsubscribed'),
+    );
+  }
+  return {
+    kind: 'create',
+    person: { id, fields, tags: record.tags, created_at: now, updated_at: now },
+    claims: claimsOf(fields, [...record.claims.keys()]),
+    activities,
+    subscribed,
+  };
+}
+
+export interface UpdatePlan {
+  kind: 'update';
+  before: Person;
+  after: Person;
+  /** Fields written unconditionally (strategy 2). */
+  sets: Record<string, FieldValue>;
+  /** Fields written only where the person has no value (strategy 1, or clear_fields false). */
+  setsIfAbsent: Record<string, FieldValue>;
+  removes: string[];
+  addTags: string[];
+  removeTags: string[];
+  /** Values the write is conditioned on: the plan is only right if they have not changed. */
+  expected: Record<string, FieldValue | undefined>;
+  claimsAdded: Map<string, string>;
+  claimsReleased: Map<string, string>;
+  activities: RecordedActivity[];
+  subscriberDelta: number;
+}
+
+function sameValue(a: FieldValue | undefined, b: FieldValue | undefined): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object') return false;
+  const keys = (value: object) => Object.keys(value).sort();
+  return JSON.stringify(a, keys(a)) === JSON.stringify(b, keys(b));
+}
+
+/**
+ * Merges a record into an existing person under strategy 1 (append only) or 2 (overwrite;
+ * `null` clears; `clear_fields` can protect single fields). Returns `undefined` when nothing
+ * would change, so that no write is made.
+ */
+export function planUpdate(
+  before: Person,
+  record: PreparedRecord,
+  strategy: Exclude<MergeStrategy, 3>,
+  keyFields: readonly string[],
+  now: string,
+  isStored: (fieldId: string) => boolean,
+): UpdatePlan | undefined {
+  const sets: Record<string, FieldValue> = {};
+  const setsIfAbsent: Record<string, FieldValue> = {};
+  const removes: string[] = [];
+  const fields = new Map(Object.entries(before.fields));
+  for (const [fieldId, value] of Object.entries(record.values)) {
+    if (!isStored(fieldId)) continue;
+    const current = before.fields[fieldId];
+    const overwrite = strategy === 2 && record.overwrite[fieldId] !== false;
+    if (value === null) {
+      if (overwrite && current !== undefined) {
+        removes.push(fieldId);
+        fields.delete(fieldId);
+      }
+    } else if (overwrite) {
+      if (!sameValue(current, value)) {
+        sets[fieldId] = value;
+        fields.set(fieldId, value);
+      }
+    } else if (current === undefined) {
+      setsIfAbsent[fieldId] = value;
+      fields.set(fieldId, value);
+    }
+  }
+  const addTags = record.tags.filter((tag) => !before.tags.includes(tag));
+  const removeTags = record.unsetTags.filter((tag) => before.tags.includes(tag));
+  const changed = [...Object.keys(sets), ...Object.keys(setsIfAbsent), ...removes];
+  if (changed.length === 0 && addTags.length === 0 && removeTags.length === 0) return undefined;
+
+  const expected: Record<string, FieldValue | undefined> = {};
+  const activities: RecordedActivity[] = [];
+  let subscriberDelta = 0;
+  for (const [field, on, off] of [
+    [EMAIL_PERMISSION, 'emailSubscribed', 'emailUnsubscribed'],
+    [SMS_PERMISSION, 'smsSubscribed', 'smsUnsubscribed'],
+  ] as const) {
+    if (!changed.includes(field)) continue;
+    // The activity and the subscriber count depend on the previous value: condition on it.
+    expected[field] = before.fields[field];
+    const now = fields.get(field) === true;
+    activities.push(permissionActivity(record, now ? on : off));
+    if (field === EMAIL_PERMISSION)
+      subscriberDelta = now ? 1 : before.fields[field] === true ? -1 : 0;
+  }
+  const beforeClaims = claimsOf(before.fields, keyFields);
+  const afterFields = Object.fromEntries(fields);
+  const afterClaims = claimsOf(afterFields, keyFields);
+  const claimsAdded = new Map<string, string>();
+  const claimsReleased = new Map<string, string>();
+  for (const field of keyFields) {
+    const old = beforeClaims.get(field);
+    const next = afterClaims.get(field);
+    if (old === next) continue;
+    expected[field] = before.fields[field];
+    if (old !== undefined) claimsReleased.set(field, old);
+    if (next !== undefined) claimsAdded.set(field, next);
+  }
+  const tags = [...before.tags.filter((tag) => !removeTags.includes(tag)), ...addTags];
+  return {
+    kind: 'update',
+    before,
+    after: { ...before, fields: afterFields, tags, updated_at: now },
+    sets,
+    setsIfAbsent,
+    removes,
+    addTags,
+    removeTags,
+    expected,
+    claimsAdded,
+    claimsReleased,
+    activities,
+    subscriberDelta,
+  };
+}

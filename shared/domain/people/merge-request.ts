@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import { ValidationError } from '../errors.js';
+import { keyFieldsOf, PERSON_ID } from './person.js';
+import type { Tenant } from '../tenancy.js';
+
+/** `POST /v1/person/merge` (API.md): the request-level members. Records are checked one by one. */
+export const PersonMergeRequest = z.object({
+  people: z
+    .array(z.unknown())
+    .min(1, 'expected 1 to 100 people')
+    .max(100, 'expected 1 to 100 people'),
+  async: z.boolean().optional(),
+  merge_by: z.array(z.string()).min(1).max(2).optional(),
+  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+  skip_non_existing: z.boolean().optional(),
+});
+export type PersonMergeRequest = z.infer<typeof PersonMergeRequest>;
+
+const tag = z.string().trim().min(1, 'expected a non-empty tag').max(255);
+
+/** One entry of `people`. */
+export const PersonRecord = z.object({
+  fields: z.record(z.string(), z.unknown()),
+  location: z.unknown().optional(),
+  tags: z.array(tag).max(100).optional(),
+  unset_tags: z.array(tag).max(100).optional(),
+  clear_fields: z.record(z.string(), z.unknown()).optional(),
+});
+export type PersonRecord = z.infer<typeof PersonRecord>;
+
+export type MergeStrategy = 1 | 2 | 3;
+
+export interface MergeOptions {
+  mergeBy: string[];
+  byId: boolean;
+  strategy: MergeStrategy;
+  findStrategy: 0 | 1;
+  skipNonExisting: boolean;
+  keyFields: string[];
+}
+
+/**
+ * The merge preferences of a request: its own `merge_by` and strategies, or the data
+ * source's. Merge fields must be key fields of the instance (email, external ID, or a field
+ * a data source merges by), since only their values are kept unique and findable; merging
+ * by ID must be exactly `["str::person_id"]`.
+ */
+export function mergeOptions(
+  request: Pick<
+    PersonMergeRequest,
+    'merge_by' | 'merge_strategy' | 'find_strategy' | 'skip_non_existing'
+  >,
+  tenant: Tenant,
+): MergeOptions {
+  const source = tenant.dataSource;
+  const mergeBy = request.merge_by ?? source.merge_by;
+  const keyFields = keyFieldsOf(tenant.instance);
+  const byId = mergeBy.includes(PERSON_ID);
+  if (byId && mergeBy.length !== 1) {
+    throw new ValidationError('merge_by: to merge by ID it must be exactly ["str::person_id"]', [
+      { field: 'merge_by', error: 'str::person_id must be the only merge field' },
+    ]);
+  }
+  if (!byId) {
+    mergeBy.forEach((fieldId, index) => {
+      if (!keyFields.includes(fieldId)) {
+        const problem = `"${fieldId}" cannot be a merge field (use one of ${keyFields.join(', ')} or str::person_id)`;
+        throw new ValidationError(`merge_by[${index}]: ${problem}`, [
+          { field: `merge_by[${index}]`, error: problem },
+        ]);
+      }
+    });
+    if (mergeBy.length === 2 && mergeBy[0] === mergeBy[1]) {
+      throw new ValidationError('merge_by: the two merge fields must differ', [
+        { field: 'merge_by', error: 'the two merge fields must differ' },
+      ]);
+    }
+  }
+  return {
+    mergeBy,
+    byId,
+    strategy: request.merge_strategy ?? source.merge_strategy,
+    findStrategy: request.find_strategy ?? source.find_strategy,
+    skipNonExisting: request.skip_non_existing ?? false,
+    keyFields,
+  };
+}

@@ -1,0 +1,39 @@
+import type { CreatePlan, UpdatePlan } from './merge-plan.js';
+import type { Person } from './person.js';
+
+/** A key value is already claimed by someone else: the write made no change. */
+export class ClaimTakenError extends Error {
+  constructor(readonly fields: string[]) {
+    super(`claimed by another person: ${fields.join(', ')}`);
+  }
+}
+
+/** The person changed (or vanished) since it was read: the write made no change. */
+export class PersonChangedError extends Error {}
+
+/** Two writes touched the same items at once; trying again is safe. */
+export class WriteConflictError extends Error {}
+
+export interface ClaimKey {
+  field: string;
+  value: string;
+}
+
+export const claimId = (field: string, value: string) => `${field}\u0000${value}`;
+
+/** What person merge reads and writes. Every call is scoped to one instance. */
+export interface PeopleStore {
+  /** Owners of key values, as a map from `claimId(field, value)` to person ID. */
+  findClaimOwners(
+    instanceId: string,
+    keys: ClaimKey[],
+    consistent?: boolean,
+  ): Promise<Map<string, string>>;
+  getPeople(instanceId: string, ids: string[], consistent?: boolean): Promise<Map<string, Person>>;
+  /** Creates the person with its claims, counters and activities in one transaction. */
+  createPerson(instanceId: string, plan: CreatePlan, dataSource: string): Promise<void>;
+  /** Applies an update in one transaction, conditioned on the values the plan relied on. */
+  updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string): Promise<void>;
+  /** Makes sure the named tags exist in the instance's tag list. */
+  ensureTags(instanceId: string, tags: string[]): Promise<void>;
+}

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { ValidationError } from '../errors.js';
+import { ID_PATTERN } from '../ids.js';
+
+/** `POST /v1/person/get/activities`: a person's activities, newest first (DESIGN: our addition). */
+export const PersonActivitiesRequest = z.object({
+  person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
+  limit: z.number().int().min(1).max(100).default(50),
+  cursor_id: z.string().max(500).optional(),
+  activities: z.array(z.string().min(1)).min(1).max(50).optional(),
+});
+export type PersonActivitiesRequest = z.infer<typeof PersonActivitiesRequest>;
+
+export interface ActivityView {
+  id: string;
+  field_id: string;
+  attr: Record<string, unknown>;
+  created_at: string;
+}
+
+export interface ActivityReader {
+  personExists(instanceId: string, personId: string): Promise<boolean>;
+  /** Activities of a person older than `before` (a position), newest first. */
+  activities(
+    instanceId: string,
+    personId: string,
+    options: { limit: number; before?: string; fieldIds?: string[] },
+  ): Promise<{ activities: ActivityView[]; next?: string }>;
+}
+
+const Cursor = z.object({ v: z.literal(1), before: z.string().min(1) });
+
+export async function getPersonActivities(
+  request: PersonActivitiesRequest,
+  instanceId: string,
+  reader: ActivityReader,
+) {
+  const before = request.cursor_id ? decodeCursor(Cursor, request.cursor_id).before : undefined;
+  if (!(await reader.personExists(instanceId, request.person_id))) {
+    throw new ValidationError(`person_id: no person ${request.person_id} in this instance`, [
+      { field: 'person_id', error: 'not found' },
+    ]);
+  }
+  const page = await reader.activities(instanceId, request.person_id, {
+    limit: request.limit,
+    ...(before ? { before } : {}),
+    ...(request.activities ? { fieldIds: request.activities } : {}),
+  });
+  return {
+    activities: page.activities,
+    cursor_id: page.next ? encodeCursor({ v: 1, before: page.next }) : null,
+    has_more: page.next !== undefined,
+  };
+}
