@@ -182,7 +182,8 @@ export class DynamoPeopleStore implements PeopleStore, PersonListing, ActivityRe
     const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
     const set: string[] = [`${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`];
     const remove: string[] = [];
-    for (const [id, value] of Object.entries(plan.sets)) set.push(`${field(id)} = ${x.value(value)}`);
+    for (const [id, value] of Object.entries(plan.sets))
+      set.push(`${field(id)} = ${x.value(value)}`);
     for (const [id, value] of Object.entries(plan.setsIfAbsent)) {
       set.push(`${field(id)} = if_not_exists(${field(id)}, ${x.value(value)})`);
     }
@@ -192,7 +193,9 @@ export class DynamoPeopleStore implements PeopleStore, PersonListing, ActivityRe
     const conditions = ['attribute_exists(pk)'];
     for (const [id, value] of Object.entries(plan.expected)) {
       conditions.push(
-        value === undefined ? `attribute_not_exists(${field(id)})` : `${field(id)} = ${x.value(value)}`,
+        value === undefined
+          ? `attribute_not_exists(${field(id)})`
+          : `${field(id)} = ${x.value(value)}`,
       );
     }
     const updateExpression =

@@ -460,11 +460,18 @@ describe('person merge: subscription permissions', () => {
   });
 
   it('refuses to clear a permission', async () => {
-    const entry = await mergeOne(key, { fields: { 'str::email': uniqueEmail(), 'bol::p': null } });
-    expect(entry).toEqual({
-      status: 'invalid',
-      error: 'people[0].fields.bol::p: cannot be cleared; send true or false',
+    const response = await call('/v1/person/merge', {
+      key,
+      body: { people: [{ fields: { 'str::email': uniqueEmail(), 'bol::p': null } }] },
     });
+    expect(response.status).toBe(400);
+    expect(response.body.details).toEqual([
+      {
+        index: 0,
+        status: 'invalid',
+        error: 'people[0].fields.bol::p: cannot be cleared; send true or false',
+      },
+    ]);
   });
 });
 

@@ -1,0 +1,168 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { KEYS, call } from './stack.js';
+import { merge, uniqueEmail } from './people.js';
+
+const key = KEYS.pager;
+
+interface Page {
+  contacts: { id: string; fields?: Record<string, unknown> }[];
+  meta: Record<string, number>;
+  offset: number;
+  next_offset: number;
+  cursor_id: string;
+  has_more: boolean;
+}
+
+async function page(body: Record<string, unknown>): Promise<Page> {
+  const response = await call('/v1/person/get', { key, body });
+  expect(response.status).toBe(200);
+  return response.body as unknown as Page;
+}
+
+const created: string[] = [];
+
+beforeAll(async () => {
+  for (let batch = 0; batch < 3; batch += 1) {
+    const people = Array.from({ length: batch < 2 ? 100 : 50 }, (_, i) => ({
+      fields: {
+        'str::email': uniqueEmail(`page${batch}-${i}`),
+        'str::first': `P${batch * 100 + i}`,
+      },
+    }));
+    const entries = await merge(key, { people });
+    created.push(...entries.map((entry) => entry.person_id ?? ''));
+  }
+});
+
+describe('person get', () => {
+  it('walks every person exactly once with cursor_id, newest first, while others are added', async () => {
+    const seen: string[] = [];
+    let body: Record<string, unknown> = { limit: 100, fields: ['str::email'] };
+    for (let round = 0; round < 10; round += 1) {
+      const result = await page(body);
+      seen.push(...result.contacts.map((contact) => contact.id));
+      expect(result.offset).toBe((body.offset) ?? 0);
+      expect(result.next_offset).toBe(result.offset + result.contacts.length);
+      // Someone keeps adding people while we page.
+      await merge(key, { people: [{ fields: { 'str::email': uniqueEmail('late') } }] });
+      if (!result.has_more) break;
+      body = {
+        limit: 100,
+        fields: ['str::email'],
+        offset: result.next_offset,
+        cursor_id: result.cursor_id,
+      };
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen.filter((id) => created.includes(id)).sort()).toEqual([...created].sort());
+    const order = seen.filter((id) => created.includes(id));
+    expect(order).toEqual([...created].reverse());
+  });
+
+  it('pages by offset alone too', async () => {
+    const first = await page({ limit: 40, sort_order: 'asc' });
+    const second = await page({ limit: 40, sort_order: 'asc', offset: 40 });
+    expect(first.contacts.map((c) => c.id)).toEqual(created.slice(0, 40));
+    expect(second.contacts.map((c) => c.id)).toEqual(created.slice(40, 80));
+    expect(second.has_more).toBe(true);
+  });
+
+  it('answers an offset past the end with an empty page and the real totals', async () => {
+    const result = await page({ limit: 10, offset: 5000 });
+    expect(result.contacts).toEqual([]);
+    expect(result.has_more).toBe(false);
+    expect(result.meta.total_contacts).toBeGreaterThanOrEqual(250);
+    expect(result.meta.total_matches).toBe(result.meta.total_contacts);
+    expect(result.meta.total_subscribers).toBe(result.meta.total_contacts);
+    expect(result.meta.total_organizations).toBe(0);
+  });
+
+  it('returns the requested fields, 50 people by default', async () => {
+    const result = await page({ fields: ['str::first', 'tags'], sort_order: 'asc' });
+    expect(result.contacts).toHaveLength(50);
+    expect(result.contacts[0]).toEqual({
+      id: created[0],
+      fields: { 'str::first': 'P0', tags: [] },
+    });
+    const none = await page({ limit: 1, fields: ['str::last'] });
+    expect(none.contacts[0]).toEqual({ id: expect.any(String) as unknown });
+  });
+
+  it.each([
+    [{ limit: 0 }, /limit/],
+    [{ limit: 101 }, /limit/],
+    [{ offset: 10_000_001 }, /offset/],
+    [{ offset: -1 }, /offset/],
+    [{ sort_order: 'up' }, /sort_order/],
+    [{ fields: ['str::nope'] }, /fields\[0\]: "str::nope" is not a person field/],
+    [{ fields: ['str::u-ctx'] }, /fields\[0\]: "str::u-ctx" cannot be selected/],
+    [{ cursor_id: 'not-a-cursor' }, /cursor_id/],
+  ])('refuses %p', async (body, message) => {
+    const response = await call('/v1/person/get', { key, body });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatch(message);
+  });
+
+  it('never shows people of another instance', async () => {
+    const response = await call('/v1/person/get-by-ids', {
+      key: KEYS.acme,
+      body: { contact_ids: created.slice(0, 5) },
+    });
+    expect(response.body).toEqual({ contacts: {} });
+    const activities = await call('/v1/person/get/activities', {
+      key: KEYS.acme,
+      body: { person_id: created[0] },
+    });
+    expect(activities.status).toBe(400);
+  });
+});
+
+describe('person get-by-ids and activities', () => {
+  it('answers people by ID, leaving out unknown IDs', async () => {
+    const ids = [created[0] ?? '', 'ffffffffffffffffffffffff'];
+    const response = await call('/v1/person/get-by-ids', {
+      key,
+      body: { contact_ids: ids, fields: ['str::first'] },
+    });
+    expect(response.body).toEqual({
+      contacts: { [ids[0] ?? '']: { id: ids[0], fields: { 'str::first': 'P0' } } },
+    });
+  });
+
+  it('pages through a person timeline newest first', async () => {
+    const email = uniqueEmail();
+    const [entry] = await merge(key, { people: [{ fields: { 'str::email': email } }] });
+    const id = entry?.person_id ?? '';
+    for (const p of [false, true, false])
+      await merge(key, { people: [{ fields: { 'str::email': email, 'bol::p': p } }] });
+    const first = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, limit: 3 },
+    });
+    const firstBody = first.body as {
+      activities: { field_id: string }[];
+      cursor_id: string;
+      has_more: boolean;
+    };
+    expect(firstBody.activities.map((a) => a.field_id)).toEqual([
+      'act::u-all',
+      'act::s-all',
+      'act::u-all',
+    ]);
+    expect(firstBody.has_more).toBe(true);
+    const second = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, limit: 3, cursor_id: firstBody.cursor_id },
+    });
+    expect(second.body).toMatchObject({
+      activities: [{ field_id: 'act::s-all' }],
+      has_more: false,
+      cursor_id: null,
+    });
+    const filtered = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, activities: ['act::s-all'] },
+    });
+    expect((filtered.body.activities as unknown[]).length).toBe(2);
+  });
+});

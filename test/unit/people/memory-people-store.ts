@@ -1,0 +1,116 @@
+import type { CreatePlan, UpdatePlan } from '../../../shared/domain/people/merge-plan.js';
+import {
+  claimId,
+  ClaimTakenError,
+  PersonChangedError,
+  type ClaimKey,
+  type PeopleStore,
+} from '../../../shared/domain/people/people-store.js';
+import type { Person, RecordedActivity } from '../../../shared/domain/people/person.js';
+
+/**
+ * An in-memory people store with the same conditions as the DynamoDB one: claims are
+ * conditional, updates are conditioned on the values the plan expected. Counts calls, so
+ * tests can check how many round trips a request makes.
+ */
+export class MemoryPeopleStore implements PeopleStore {
+  readonly claims = new Map<string, string>();
+  readonly people = new Map<string, Person>();
+  readonly activities: { personId: string; activity: RecordedActivity }[] = [];
+  readonly tags = new Set<string>();
+  readonly calls: Record<string, number> = {};
+  contacts = 0;
+  subscribers = 0;
+  /** Runs before the next write, once: lets a test play a concurrent request. */
+  beforeNextWrite: (() => void) | undefined;
+
+  private count(name: string) {
+    this.calls[name] = (this.calls[name] ?? 0) + 1;
+  }
+
+  private interfere() {
+    const hook = this.beforeNextWrite;
+    this.beforeNextWrite = undefined;
+    hook?.();
+  }
+
+  findClaimOwners(_instance: string, keys: ClaimKey[]) {
+    this.count('findClaimOwners');
+    const owners = new Map<string, string>();
+    for (const { field, value } of keys) {
+      const owner = this.claims.get(claimId(field, value));
+      if (owner) owners.set(claimId(field, value), owner);
+    }
+    return Promise.resolve(owners);
+  }
+
+  getPeople(_instance: string, ids: string[]) {
+    this.count('getPeople');
+    const found = new Map<string, Person>();
+    for (const id of ids) {
+      const person = this.people.get(id);
+      if (person) found.set(id, structuredClone(person));
+    }
+    return Promise.resolve(found);
+  }
+
+  createPerson(_instance: string, plan: CreatePlan) {
+    this.count('createPerson');
+    this.interfere();
+    const taken = [...plan.claims].filter(([field, value]) =>
+      this.claims.has(claimId(field, value)),
+    );
+    if (taken.length > 0) return Promise.reject(new ClaimTakenError(taken.map(([field]) => field)));
+    for (const [field, value] of plan.claims)
+      this.claims.set(claimId(field, value), plan.person.id);
+    this.people.set(plan.person.id, structuredClone(plan.person));
+    this.contacts += 1;
+    if (plan.subscribed) this.subscribers += 1;
+    for (const activity of plan.activities)
+      this.activities.push({ personId: plan.person.id, activity });
+    return Promise.resolve();
+  }
+
+  updatePerson(_instance: string, plan: UpdatePlan) {
+    this.count('updatePerson');
+    this.interfere();
+    const current = this.people.get(plan.before.id);
+    if (!current) return Promise.reject(new PersonChangedError());
+    for (const [field, expected] of Object.entries(plan.expected)) {
+      if (JSON.stringify(current.fields[field]) !== JSON.stringify(expected)) {
+        return Promise.reject(new PersonChangedError());
+      }
+    }
+    const taken = [...plan.claimsAdded].filter(([field, value]) => {
+      const owner = this.claims.get(claimId(field, value));
+      return owner !== undefined && owner !== plan.before.id;
+    });
+    if (taken.length > 0) return Promise.reject(new ClaimTakenError(taken.map(([field]) => field)));
+    for (const [field, value] of plan.claimsReleased) this.claims.delete(claimId(field, value));
+    for (const [field, value] of plan.claimsAdded)
+      this.claims.set(claimId(field, value), plan.before.id);
+    const fields = { ...current.fields, ...plan.sets };
+    for (const [field, value] of Object.entries(plan.setsIfAbsent)) fields[field] ??= value;
+    for (const field of plan.removes) Reflect.deleteProperty(fields, field);
+    const tags = [
+      ...current.tags.filter((t) => !plan.removeTags.includes(t)),
+      ...plan.addTags.filter((t) => !current.tags.includes(t)),
+    ];
+    this.people.set(plan.before.id, {
+      ...current,
+      fields,
+      tags,
+      updated_at: plan.after.updated_at,
+    });
+    this.subscribers += plan.subscriberDelta;
+    for (const activity of plan.activities)
+      this.activities.push({ personId: plan.before.id, activity });
+    return Promise.resolve();
+  }
+
+  ensureTags(_instance: string, tags: string[]) {
+    this.count('ensureTags');
+    for (const tag of tags) this.tags.add(tag);
+    return Promise.resolve();
+  }
+}

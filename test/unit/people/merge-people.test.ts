@@ -1,0 +1,174 @@
+import { describe, expect, it } from '@jest/globals';
+import { InvalidTimeZoneError, ValidationError } from '../../../shared/domain/errors.js';
+import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
+import { mergePeople } from '../../../shared/domain/people/merge-people.js';
+import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
+import { claimId } from '../../../shared/domain/people/people-store.js';
+import type { Tenant } from '../../../shared/domain/tenancy.js';
+import { MemoryPeopleStore } from './memory-people-store.js';
+
+const instance: Tenant['instance'] = {
+  id: 'acme',
+  name: 'Acme',
+  region: 'default',
+  plan: 'business',
+  transactional_email: false,
+  sending_domains: [],
+  data_sources: [
+    { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
+    { name: 'Crm', merge_by: ['str:cm:crm-id', 'str::email'], merge_strategy: 2, find_strategy: 0 },
+  ],
+  person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID' }],
+  organization_fields: [],
+  activities: [],
+};
+
+const tenant: Tenant = {
+  instance,
+  dataSource: instance.data_sources[0] ?? {
+    name: 'x',
+    merge_by: [],
+    merge_strategy: 2,
+    find_strategy: 0,
+  },
+  personFields: FieldCatalog.forPerson(instance.person_fields),
+  organizationFields: FieldCatalog.forOrganization(),
+};
+
+function run(store: MemoryPeopleStore, body: Record<string, unknown>) {
+  return mergePeople(PersonMergeRequest.parse(body), { tenant, store });
+}
+
+describe('mergePeople', () => {
+  it('merges 100 new people with one batched read of claims, none of people, and one write each', async () => {
+    const store = new MemoryPeopleStore();
+    const people = Array.from({ length: 100 }, (_, i) => ({
+      fields: { 'str::email': `p${i}@x.test` },
+      tags: ['bulk'],
+    }));
+    const results = await run(store, { people });
+    expect(results.every((r) => r.status === 'created')).toBe(true);
+    expect(store.calls).toEqual({
+      findClaimOwners: 1,
+      getPeople: 1,
+      createPerson: 100,
+      ensureTags: 1,
+    });
+    expect(store.contacts).toBe(100);
+  });
+
+  it('updating 100 existing people reads them in one batch and writes each once', async () => {
+    const store = new MemoryPeopleStore();
+    const people = Array.from({ length: 100 }, (_, i) => ({
+      fields: { 'str::email': `p${i}@x.test` },
+    }));
+    await run(store, { people });
+    for (const key of Object.keys(store.calls)) store.calls[key] = 0;
+    const renamed = people.map((p) => ({ fields: { ...p.fields, 'str::first': 'New' } }));
+    await run(store, { people: renamed });
+    expect(store.calls).toEqual({
+      findClaimOwners: 1,
+      getPeople: 1,
+      createPerson: 0,
+      updatePerson: 100,
+    });
+  });
+
+  it('makes no write when a merge changes nothing', async () => {
+    const store = new MemoryPeopleStore();
+    await run(store, { people: [{ fields: { 'str::email': 'a@x.test', 'str::first': 'A' } }] });
+    const [result] = await run(store, {
+      people: [{ fields: { 'str::email': 'a@x.test', 'str::first': 'A' } }],
+    });
+    expect(result?.status).toBe('merged');
+    expect(store.calls.updatePerson ?? 0).toBe(0);
+  });
+
+  it('turns a lost race for a new email into a merge', async () => {
+    const store = new MemoryPeopleStore();
+    store.beforeNextWrite = () => {
+      // Another request creates the same person between our read and our write.
+      store.people.set('aaaaaaaaaaaaaaaaaaaaaaaa', {
+        id: 'aaaaaaaaaaaaaaaaaaaaaaaa',
+        fields: { 'str::email': 'race@x.test', 'bol::p': true, 'bol::sp': false },
+        tags: [],
+        created_at: '2024-01-01T00:00:00.000Z',
+        updated_at: '2024-01-01T00:00:00.000Z',
+      });
+      store.claims.set(claimId('str::email', 'race@x.test'), 'aaaaaaaaaaaaaaaaaaaaaaaa');
+    };
+    const [result] = await run(store, {
+      people: [{ fields: { 'str::email': 'race@x.test', 'str::first': 'B' } }],
+    });
+    expect(result).toEqual({ person_id: 'aaaaaaaaaaaaaaaaaaaaaaaa', status: 'merged' });
+    expect(store.people.size).toBe(1);
+    expect(store.people.get('aaaaaaaaaaaaaaaaaaaaaaaa')?.fields['str::first']).toBe('B');
+  });
+
+  it('re-plans when the person changed under it, so the activity reflects the real change', async () => {
+    const store = new MemoryPeopleStore();
+    const [created] = await run(store, { people: [{ fields: { 'str::email': 'p@x.test' } }] });
+    const id = created?.person_id ?? '';
+    store.beforeNextWrite = () => {
+      const person = store.people.get(id);
+      if (person) person.fields['bol::p'] = false; // someone else unsubscribed them
+    };
+    await run(store, { people: [{ fields: { 'str::email': 'p@x.test', 'bol::p': false } }] });
+    // Our unsubscribe became a no-op: only one unsubscribe would be recorded (by the other writer).
+    expect(store.activities.filter((a) => a.activity.field_id === 'act::u-all')).toHaveLength(0);
+    expect(store.calls.updatePerson).toBe(1);
+  });
+
+  it('finds by a custom merge field of a data source and keeps its values unique', async () => {
+    const store = new MemoryPeopleStore();
+    const crm = { ...tenant, dataSource: instance.data_sources[1] ?? tenant.dataSource };
+    const [a] = await mergePeople(
+      PersonMergeRequest.parse({
+        people: [{ fields: { 'str:cm:crm-id': 'C-1', 'str::email': 'c1@x.test' } }],
+      }),
+      { tenant: crm, store },
+    );
+    const [b] = await mergePeople(
+      PersonMergeRequest.parse({
+        people: [{ fields: { 'str:cm:crm-id': 'C-1', 'str::email': 'new@x.test' } }],
+      }),
+      { tenant: crm, store },
+    );
+    expect(b).toEqual({ person_id: a?.person_id, status: 'merged' });
+    const [c] = await mergePeople(
+      PersonMergeRequest.parse({
+        people: [{ fields: { 'str:cm:crm-id': 'C-2', 'str::email': 'new@x.test' } }],
+      }),
+      { tenant: crm, store },
+    );
+    // C-2 matches nobody, the email falls through to the same person, who takes C-2.
+    expect(c).toEqual({ person_id: a?.person_id, status: 'merged' });
+    expect(store.claims.get(claimId('str:cm:crm-id', 'C-1'))).toBeUndefined();
+  });
+
+  it('throws on an invalid time zone before writing anything', async () => {
+    const store = new MemoryPeopleStore();
+    await expect(
+      run(store, {
+        people: [
+          { fields: { 'str::email': 'ok@x.test' } },
+          {
+            fields: {
+              'str::email': 'tz@x.test',
+              'dtz::b': { year: 2000, month: 1, day: 1, timezone: 'Nowhere' },
+            },
+          },
+        ],
+      }),
+    ).rejects.toThrow(InvalidTimeZoneError);
+    expect(store.people.size).toBe(0);
+  });
+
+  it('throws a ValidationError with details when every record is invalid', async () => {
+    const store = new MemoryPeopleStore();
+    await expect(
+      run(store, { people: [{ fields: {} }, { fields: { 'str::email': 'bad' } }] }),
+    ).rejects.toThrow(ValidationError);
+    expect(store.calls).toEqual({});
+  });
+});
