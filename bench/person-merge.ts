@@ -16,6 +16,7 @@ import { FieldCatalog } from '../shared/domain/fields/field-catalog.js';
 import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
 import type { Tenant } from '../shared/domain/tenancy.js';
+import { createLocationServices } from '../shared/http/api-runtime.js';
 import { tableName } from '../shared/resources.js';
 import { localAwsEnv, readStackSettings } from '../local/settings.js';
 
@@ -30,19 +31,28 @@ function median(values: number[]): number {
 
 function people(tag: string) {
   return Array.from({ length: 100 }, (_, i) => ({
-    fields: { 'str::email': `${tag}-${i}@bench.test`, 'str::first': `First ${i}`, 'str::last': 'Bench' },
+    fields: {
+      'str::email': `${tag}-${i}@bench.test`,
+      'str::first': `First ${i}`,
+      'str::last': 'Bench',
+    },
     tags: ['bench'],
   }));
 }
 
 async function overHttp(): Promise<void> {
-  const keys = JSON.parse(readFileSync(join(settings.dataDir, 'demo-keys.json'), 'utf8')) as { default: string };
+  const keys = JSON.parse(readFileSync(join(settings.dataDir, 'demo-keys.json'), 'utf8')) as {
+    default: string;
+  };
   const url = `http://${settings.host}:${settings.port}/v1/person/merge`;
   const post = async (body: unknown) => {
     const started = performance.now();
     const response = await fetch(url, {
       method: 'POST',
-      headers: { 'x-api-key': process.env.CDP_API_KEY ?? keys.default, 'content-type': 'application/json' },
+      headers: {
+        'x-api-key': process.env.CDP_API_KEY ?? keys.default,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify(body),
     });
     if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
@@ -53,10 +63,16 @@ async function overHttp(): Promise<void> {
   for (let run = 0; run < runs; run += 1) {
     const tag = `http-${Date.now().toString(36)}-${run}`;
     creates.push(await post({ people: people(tag) }));
-    updates.push(await post({ people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })) }));
+    updates.push(
+      await post({
+        people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
+      }),
+    );
   }
   console.log(`HTTP, 100 people a request, median of ${runs}:`);
-  console.log(`  create ${median(creates).toFixed(0)} ms   update ${median(updates).toFixed(0)} ms`);
+  console.log(
+    `  create ${median(creates).toFixed(0)} ms   update ${median(updates).toFixed(0)} ms`,
+  );
 }
 
 async function roundTrips(): Promise<void> {
@@ -75,7 +91,12 @@ async function roundTrips(): Promise<void> {
     activities: tableName('default', 'activities'),
     organizations: tableName('default', 'organizations'),
   });
-  const source = { name: 'Bench', merge_by: ['str::email'], merge_strategy: 2 as const, find_strategy: 0 as const };
+  const source = {
+    name: 'Bench',
+    merge_by: ['str::email'],
+    merge_strategy: 2 as const,
+    find_strategy: 0 as const,
+  };
   const tenant: Tenant = {
     instance: {
       id: 'bench',
@@ -96,16 +117,26 @@ async function roundTrips(): Promise<void> {
   const measure = async (label: string, body: unknown) => {
     for (const key of Object.keys(calls)) calls[key] = 0;
     const started = performance.now();
-    await mergePeople(PersonMergeRequest.parse(body), { tenant, store });
+    await mergePeople(PersonMergeRequest.parse(body), {
+      tenant,
+      store,
+      location: createLocationServices(store),
+    });
     const ms = performance.now() - started;
     const total = Object.values(calls).reduce((a, b) => a + b, 0);
-    console.log(`  ${label}: ${total} DynamoDB calls ${JSON.stringify(calls)} in ${ms.toFixed(0)} ms`);
+    console.log(
+      `  ${label}: ${total} DynamoDB calls ${JSON.stringify(calls)} in ${ms.toFixed(0)} ms`,
+    );
   };
   const tag = `rt-${Date.now().toString(36)}`;
   console.log('DynamoDB round trips of one 100-person request (in-process):');
   await measure('create', { people: people(tag) });
-  await measure('update', { people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })) });
-  await measure('no change', { people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })) });
+  await measure('update', {
+    people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
+  });
+  await measure('no change', {
+    people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
+  });
 }
 
 await overHttp();

@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
+import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
 import { CdpError } from '../shared/domain/errors.js';
@@ -16,12 +18,14 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  * The admin CLI (`npm run admin -- <command>`):
  *   apply <file> [--region default|au|eu]
  *   key create --instance <id> --data-source <name> [--region default|au|eu]
+ *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
  * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name.
  */
 const USAGE = `usage:
   npm run admin -- apply <file> [--region default|au|eu]
-  npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]`;
+  npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]
+  npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]`;
 
 class UsageError extends Error {}
 
@@ -36,15 +40,34 @@ function targetsAws(env: NodeJS.ProcessEnv): boolean {
   ].some((name) => Boolean(env[name]));
 }
 
-function configStore(region: Region): DynamoConfigStore {
-  let client: DynamoDBClient;
+function documents(region: Region) {
   if (targetsAws(process.env)) {
-    client = new DynamoDBClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) });
-  } else {
-    Object.assign(process.env, localAwsEnv(readStackSettings()));
-    client = new DynamoDBClient({});
+    return createDocumentClient(
+      new DynamoDBClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
+    );
   }
-  return new DynamoConfigStore(createDocumentClient(client), tableName(region, 'config'));
+  Object.assign(process.env, localAwsEnv(readStackSettings()));
+  return createDocumentClient(new DynamoDBClient({}));
+}
+
+function configStore(region: Region): DynamoConfigStore {
+  return new DynamoConfigStore(documents(region), tableName(region, 'config'));
+}
+
+/** Address lookups of an instance in a month: the count, and what is billed (next 1000). */
+async function usage(instanceId: string, month: string | undefined, region: Region) {
+  const at = month ? new Date(`${month}-01T00:00:00Z`) : new Date();
+  if (Number.isNaN(at.getTime()) || (month !== undefined && !/^\d{4}-\d{2}$/.test(month))) {
+    throw new UsageError('--month must be YYYY-MM');
+  }
+  const people = new DynamoPeopleStore(documents(region), {
+    people: tableName(region, 'people'),
+    activities: tableName(region, 'activities'),
+    organizations: tableName(region, 'organizations'),
+  });
+  const count = await people.geocodingLookups(instanceId, at);
+  console.log(`Address lookups of "${instanceId}" in ${at.toISOString().slice(0, 7)}: ${count}`);
+  console.log(`Billable (rounded up to the next 1000): ${billableLookups(count)}`);
 }
 
 function regionOption(value: string | undefined): Region {
@@ -103,6 +126,7 @@ async function main(): Promise<void> {
       region: { type: 'string' },
       instance: { type: 'string' },
       'data-source': { type: 'string' },
+      month: { type: 'string' },
     },
   });
   const region = regionOption(values.region);
@@ -113,6 +137,10 @@ async function main(): Promise<void> {
       throw new UsageError('key create needs --instance <id> and --data-source <name>');
     }
     return createKey(values.instance, values['data-source'], region);
+  }
+  if (command === 'usage') {
+    if (!values.instance) throw new UsageError('usage needs --instance <id>');
+    return usage(values.instance, values.month, region);
   }
   throw new UsageError(command ? `unknown command "${positionals.join(' ')}"` : 'no command given');
 }

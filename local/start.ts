@@ -201,6 +201,7 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
     BASE_URL_AU: baseUrl(settings, 'au'),
     BASE_URL_EU: baseUrl(settings, 'eu'),
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    GEOCODER: 'offline',
     ...localAwsEnv(settings),
   };
   for (const table of TABLES) env[tableVariable(table.name)] = tableName(region, table.name);

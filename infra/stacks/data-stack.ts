@@ -9,6 +9,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket } from 'aws-cdk-lib/aws-s3';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import { CfnPlaceIndex } from 'aws-cdk-lib/aws-location';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
@@ -28,6 +29,8 @@ export interface RegionData {
   tables: Record<TableName, ITable>;
   queues: Record<QueueName, IQueue>;
   buckets: Record<BucketName, IBucket>;
+  /** The Amazon Location Service place index address lookups use. */
+  placeIndex: { name: string; arn: string };
 }
 
 export interface DataStackProps extends StackProps {
@@ -115,6 +118,19 @@ export class DataStack extends Stack {
       buckets[definition.name] = bucket;
     }
 
-    this.data = { tables, queues, buckets };
+    const placeIndex = new CfnPlaceIndex(this, 'place-index', {
+      indexName: `cdp-${region}-places`,
+      dataSource: 'Esri',
+      // Results are stored on people (their city, region and country).
+      dataSourceConfiguration: { intendedUse: 'Storage' },
+      pricingPlan: 'RequestBasedUsage',
+    });
+
+    this.data = {
+      tables,
+      queues,
+      buckets,
+      placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
+    };
   }
 }

@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import {
   QueryCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -15,6 +16,7 @@ import {
   type ClaimKey,
   type PeopleStore,
 } from '../domain/people/people-store.js';
+import type { GeocodingMeter } from '../domain/location.js';
 import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
 import type { PersonListing } from '../domain/people/person-get.js';
 import type { Person, RecordedActivity } from '../domain/people/person.js';
@@ -47,6 +49,8 @@ const claimKey = (instanceId: string, field: string, value: string) => ({
   sk: 'K',
 });
 export const counterPk = (instanceId: string) => `${instanceId}#C`;
+const usagePk = (instanceId: string, at: Date) =>
+  `${instanceId}#U#geocoding#${at.toISOString().slice(0, 7)}`;
 export const listPk = (instanceId: string, shard: number) => `${instanceId}#L#${shard}`;
 
 /** The listing shard of a person: from the random tail of its ID, so writes spread evenly. */
@@ -89,7 +93,9 @@ export interface PeopleTables {
   organizations: string;
 }
 
-export class DynamoPeopleStore implements PeopleStore, PersonListing, ActivityReader {
+export class DynamoPeopleStore
+  implements PeopleStore, PersonListing, ActivityReader, GeocodingMeter
+{
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: PeopleTables,
@@ -361,6 +367,30 @@ export class DynamoPeopleStore implements PeopleStore, PersonListing, ActivityRe
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey && ids.length < count);
     return ids;
+  }
+
+  /** Address lookups, counted per instance and month on sharded counters. */
+  async record(instanceId: string, lookups: number, at: Date) {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tables.people,
+        Key: { pk: usagePk(instanceId, at), sk: String(randomInt(COUNTER_SHARDS)) },
+        UpdateExpression: 'ADD lookups :n',
+        ExpressionAttributeValues: { ':n': lookups },
+      }),
+    );
+  }
+
+  async geocodingLookups(instanceId: string, month: Date): Promise<number> {
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.people,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': usagePk(instanceId, month) },
+        ConsistentRead: true,
+      }),
+    );
+    return Items.reduce((sum, item) => sum + Number(item.lookups ?? 0), 0);
   }
 
   async personExists(instanceId: string, personId: string) {

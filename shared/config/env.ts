@@ -29,6 +29,17 @@ export const ApiEnv = z.object({
 });
 export type ApiEnv = z.infer<typeof ApiEnv>;
 
+/** Functions that resolve locations: which geocoder, and the place index on AWS. */
+export const LocationEnv = z
+  .object({
+    GEOCODER: z.enum(['aws', 'offline']).default('offline'),
+    PLACE_INDEX_NAME: z.string().min(1).optional(),
+  })
+  .refine((env) => env.GEOCODER !== 'aws' || env.PLACE_INDEX_NAME, {
+    message: 'PLACE_INDEX_NAME is required when GEOCODER=aws',
+    path: ['PLACE_INDEX_NAME'],
+  });
+
 /** Functions that read and write people (and record their built-in activities). */
 export const PeopleEnv = z.object({
   PEOPLE_TABLE: tableName,

@@ -1,7 +1,11 @@
 import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
 import { createDocumentClient } from '../adapters/aws-clients.js';
 import { DynamoPeopleStore } from '../adapters/people-store.js';
-import { ApiEnv, PeopleEnv, readEnv } from '../config/env.js';
+import { LocationClient } from '@aws-sdk/client-location';
+import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
+import { MaxmindIpLocator } from '../adapters/ip-locator.js';
+import { ApiEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
+import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
 import type { Authenticator } from './api-handler.js';
@@ -28,4 +32,14 @@ export function createPeopleStore(db: DynamoDBDocumentClient): DynamoPeopleStore
     activities: env.ACTIVITIES_TABLE,
     organizations: env.ORGANIZATIONS_TABLE,
   });
+}
+
+/** IP lookups (offline database), address geocoding (per `GEOCODER`) and the billing meter. */
+export function createLocationServices(meter: GeocodingMeter): LocationServices {
+  const env = readEnv(LocationEnv);
+  const geocoder =
+    env.GEOCODER === 'aws' && env.PLACE_INDEX_NAME
+      ? new AwsLocationGeocoder(new LocationClient({}), env.PLACE_INDEX_NAME)
+      : new OfflineGeocoder();
+  return { ipLocator: new MaxmindIpLocator(), geocoder, meter };
 }

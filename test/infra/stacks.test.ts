@@ -145,11 +145,18 @@ describe('the CDK app', () => {
       const fallback = actionsOf(statementsOf(api, 'fallback'));
       expect(fallback.filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
 
+      // Listing only reads.
+      const listing = actionsOf(statementsOf(api, 'postv1personget'));
+      expect(listing).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
+      for (const write of ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem']) {
+        expect(listing).not.toContain(write);
+      }
+      // Merging writes people and may geocode; nothing else can.
       const merge = actionsOf(statementsOf(api, 'postv1personmerge'));
-      expect(merge).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
-      // config:read is read-only
-      expect(merge).not.toContain('dynamodb:PutItem');
-      expect(merge).not.toContain('dynamodb:DeleteItem');
+      expect(merge).toEqual(
+        expect.arrayContaining(['dynamodb:UpdateItem', 'geo:SearchPlaceIndexForText']),
+      );
+      expect(listing).not.toContain('geo:SearchPlaceIndexForText');
     });
 
     it('throttles and logs access on the stage', () => {

@@ -41,7 +41,7 @@ describe('person get', () => {
     for (let round = 0; round < 10; round += 1) {
       const result = await page(body);
       seen.push(...result.contacts.map((contact) => contact.id));
-      expect(result.offset).toBe((body.offset) ?? 0);
+      expect(result.offset).toBe(body.offset ?? 0);
       expect(result.next_offset).toBe(result.offset + result.contacts.length);
       // Someone keeps adding people while we page.
       await merge(key, { people: [{ fields: { 'str::email': uniqueEmail('late') } }] });

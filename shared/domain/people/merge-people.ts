@@ -1,5 +1,11 @@
 import { ValidationError } from '../errors.js';
 import { newId } from '../ids.js';
+import {
+  checkAddressLookups,
+  locationFields,
+  resolveLocation,
+  type LocationServices,
+} from '../location.js';
 import type { Tenant } from '../tenancy.js';
 import {
   findPersonId,
@@ -50,6 +56,7 @@ class MergeState {
 export interface MergeContext {
   tenant: Tenant;
   store: PeopleStore;
+  location: LocationServices;
   now?: () => Date;
 }
 
@@ -64,7 +71,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 export async function mergePeople(
   request: PersonMergeRequest,
-  { tenant, store, now = () => new Date() }: MergeContext,
+  { tenant, store, location, now = () => new Date() }: MergeContext,
 ): Promise<MergeResult[]> {
   const options = mergeOptions(request, tenant);
   const instanceId = tenant.instance.id;
@@ -81,6 +88,12 @@ export async function mergePeople(
       details,
     );
   }
+
+  checkAddressLookups(
+    valid.map((record) => record.location),
+    tenant.instance.plan,
+  );
+  await applyLocations(valid, instanceId, location, now());
 
   const state = new MergeState();
   await readAhead(instanceId, valid, options, store, state);
@@ -103,6 +116,28 @@ export async function mergePeople(
   const tags = new Set(applied.flatMap((record) => record.tags));
   if (tags.size > 0) await store.ensureTags(instanceId, [...tags]);
   return results;
+}
+
+/**
+ * Resolves each record's location and adds the city, region and country it names to the
+ * record's fields, where the record does not set them itself.
+ */
+async function applyLocations(
+  records: PreparedRecord[],
+  instanceId: string,
+  services: LocationServices,
+  now: Date,
+): Promise<void> {
+  const pending = records.filter((record) => record.location);
+  const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
+    for (let record = pending.shift(); record; record = pending.shift()) {
+      const resolved = await resolveLocation(record.location, instanceId, services, now);
+      for (const [field, value] of Object.entries(locationFields(resolved))) {
+        if (!(field in record.values)) record.values[field] = value;
+      }
+    }
+  });
+  await Promise.all(workers);
 }
 
 async function readAhead(

@@ -3,6 +3,7 @@ import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { isId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
+import { LocationInput } from '../location.js';
 import { formatPath } from '../validation.js';
 import { PersonRecord, type MergeOptions, type MergeStrategy } from './merge-request.js';
 import {
@@ -32,6 +33,7 @@ export interface PreparedRecord {
   overwrite: Record<string, boolean>;
   /** The key values this record names (field → normalized value). */
   claims: Map<string, string>;
+  location?: LocationInput;
 }
 
 export interface InvalidRecord {
@@ -103,6 +105,14 @@ export function prepareRecord(
     }
     overwrite[fieldId] = flag;
   }
+  const location = LocationInput.optional().safeParse(record.location);
+  if (!location.success) {
+    const issue = location.error.issues[0];
+    return invalid(
+      index,
+      `${formatPath([`${where}.location`, ...(issue?.path ?? [])])}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
   const unsetTags = [...new Set(record.unset_tags ?? [])];
   return {
     index,
@@ -112,6 +122,7 @@ export function prepareRecord(
     unsetTags,
     overwrite,
     claims: claimsOf(values, options.keyFields),
+    ...(location.data ? { location: location.data } : {}),
   };
 }
 

@@ -6,6 +6,8 @@ import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.
 import { claimId } from '../../../shared/domain/people/people-store.js';
 import type { Tenant } from '../../../shared/domain/tenancy.js';
 import { MemoryPeopleStore } from './memory-people-store.js';
+import { OfflineGeocoder } from '../../../shared/adapters/geocoders.js';
+import type { LocationServices } from '../../../shared/domain/location.js';
 
 const instance: Tenant['instance'] = {
   id: 'acme',
@@ -35,8 +37,14 @@ const tenant: Tenant = {
   organizationFields: FieldCatalog.forOrganization(),
 };
 
+const location: LocationServices = {
+  ipLocator: { locate: () => Promise.resolve(undefined) },
+  geocoder: new OfflineGeocoder(),
+  meter: { record: () => Promise.resolve() },
+};
+
 function run(store: MemoryPeopleStore, body: Record<string, unknown>) {
-  return mergePeople(PersonMergeRequest.parse(body), { tenant, store });
+  return mergePeople(PersonMergeRequest.parse(body), { tenant, store, location });
 }
 
 describe('mergePeople', () => {
@@ -126,20 +134,20 @@ describe('mergePeople', () => {
       PersonMergeRequest.parse({
         people: [{ fields: { 'str:cm:crm-id': 'C-1', 'str::email': 'c1@x.test' } }],
       }),
-      { tenant: crm, store },
+      { tenant: crm, store, location },
     );
     const [b] = await mergePeople(
       PersonMergeRequest.parse({
         people: [{ fields: { 'str:cm:crm-id': 'C-1', 'str::email': 'new@x.test' } }],
       }),
-      { tenant: crm, store },
+      { tenant: crm, store, location },
     );
     expect(b).toEqual({ person_id: a?.person_id, status: 'merged' });
     const [c] = await mergePeople(
       PersonMergeRequest.parse({
         people: [{ fields: { 'str:cm:crm-id': 'C-2', 'str::email': 'new@x.test' } }],
       }),
-      { tenant: crm, store },
+      { tenant: crm, store, location },
     );
     // C-2 matches nobody, the email falls through to the same person, who takes C-2.
     expect(c).toEqual({ person_id: a?.person_id, status: 'merged' });
