@@ -34,7 +34,13 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'people',
     purpose: 'people, merge-key claims, tags and counters',
-    indexes: [{ name: 'list', partitionKey: 'lpk', sortKey: 'lsk' }],
+    indexes: [
+      { name: 'list', partitionKey: 'lpk', sortKey: 'lsk' },
+      // Search and sort by email and name; each carries the other tokens for de-duplication.
+      { name: 'email', partitionKey: 'epk', sortKey: 'esk', include: ['fsk', 'gsk'] },
+      { name: 'first', partitionKey: 'fpk', sortKey: 'fsk', include: ['esk', 'gsk'] },
+      { name: 'last', partitionKey: 'gpk', sortKey: 'gsk', include: ['esk', 'fsk'] },
+    ],
   },
   {
     name: 'organizations',

@@ -18,7 +18,16 @@ import {
 } from '../domain/people/people-store.js';
 import type { GeocodingMeter } from '../domain/location.js';
 import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
-import type { PersonListing } from '../domain/people/person-get.js';
+import type { ListIndex, PersonListing } from '../domain/people/person-get.js';
+import {
+  indexSortKey,
+  isPrimaryMatch,
+  searchRange,
+  searchTokens,
+  SEARCH_INDEXES,
+  type SearchIndex,
+  type SearchTokens,
+} from '../domain/people/person-index.js';
 import type { Person, RecordedActivity } from '../domain/people/person.js';
 import {
   batchGet,
@@ -51,7 +60,43 @@ const claimKey = (instanceId: string, field: string, value: string) => ({
 export const counterPk = (instanceId: string) => `${instanceId}#C`;
 const usagePk = (instanceId: string, at: Date) =>
   `${instanceId}#U#geocoding#${at.toISOString().slice(0, 7)}`;
-export const listPk = (instanceId: string, shard: number) => `${instanceId}#L#${shard}`;
+export const listPk = (instanceId: string, shard: number) => indexPk(instanceId, 'list', shard);
+
+/** Key attributes of the search and sort indexes, one pair per index. */
+export const INDEX_ATTRIBUTES: Record<
+  SearchIndex | 'list',
+  { partitionKey: string; sortKey: string; tag: string }
+> = {
+  list: { partitionKey: 'lpk', sortKey: 'lsk', tag: 'L' },
+  email: { partitionKey: 'epk', sortKey: 'esk', tag: 'E' },
+  first: { partitionKey: 'fpk', sortKey: 'fsk', tag: 'F' },
+  last: { partitionKey: 'gpk', sortKey: 'gsk', tag: 'G' },
+};
+
+export const indexPk = (instanceId: string, index: SearchIndex | 'list', shard: number) =>
+  `${instanceId}#${INDEX_ATTRIBUTES[index].tag}#${shard}`;
+
+/** Every index key of a person: its shard comes from its ID, its sort keys from its tokens. */
+function indexKeys(instanceId: string, id: string, tokens: SearchTokens) {
+  const shard = listShard(id);
+  const keys: Record<string, string> = { lpk: indexPk(instanceId, 'list', shard), lsk: id };
+  for (const index of SEARCH_INDEXES) {
+    const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
+    keys[partitionKey] = indexPk(instanceId, index, shard);
+    keys[sortKey] = indexSortKey(tokens[index], id);
+  }
+  return keys;
+}
+
+/** The sort keys of the search indexes an index entry carries (projected into each). */
+function searchKeysOf(item: Item): Partial<Record<SearchIndex, string>> {
+  const keys: Partial<Record<SearchIndex, string>> = {};
+  for (const index of SEARCH_INDEXES) {
+    const value = item[INDEX_ATTRIBUTES[index].sortKey];
+    if (typeof value === 'string') keys[index] = value;
+  }
+  return keys;
+}
 
 /** The listing shard of a person: from the random tail of its ID, so writes spread evenly. */
 export function listShard(id: string): number {
@@ -144,8 +189,7 @@ export class DynamoPeopleStore
             created_at: person.created_at,
             updated_at: person.updated_at,
             version: 1,
-            lpk: listPk(instanceId, listShard(person.id)),
-            lsk: person.id,
+            ...indexKeys(instanceId, person.id, searchTokens(person.fields)),
           },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
@@ -194,6 +238,12 @@ export class DynamoPeopleStore
       set.push(`${field(id)} = if_not_exists(${field(id)}, ${x.value(value)})`);
     }
     for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
+    if (plan.tokens) {
+      for (const index of SEARCH_INDEXES) {
+        const { sortKey } = INDEX_ATTRIBUTES[index];
+        set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
+      }
+    }
     for (const id of plan.removes) remove.push(field(id));
     for (const name of plan.removeTags) remove.push(tag(name));
     const conditions = ['attribute_exists(pk)'];
@@ -322,51 +372,133 @@ export class DynamoPeopleStore
   }
 
   /**
-   * The next `count` IDs after `after` in creation order: one query per listing shard (each
-   * reads at most `count + 1` keys from the position on), merged. IDs sort by creation time.
+   * The next `count` sort keys of an index after `after`: one query per shard (each reads at
+   * most `count + 1` keys from the position on), merged. Sort keys are unique (they end in
+   * the ID), so one key is a complete cursor.
    */
-  async page(instanceId: string, order: 'asc' | 'desc', after: string | undefined, count: number) {
-    const perShard = await Promise.all(
-      Array.from({ length: LIST_SHARDS }, (_, shard) =>
-        this.shardPage(instanceId, shard, order, after, count + 1),
-      ),
-    );
-    const ids = perShard.flat().sort();
-    if (order === 'desc') ids.reverse();
-    return { ids: ids.slice(0, count), hasMore: ids.length > count };
-  }
-
-  private async shardPage(
+  async indexPage(
     instanceId: string,
-    shard: number,
+    index: ListIndex,
     order: 'asc' | 'desc',
     after: string | undefined,
     count: number,
-  ): Promise<string[]> {
-    const ids: string[] = [];
+  ) {
+    const { sortKey } = INDEX_ATTRIBUTES[index];
+    const perShard = await Promise.all(
+      Array.from({ length: LIST_SHARDS }, (_, shard) =>
+        this.queryShard(instanceId, index, shard, {
+          order,
+          ...(after === undefined ? {} : { after }),
+          count: count + 1,
+        }).then((items) => items.map((item) => String(item[sortKey]))),
+      ),
+    );
+    const keys = perShard.flat().sort();
+    if (order === 'desc') keys.reverse();
+    return { keys: keys.slice(0, count), hasMore: keys.length > count };
+  }
+
+  /**
+   * Search: people whose email, "first last" or "last first" starts with `q`, in token
+   * order. Each person is reported once, under its smallest matching token (every index
+   * entry carries the person's three tokens), so a person matching by email and by name is
+   * neither repeated nor skipped across pages.
+   */
+  async searchPage(instanceId: string, q: string, after: string | undefined, count: number) {
+    const range = searchRange(q);
+    const from = after === undefined ? range.from : `${after} `;
+    const streams = await Promise.all(
+      SEARCH_INDEXES.flatMap((index) =>
+        Array.from({ length: LIST_SHARDS }, (_, shard) =>
+          this.queryShard(instanceId, index, shard, {
+            order: 'asc',
+            between: [from, range.to],
+            count: count + 1,
+            keep: (item) => isPrimaryMatch(index, searchKeysOf(item), range.from),
+          }).then((items) => items.map((item) => String(item[INDEX_ATTRIBUTES[index].sortKey]))),
+        ),
+      ),
+    );
+    const keys = [...new Set(streams.flat())].sort();
+    return { keys: keys.slice(0, count), hasMore: keys.length > count };
+  }
+
+  /** How many people match a search: every matching index entry is read (keys only). */
+  async countSearch(instanceId: string, q: string) {
+    const range = searchRange(q);
+    const counts = await Promise.all(
+      SEARCH_INDEXES.flatMap((index) =>
+        Array.from({ length: LIST_SHARDS }, (_, shard) =>
+          this.queryShard(instanceId, index, shard, {
+            order: 'asc',
+            between: [range.from, range.to],
+            count: Number.POSITIVE_INFINITY,
+            keep: (item) => isPrimaryMatch(index, searchKeysOf(item), range.from),
+          }).then(
+            (items) =>
+              new Set(
+                items.map((item) => String(item[INDEX_ATTRIBUTES[index].sortKey]).slice(-24)),
+              ),
+          ),
+        ),
+      ),
+    );
+    const ids = new Set<string>();
+    for (const set of counts) for (const id of set) ids.add(id);
+    return ids.size;
+  }
+
+  async allIds(instanceId: string) {
+    const perShard = await Promise.all(
+      Array.from({ length: LIST_SHARDS }, (_, shard) =>
+        this.queryShard(instanceId, 'list', shard, {
+          order: 'asc',
+          count: Number.POSITIVE_INFINITY,
+        }),
+      ),
+    );
+    return perShard.flat().map((item) => String(item.lsk));
+  }
+
+  private async queryShard(
+    instanceId: string,
+    index: ListIndex,
+    shard: number,
+    options: {
+      order: 'asc' | 'desc';
+      after?: string;
+      between?: [string, string];
+      count: number;
+      keep?: (item: Item) => boolean;
+    },
+  ): Promise<Item[]> {
+    const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
+    const x = new ExpressionBuilder();
+    let condition = `${x.name(partitionKey)} = ${x.value(indexPk(instanceId, index, shard))}`;
+    if (options.between) {
+      condition += ` AND ${x.name(sortKey)} BETWEEN ${x.value(options.between[0])} AND ${x.value(options.between[1])}`;
+    } else if (options.after !== undefined) {
+      condition += ` AND ${x.name(sortKey)} ${options.order === 'desc' ? '<' : '>'} ${x.value(options.after)}`;
+    }
+    const kept: Item[] = [];
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const page = await this.db.send(
         new QueryCommand({
           TableName: this.tables.people,
-          IndexName: 'list',
-          KeyConditionExpression:
-            after === undefined
-              ? 'lpk = :pk'
-              : `lpk = :pk AND lsk ${order === 'desc' ? '<' : '>'} :after`,
-          ExpressionAttributeValues: {
-            ':pk': listPk(instanceId, shard),
-            ...(after ? { ':after': after } : {}),
-          },
-          ScanIndexForward: order === 'asc',
-          Limit: Math.min(count - ids.length, 1000),
+          IndexName: index,
+          KeyConditionExpression: condition,
+          ExpressionAttributeNames: x.names,
+          ExpressionAttributeValues: x.values,
+          ScanIndexForward: options.order === 'asc',
+          Limit: Math.min(options.count - kept.length, 1000),
           ExclusiveStartKey,
         }),
       );
-      for (const item of page.Items ?? []) ids.push(String(item.lsk));
+      for (const item of page.Items ?? []) if (!options.keep || options.keep(item)) kept.push(item);
       ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey && ids.length < count);
-    return ids;
+    } while (ExclusiveStartKey && kept.length < options.count);
+    return kept;
   }
 
   /** Address lookups, counted per instance and month on sharded counters. */

@@ -34,6 +34,7 @@ export const KEYS = {
   ledger: 'test-key-ledger',
   race: 'test-key-race',
   pager: 'test-key-pager',
+  finder: 'test-key-finder',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -4,6 +4,7 @@ import type { FieldValue } from '../fields/field-values.js';
 import { isId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 import { LocationInput } from '../location.js';
+import { SEARCH_INDEXES, searchTokens, TOKEN_SOURCES, type SearchTokens } from './person-index.js';
 import { formatPath } from '../validation.js';
 import { PersonRecord, type MergeOptions, type MergeStrategy } from './merge-request.js';
 import {
@@ -214,6 +215,8 @@ export interface UpdatePlan {
   claimsReleased: Map<string, string>;
   activities: RecordedActivity[];
   subscriberDelta: number;
+  /** New search and sort tokens, when email or name changed. */
+  tokens?: SearchTokens;
 }
 
 function sameValue(a: FieldValue | undefined, b: FieldValue | undefined): boolean {
@@ -292,6 +295,19 @@ export function planUpdate(
     if (old !== undefined) claimsReleased.set(field, old);
     if (next !== undefined) claimsAdded.set(field, next);
   }
+  // Index tokens derive from email and name: the write must see the values they were made from.
+  const tokensBefore = searchTokens(before.fields);
+  const tokensAfter = searchTokens(afterFields);
+  const changedTokens = SEARCH_INDEXES.filter(
+    (index) => tokensBefore[index] !== tokensAfter[index],
+  );
+  const tokensChanged = changedTokens.length > 0;
+  // A field this update overwrites is written in the same atomic update as the tokens; any
+  // other field a changed token is made from must still hold the value it was made from.
+  for (const field of new Set(changedTokens.flatMap((index) => TOKEN_SOURCES[index]))) {
+    if (field in sets || removes.includes(field)) continue;
+    expected[field] = before.fields[field];
+  }
   const tags = [...before.tags.filter((tag) => !removeTags.includes(tag)), ...addTags];
   return {
     kind: 'update',
@@ -307,5 +323,6 @@ export function planUpdate(
     claimsReleased,
     activities,
     subscriberDelta,
+    ...(tokensChanged ? { tokens: tokensAfter } : {}),
   };
 }

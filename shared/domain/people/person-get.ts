@@ -1,9 +1,17 @@
 import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../cursor.js';
-import { NotImplementedError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
+import { compileFilter, type PersonPredicate } from './person-filter.js';
+import {
+  searchRange,
+  searchTokens,
+  SEARCH_INDEXES,
+  SORT_INDEXES,
+  type SearchIndex,
+} from './person-index.js';
 import type { Person } from './person.js';
 
 /** `POST /v1/person/get` (API.md). */
@@ -23,25 +31,53 @@ export const DEFAULT_PERSON_FIELDS = ['str::first', 'str::last', 'str::email'];
 export const TAGS_FIELD = 'tags';
 export const ORGANIZATION_FIELD = 'idt::o';
 
+export type ListIndex = 'list' | SearchIndex;
+
 export interface PersonListing {
-  /** The next `count` person IDs after `after` (exclusive) in creation order, and whether more follow. */
-  page(
+  /**
+   * The next `count` sort keys after `after` (exclusive) of an index, in order: `list` sorts
+   * by creation (its keys are the IDs), the others by token (`<token>#<id>`).
+   */
+  indexPage(
     instanceId: string,
+    index: ListIndex,
     order: 'asc' | 'desc',
     after: string | undefined,
     count: number,
-  ): Promise<{ ids: string[]; hasMore: boolean }>;
+  ): Promise<{ keys: string[]; hasMore: boolean }>;
+  /** The next `count` search matches after `after`, in token order (see `searchPage`). */
+  searchPage(
+    instanceId: string,
+    q: string,
+    after: string | undefined,
+    count: number,
+  ): Promise<{ keys: string[]; hasMore: boolean }>;
+  countSearch(instanceId: string, q: string): Promise<number>;
+  /** Every person ID of the instance (for filters and sorts no index answers). */
+  allIds(instanceId: string): Promise<string[]>;
   getPeople(instanceId: string, ids: string[]): Promise<Map<string, Person>>;
   counters(
     instanceId: string,
   ): Promise<{ contacts: number; subscribers: number; organizations: number }>;
 }
 
-const Cursor = z.object({
-  v: z.literal(1),
-  after: z.string().regex(ID_PATTERN),
-  order: z.enum(['asc', 'desc']),
-});
+/** Filters and sorts that no index answers read the whole instance: up to this many people. */
+export const MAX_SCANNED_PEOPLE = 20_000;
+
+const Cursor = z.discriminatedUnion('mode', [
+  z.object({
+    v: z.literal(2),
+    mode: z.literal('index'),
+    index: z.enum(['list', 'email', 'first', 'last']),
+    order: z.enum(['asc', 'desc']),
+    after: z.string().min(1),
+  }),
+  z.object({ v: z.literal(2), mode: z.literal('search'), q: z.string(), after: z.string().min(1) }),
+  z.object({ v: z.literal(2), mode: z.literal('scan'), offset: z.number().int().min(0) }),
+]);
+type Cursor = z.infer<typeof Cursor>;
+
+const idOf = (key: string) => key.slice(-24);
 
 /** Checks requested field IDs: built-in selectable fields, custom fields, `tags`, `idt::o`. */
 export function selectableFields(requested: string[] | undefined, tenant: Tenant): string[] {
@@ -75,57 +111,200 @@ export function projectPerson(person: Person, fields: string[]) {
     : { id: person.id };
 }
 
+function cursorFor(request: PersonGetRequest, expected: Cursor['mode']): Cursor | undefined {
+  if (request.cursor_id === undefined) return undefined;
+  const cursor = decodeCursor(Cursor, request.cursor_id);
+  if (cursor.mode !== expected) {
+    throw new ValidationError(
+      'cursor_id: it belongs to a listing with other q, filter or sort settings',
+      [{ field: 'cursor_id', error: 'issued for another listing' }],
+    );
+  }
+  return cursor;
+}
+
+type Found = { ids: string[]; hasMore: boolean; cursor: Cursor; matches?: number };
+
 /**
- * Lists people in creation order. With `cursor_id` a page costs the same whatever the
- * instance's size (a query per listing shard from the cursor on); an `offset` without a
- * cursor is walked from the start, so it costs in proportion to the offset.
+ * Lists people. Creation order and sorting by email, first or last name are answered from
+ * indexes, and so is `q` (a case-insensitive prefix of the email, "first last" or "last
+ * first"): with `cursor_id` such a page costs the same whatever the instance's size. A
+ * `filter`, or a sort by any other field, reads the whole instance (at most 20,000 people).
+ * An `offset` without a cursor is walked from the start.
  */
 export async function getPeople(request: PersonGetRequest, tenant: Tenant, listing: PersonListing) {
-  if (request.q !== undefined && request.q.trim() !== '')
-    throw new NotImplementedError('Person search (q)');
-  if (request.filter !== undefined && request.filter !== null)
-    throw new NotImplementedError('Person filters');
-  if (request.sort_by_field_id) throw new NotImplementedError('Sorting by a field');
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
-  const order = request.sort_order;
-  let after: string | undefined;
-  let skip = request.offset;
-  if (request.cursor_id !== undefined) {
-    const cursor = decodeCursor(Cursor, request.cursor_id);
-    if (cursor.order !== order) {
-      throw new ValidationError('cursor_id: it was issued for the other sort_order', [
-        { field: 'cursor_id', error: 'sort order differs' },
-      ]);
-    }
-    after = cursor.after;
-    skip = 0;
+  const q = request.q?.trim() ? request.q : undefined;
+  const sortField = request.sort_by_field_id ?? undefined;
+  if (sortField !== undefined && !tenant.personFields.get(sortField)?.stored) {
+    throw new ValidationError(
+      `sort_by_field_id: "${sortField}" is not a person field that can be sorted by`,
+      [{ field: 'sort_by_field_id', error: 'not a sortable person field' }],
+    );
   }
-  const [page, totals] = await Promise.all([
-    listing.page(instanceId, order, after, skip + request.limit),
-    listing.counters(instanceId),
-  ]);
-  const ids = page.ids.slice(skip);
-  const people = await listing.getPeople(instanceId, ids);
-  const contacts = ids.flatMap((id) => {
+  const hasFilter = request.filter !== undefined && request.filter !== null;
+  const predicate = hasFilter ? compileFilter(request.filter, tenant.personFields) : undefined;
+  const sortIndex = sortField === undefined ? 'list' : SORT_INDEXES[sortField];
+  const totals = listing.counters(instanceId);
+
+  let found: Found;
+  if (!predicate && !q && sortIndex) {
+    found = await fromIndex(request, listing, instanceId, sortIndex);
+  } else if (!predicate && q && !sortField) {
+    found = await fromSearch(request, listing, instanceId, q);
+  } else {
+    found = await fromScan(request, listing, instanceId, (await totals).contacts, {
+      q,
+      predicate,
+      sortField,
+      tenant,
+    });
+  }
+  const people = await listing.getPeople(instanceId, found.ids);
+  const contacts = found.ids.flatMap((id) => {
     const person = people.get(id);
     return person ? [projectPerson(person, fields)] : [];
   });
-  // Past the end, the cursor points at the end, so that following it stays there.
-  const last = ids.at(-1) ?? after ?? (order === 'desc' ? '0'.repeat(24) : 'f'.repeat(24));
+  const counts = await totals;
   return {
     contacts,
     meta: {
-      total_contacts: totals.contacts,
-      total_organizations: totals.organizations,
-      total_matches: totals.contacts,
-      total_subscribers: totals.subscribers,
+      total_contacts: counts.contacts,
+      total_organizations: counts.organizations,
+      total_matches: found.matches ?? counts.contacts,
+      total_subscribers: counts.subscribers,
     },
     offset: request.offset,
-    next_offset: request.offset + ids.length,
-    cursor_id: encodeCursor({ v: 1, after: last, order }),
-    has_more: page.hasMore,
+    next_offset: request.offset + found.ids.length,
+    cursor_id: encodeCursor(found.cursor),
+    has_more: found.hasMore,
   };
+}
+
+/** Past the end of a key-based listing, the cursor stays at the end. */
+const END = { asc: '\u{10FFFF}', desc: '0' } as const;
+
+async function fromIndex(
+  request: PersonGetRequest,
+  listing: PersonListing,
+  instanceId: string,
+  index: ListIndex,
+): Promise<Found> {
+  const order = request.sort_order;
+  const cursor = cursorFor(request, 'index');
+  if (cursor?.mode === 'index' && (cursor.index !== index || cursor.order !== order)) {
+    throw new ValidationError('cursor_id: it was issued for another sort', [
+      { field: 'cursor_id', error: 'issued for another sort' },
+    ]);
+  }
+  const after = cursor?.mode === 'index' ? cursor.after : undefined;
+  const skip = cursor ? 0 : request.offset;
+  const page = await listing.indexPage(instanceId, index, order, after, skip + request.limit);
+  const keys = page.keys.slice(skip);
+  return {
+    ids: keys.map(idOf),
+    hasMore: page.hasMore,
+    cursor: { v: 2, mode: 'index', index, order, after: keys.at(-1) ?? after ?? END[order] },
+  };
+}
+
+async function fromSearch(
+  request: PersonGetRequest,
+  listing: PersonListing,
+  instanceId: string,
+  q: string,
+): Promise<Found> {
+  const cursor = cursorFor(request, 'search');
+  if (cursor?.mode === 'search' && cursor.q !== q) {
+    throw new ValidationError('cursor_id: it was issued for another q', [
+      { field: 'cursor_id', error: 'issued for another q' },
+    ]);
+  }
+  const after = cursor?.mode === 'search' ? cursor.after : undefined;
+  const skip = cursor ? 0 : request.offset;
+  const [page, matches] = await Promise.all([
+    listing.searchPage(instanceId, q, after, skip + request.limit),
+    listing.countSearch(instanceId, q),
+  ]);
+  const keys = page.keys.slice(skip);
+  return {
+    ids: keys.map(idOf),
+    hasMore: page.hasMore,
+    matches,
+    cursor: { v: 2, mode: 'search', q, after: keys.at(-1) ?? after ?? END.asc },
+  };
+}
+
+interface ScanOptions {
+  q: string | undefined;
+  predicate: PersonPredicate | undefined;
+  sortField: string | undefined;
+  tenant: Tenant;
+}
+
+async function fromScan(
+  request: PersonGetRequest,
+  listing: PersonListing,
+  instanceId: string,
+  size: number,
+  options: ScanOptions,
+): Promise<Found> {
+  if (size > MAX_SCANNED_PEOPLE) {
+    throw new ValidationError(
+      `This instance has more than ${MAX_SCANNED_PEOPLE} people: filter and sort_by_field_id other than str::email, str::first or str::last are not available; use q or an index sort`,
+      [
+        {
+          field: options.predicate ? 'filter' : 'sort_by_field_id',
+          error: 'instance too large for a full read',
+        },
+      ],
+    );
+  }
+  const cursor = cursorFor(request, 'scan');
+  const offset = cursor?.mode === 'scan' ? cursor.offset : request.offset;
+  const everyone = await listing.getPeople(instanceId, await listing.allIds(instanceId));
+  const prefix = options.q ? searchRange(options.q).from : undefined;
+  const matches = [...everyone.values()].filter((person) => {
+    if (options.predicate && !options.predicate(person)) return false;
+    if (!prefix) return true;
+    const tokens = searchTokens(person.fields);
+    return SEARCH_INDEXES.some((index) => tokens[index].startsWith(prefix));
+  });
+  const direction = request.sort_order === 'asc' ? 1 : -1;
+  const sortField = options.sortField;
+  matches.sort((a, b) =>
+    sortField === undefined
+      ? direction * a.id.localeCompare(b.id)
+      : compareValues(a.fields[sortField], b.fields[sortField], direction) ||
+        a.id.localeCompare(b.id),
+  );
+  const ids = matches.slice(offset, offset + request.limit).map((person) => person.id);
+  return {
+    ids,
+    hasMore: offset + ids.length < matches.length,
+    matches: matches.length,
+    cursor: { v: 2, mode: 'scan', offset: offset + ids.length },
+  };
+}
+
+/** Orders field values of one type; people without a value come last either way. */
+function compareValues(
+  a: FieldValue | undefined,
+  b: FieldValue | undefined,
+  direction: number,
+): number {
+  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? 1 : -1;
+  return direction * (sortable(a) < sortable(b) ? -1 : sortable(a) > sortable(b) ? 1 : 0);
+}
+
+function sortable(value: FieldValue): string | number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'string') return value.toLowerCase();
+  if ('year' in value) return value.year * 10_000 + value.month * 100 + value.day;
+  if ('name' in value) return value.name.toLowerCase();
+  return `${value.c ?? ''}${value.n}`;
 }
 
 /** `POST /v1/person/get-by-ids` (DESIGN: our addition). */
