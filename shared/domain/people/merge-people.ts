@@ -166,8 +166,9 @@ async function readAhead(
 function groupByShared(records: PreparedRecord[], options: MergeOptions, state: MergeState) {
   const parent = records.map((_, i) => i);
   const root = (i: number): number => {
-    while (parent[i] !== i) i = parent[i] = parent[parent[i] ?? i] ?? i;
-    return i;
+    let node = i;
+    while (parent[node] !== node) node = parent[node] ?? node;
+    return node;
   };
   const firstByKey = new Map<string, number>();
   records.forEach((record, i) => {
