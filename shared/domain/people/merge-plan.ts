@@ -4,6 +4,8 @@ import type { FieldValue } from '../fields/field-values.js';
 import { isId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 import { LocationInput } from '../location.js';
+import { claimChanges, planFieldChanges } from '../merge/field-changes.js';
+import { findRecordId, type MergeRecord } from '../merge/merge-engine.js';
 import { SEARCH_INDEXES, searchTokens, TOKEN_SOURCES, type SearchTokens } from './person-index.js';
 import { formatPath } from '../validation.js';
 import { PersonRecord, type MergeOptions, type MergeStrategy } from './merge-request.js';
@@ -24,10 +26,9 @@ import {
  * an existing person (or creating one) changes. No I/O; `merge-people.ts` does the reads and
  * the conditional writes around it.
  */
-export interface PreparedRecord {
+export interface PreparedRecord extends MergeRecord {
   index: number;
   values: FieldValues;
-  personId?: string;
   tags: string[];
   unsetTags: string[];
   /** Per-field overrides from `clear_fields`: false keeps an existing value (strategy 2). */
@@ -118,7 +119,7 @@ export function prepareRecord(
   return {
     index,
     values,
-    ...(personId ? { personId } : {}),
+    ...(personId ? { recordId: personId } : {}),
     tags: [...new Set(record.tags ?? [])].filter((tag) => !unsetTags.includes(tag)),
     unsetTags,
     overwrite,
@@ -128,22 +129,7 @@ export function prepareRecord(
 }
 
 /** Which person a record names, given who owns which key value (`owner(field, value)`). */
-export function findPersonId(
-  record: PreparedRecord,
-  options: MergeOptions,
-  owner: (fieldId: string, value: string) => string | undefined,
-): string | undefined {
-  if (options.byId) return record.personId;
-  const [first, second] = options.mergeBy;
-  const firstValue = first ? record.claims.get(first) : undefined;
-  if (first && firstValue !== undefined) {
-    const found = owner(first, firstValue);
-    // find_strategy 1: a value given for the first field that matches nobody does not fall through.
-    if (found !== undefined || options.findStrategy === 1) return found;
-  }
-  const secondValue = second ? record.claims.get(second) : undefined;
-  return second && secondValue !== undefined ? owner(second, secondValue) : undefined;
-}
+export const findPersonId = findRecordId;
 
 function contextOf(record: PreparedRecord, contextField: string, fallback: string): string {
   const value = record.values[contextField];
@@ -219,13 +205,6 @@ export interface UpdatePlan {
   tokens?: SearchTokens;
 }
 
-function sameValue(a: FieldValue | undefined, b: FieldValue | undefined): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object') return false;
-  const keys = (value: object) => Object.keys(value).sort();
-  return JSON.stringify(a, keys(a)) === JSON.stringify(b, keys(b));
-}
-
 /**
  * Merges a record into an existing person under strategy 1 (append only) or 2 (overwrite;
  * `null` clears; `clear_fields` can protect single fields). Returns `undefined` when nothing
@@ -239,29 +218,12 @@ export function planUpdate(
   now: string,
   isStored: (fieldId: string) => boolean,
 ): UpdatePlan | undefined {
-  const sets: Record<string, FieldValue> = {};
-  const setsIfAbsent: Record<string, FieldValue> = {};
-  const removes: string[] = [];
-  const fields = new Map(Object.entries(before.fields));
-  for (const [fieldId, value] of Object.entries(record.values)) {
-    if (!isStored(fieldId)) continue;
-    const current = before.fields[fieldId];
-    const overwrite = strategy === 2 && record.overwrite[fieldId] !== false;
-    if (value === null) {
-      if (overwrite && current !== undefined) {
-        removes.push(fieldId);
-        fields.delete(fieldId);
-      }
-    } else if (overwrite) {
-      if (!sameValue(current, value)) {
-        sets[fieldId] = value;
-        fields.set(fieldId, value);
-      }
-    } else if (current === undefined) {
-      setsIfAbsent[fieldId] = value;
-      fields.set(fieldId, value);
-    }
-  }
+  const {
+    sets,
+    setsIfAbsent,
+    removes,
+    after: afterFields,
+  } = planFieldChanges(before.fields, record.values, strategy, record.overwrite, isStored);
   const addTags = record.tags.filter((tag) => !before.tags.includes(tag));
   const removeTags = record.unsetTags.filter((tag) => before.tags.includes(tag));
   const changed = [...Object.keys(sets), ...Object.keys(setsIfAbsent), ...removes];
@@ -277,24 +239,18 @@ export function planUpdate(
     if (!changed.includes(field)) continue;
     // The activity and the subscriber count depend on the previous value: condition on it.
     expected[field] = before.fields[field];
-    const now = fields.get(field) === true;
-    activities.push(permissionActivity(record, now ? on : off));
-    if (field === EMAIL_PERMISSION)
-      subscriberDelta = now ? 1 : before.fields[field] === true ? -1 : 0;
+    const granted = afterFields[field] === true;
+    activities.push(permissionActivity(record, granted ? on : off));
+    if (field === EMAIL_PERMISSION) {
+      subscriberDelta = granted ? 1 : before.fields[field] === true ? -1 : 0;
+    }
   }
-  const beforeClaims = claimsOf(before.fields, keyFields);
-  const afterFields = Object.fromEntries(fields);
-  const afterClaims = claimsOf(afterFields, keyFields);
-  const claimsAdded = new Map<string, string>();
-  const claimsReleased = new Map<string, string>();
-  for (const field of keyFields) {
-    const old = beforeClaims.get(field);
-    const next = afterClaims.get(field);
-    if (old === next) continue;
-    expected[field] = before.fields[field];
-    if (old !== undefined) claimsReleased.set(field, old);
-    if (next !== undefined) claimsAdded.set(field, next);
-  }
+  const { claimsAdded, claimsReleased } = claimChanges(
+    before.fields,
+    afterFields,
+    keyFields,
+    expected,
+  );
   // Index tokens derive from email and name: the write must see the values they were made from.
   const tokensBefore = searchTokens(before.fields);
   const tokensAfter = searchTokens(afterFields);

@@ -29,16 +29,8 @@ export const PersonRecord = z.object({
 });
 export type PersonRecord = z.infer<typeof PersonRecord>;
 
-export type MergeStrategy = 1 | 2 | 3;
-
-export interface MergeOptions {
-  mergeBy: string[];
-  byId: boolean;
-  strategy: MergeStrategy;
-  findStrategy: 0 | 1;
-  skipNonExisting: boolean;
-  keyFields: string[];
-}
+export type { MergeOptions, MergeStrategy } from '../merge/merge-engine.js';
+import type { MergeOptions } from '../merge/merge-engine.js';
 
 /**
  * The merge preferences of a request: its own `merge_by` and strategies, or the data

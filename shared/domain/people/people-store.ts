@@ -1,25 +1,14 @@
 import type { CreatePlan, UpdatePlan } from './merge-plan.js';
 import type { Person } from './person.js';
 
-/** A key value is already claimed by someone else: the write made no change. */
-export class ClaimTakenError extends Error {
-  constructor(readonly fields: string[]) {
-    super(`claimed by another person: ${fields.join(', ')}`);
-  }
-}
-
-/** The person changed (or vanished) since it was read: the write made no change. */
-export class PersonChangedError extends Error {}
-
-/** Two writes touched the same items at once; trying again is safe. */
-export class WriteConflictError extends Error {}
-
-export interface ClaimKey {
-  field: string;
-  value: string;
-}
-
-export const claimId = (field: string, value: string) => `${field}\u0000${value}`;
+export {
+  claimId,
+  ClaimTakenError,
+  RecordChangedError as PersonChangedError,
+  WriteConflictError,
+  type ClaimKey,
+} from '../merge/merge-engine.js';
+import type { ClaimKey } from '../merge/merge-engine.js';
 
 /** What person merge reads and writes. Every call is scoped to one instance. */
 export interface PeopleStore {

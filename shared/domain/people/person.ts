@@ -30,27 +30,7 @@ export function keyFieldsOf(instance: InstanceSchema): string[] {
   return [...fields];
 }
 
-/** Emails compare case-insensitively (trimmed, lower-cased); every other key exactly. */
-export function normalizeKey(fieldId: string, value: FieldValue): string | undefined {
-  if (typeof value === 'string') return fieldId === EMAIL ? value.trim().toLowerCase() : value;
-  if (typeof value === 'number') return String(value);
-  return undefined;
-}
-
-/** The key values a set of fields claims: field ID → normalized value. */
-export function claimsOf(
-  fields: Record<string, FieldValue | null>,
-  keyFields: readonly string[],
-): Map<string, string> {
-  const claims = new Map<string, string>();
-  for (const fieldId of keyFields) {
-    const value = fields[fieldId];
-    if (value === undefined || value === null) continue;
-    const key = normalizeKey(fieldId, value);
-    if (key !== undefined && key !== '') claims.set(fieldId, key);
-  }
-  return claims;
-}
+export { claimsOf, normalizeKey } from '../merge/field-changes.js';
 
 /** Built-in activities recorded when a subscription permission actually changes. */
 export const PERMISSION_ACTIVITIES = {

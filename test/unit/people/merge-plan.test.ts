@@ -230,7 +230,7 @@ describe('prepareRecord', () => {
         'people[0].fields.str::person_id: expected the ID of a person (24 hexadecimal characters)',
     });
     expect(
-      prepare({ fields: { 'str::person_id': 'aaaaaaaaaaaaaaaaaaaaaaaa' } }, byId).personId,
+      prepare({ fields: { 'str::person_id': 'aaaaaaaaaaaaaaaaaaaaaaaa' } }, byId).recordId,
     ).toBe('aaaaaaaaaaaaaaaaaaaaaaaa');
   });
 });
