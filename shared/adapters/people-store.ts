@@ -8,14 +8,7 @@ import {
 import { z } from 'zod';
 import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
-import {
-  claimId,
-  ClaimTakenError,
-  PersonChangedError,
-  WriteConflictError,
-  type ClaimKey,
-  type PeopleStore,
-} from '../domain/people/people-store.js';
+import { claimId, type ClaimKey, type PeopleStore } from '../domain/people/people-store.js';
 import type { GeocodingMeter } from '../domain/location.js';
 import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
 import type { ListIndex, PersonListing } from '../domain/people/person-get.js';
@@ -29,13 +22,15 @@ import {
   type SearchTokens,
 } from '../domain/people/person-index.js';
 import type { Person, RecordedActivity } from '../domain/people/person.js';
+import { batchGet, batchWrite, ExpressionBuilder, type Item } from './dynamo-helpers.js';
 import {
-  batchGet,
-  batchWrite,
-  cancellationCodes,
-  ExpressionBuilder,
-  type Item,
-} from './dynamo-helpers.js';
+  claimKey,
+  claimWrites,
+  fieldUpdate,
+  mergeWriteError,
+  updateExpression,
+  type TransactItem,
+} from './record-writes.js';
 
 /**
  * The people table (see docs/data-model.md):
@@ -52,10 +47,6 @@ export const LIST_SHARDS = 16;
 export const personKey = (instanceId: string, id: string) => ({
   pk: `${instanceId}#P#${id}`,
   sk: 'P',
-});
-const claimKey = (instanceId: string, field: string, value: string) => ({
-  pk: `${instanceId}#K#${field}#${value}`,
-  sk: 'K',
 });
 export const counterPk = (instanceId: string) => `${instanceId}#C`;
 const usagePk = (instanceId: string, at: Date) =>
@@ -112,6 +103,8 @@ const PersonItem = z.object({
   updated_at: z.string(),
 });
 
+export const ClaimItem = z.object({ field: z.string(), value: z.string(), owner_id: z.string() });
+
 const ActivityItem = z.object({
   id: z.string(),
   field_id: z.string(),
@@ -155,10 +148,8 @@ export class DynamoPeopleStore
     );
     const owners = new Map<string, string>();
     for (const item of items) {
-      const { field, value, person_id } = z
-        .object({ field: z.string(), value: z.string(), person_id: z.string() })
-        .parse(item);
-      owners.set(claimId(field, value), person_id);
+      const { field, value, owner_id } = ClaimItem.parse(item);
+      owners.set(claimId(field, value), owner_id);
     }
     return owners;
   }
@@ -194,13 +185,7 @@ export class DynamoPeopleStore
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
-      ...claims.map(([field, value]) => ({
-        Put: {
-          TableName: this.tables.people,
-          Item: { ...claimKey(instanceId, field, value), field, value, person_id: person.id },
-          ConditionExpression: 'attribute_not_exists(pk)',
-        },
-      })),
+      ...claimWrites(this.tables.people, instanceId, person.id, claims, []).added,
       {
         Update: {
           TableName: this.tables.people,
@@ -215,80 +200,43 @@ export class DynamoPeopleStore
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      const codes = cancellationCodes(error);
-      if (!codes) throw error;
-      const taken = claims.filter((_, i) => codes[i + 1] === 'ConditionalCheckFailed');
-      if (taken.length > 0) throw new ClaimTakenError(taken.map(([field]) => field));
-      if (codes.includes('TransactionConflict')) throw new WriteConflictError();
-      throw error;
+      throw mergeWriteError(error, 1, claims);
     }
   }
 
   async updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string) {
     const personId = plan.before.id;
     const x = new ExpressionBuilder();
-    // Names are registered only when used: DynamoDB refuses unused ones.
-    const field = (id: string) => `${x.name('fields')}.${x.name(id)}`;
+    const { set, remove, conditions } = fieldUpdate(x, {
+      ...plan,
+      updatedAt: plan.after.updated_at,
+    });
     const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
-    const set: string[] = [`${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`];
-    const remove: string[] = [];
-    for (const [id, value] of Object.entries(plan.sets))
-      set.push(`${field(id)} = ${x.value(value)}`);
-    for (const [id, value] of Object.entries(plan.setsIfAbsent)) {
-      set.push(`${field(id)} = if_not_exists(${field(id)}, ${x.value(value)})`);
-    }
     for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
+    for (const name of plan.removeTags) remove.push(tag(name));
     if (plan.tokens) {
       for (const index of SEARCH_INDEXES) {
         const { sortKey } = INDEX_ATTRIBUTES[index];
         set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
       }
     }
-    for (const id of plan.removes) remove.push(field(id));
-    for (const name of plan.removeTags) remove.push(tag(name));
-    const conditions = ['attribute_exists(pk)'];
-    for (const [id, value] of Object.entries(plan.expected)) {
-      conditions.push(
-        value === undefined
-          ? `attribute_not_exists(${field(id)})`
-          : `${field(id)} = ${x.value(value)}`,
-      );
-    }
-    const updateExpression =
-      `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}` +
-      (remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : '');
-
-    const released = [...plan.claimsReleased];
     const added = [...plan.claimsAdded];
-    const transactItems: NonNullable<
-      ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']
-    > = [
+    const claims = claimWrites(this.tables.people, instanceId, personId, added, [
+      ...plan.claimsReleased,
+    ]);
+    const transactItems: TransactItem[] = [
       {
         Update: {
           TableName: this.tables.people,
           Key: personKey(instanceId, personId),
-          UpdateExpression: updateExpression,
+          UpdateExpression: updateExpression(x, set, remove),
           ConditionExpression: conditions.join(' AND '),
           ExpressionAttributeNames: x.names,
           ExpressionAttributeValues: x.values,
         },
       },
-      ...released.map(([field, value]) => ({
-        Delete: {
-          TableName: this.tables.people,
-          Key: claimKey(instanceId, field, value),
-          ConditionExpression: 'person_id = :me',
-          ExpressionAttributeValues: { ':me': personId },
-        },
-      })),
-      ...added.map(([field, value]) => ({
-        Put: {
-          TableName: this.tables.people,
-          Item: { ...claimKey(instanceId, field, value), field, value, person_id: personId },
-          ConditionExpression: 'attribute_not_exists(pk) OR person_id = :me',
-          ExpressionAttributeValues: { ':me': personId },
-        },
-      })),
+      ...claims.released,
+      ...claims.added,
       ...(plan.subscriberDelta !== 0
         ? [
             {
@@ -312,15 +260,7 @@ export class DynamoPeopleStore
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      const codes = cancellationCodes(error);
-      if (!codes) throw error;
-      const firstAdded = 1 + released.length;
-      const taken = added.filter((_, i) => codes[firstAdded + i] === 'ConditionalCheckFailed');
-      if (taken.length > 0) throw new ClaimTakenError(taken.map(([field]) => field));
-      if (codes.slice(0, firstAdded).includes('ConditionalCheckFailed'))
-        throw new PersonChangedError();
-      if (codes.includes('TransactionConflict')) throw new WriteConflictError();
-      throw error;
+      throw mergeWriteError(error, 1 + claims.released.length, added);
     }
   }
 
