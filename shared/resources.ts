@@ -45,7 +45,10 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'organizations',
     purpose: 'organizations, merge-key claims, memberships and counters',
-    indexes: [],
+    indexes: [
+      { name: 'list', partitionKey: 'lpk', sortKey: 'lsk' },
+      { name: 'name', partitionKey: 'npk', sortKey: 'nsk' },
+    ],
   },
   {
     name: 'activities',

@@ -61,10 +61,16 @@ export const ROUTES: readonly RouteDefinition[] = [
     maxBodyBytes: 2 * MB,
     access: ['config:read', 'people', 'activities', 'organizations:read', 'geo'],
   }),
-  api('POST', '/v1/organizations/merge', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/organizations/merge', 'organizations-merge', {
+    maxBodyBytes: 2 * MB,
+    access: ['config:read', 'organizations'],
+  }),
   api('PUT', '/v1/organizations/contacts/add', 'not-implemented'),
   api('PUT', '/v1/organizations/contacts/remove', 'not-implemented'),
   api('POST', '/v1/activities/create', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/organizations/get', 'organizations-get', {
+    access: ['config:read', 'organizations:read'],
+  }),
   api('POST', '/v1/person/get', 'person-get', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),

@@ -40,6 +40,9 @@ export const LocationEnv = z
     path: ['PLACE_INDEX_NAME'],
   });
 
+/** Functions that only work on organizations. */
+export const OrganizationsEnv = z.object({ ORGANIZATIONS_TABLE: tableName });
+
 /** Functions that read and write people (and record their built-in activities). */
 export const PeopleEnv = z.object({
   PEOPLE_TABLE: tableName,

@@ -35,6 +35,7 @@ export const KEYS = {
   race: 'test-key-race',
   pager: 'test-key-pager',
   finder: 'test-key-finder',
+  orgs: 'test-key-orgs',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -1,0 +1,238 @@
+import { randomInt } from 'node:crypto';
+import {
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { claimId, type ClaimKey } from '../domain/merge/merge-engine.js';
+import {
+  ORGANIZATION_NAME,
+  type Organization,
+  type OrganizationCreatePlan,
+  type OrganizationStore,
+  type OrganizationUpdatePlan,
+} from '../domain/organizations/organization-merge.js';
+import { normalizeSearch } from '../domain/people/person-index.js';
+import type {
+  OrganizationIndex,
+  OrganizationListing,
+} from '../domain/organizations/organization-get.js';
+import { queryShard, shardedPage, type ShardQuery } from './sharded-index.js';
+import type { FieldValue } from '../domain/fields/field-values.js';
+import { batchGet, ExpressionBuilder, type Item } from './dynamo-helpers.js';
+import {
+  claimKey,
+  claimWrites,
+  fieldUpdate,
+  mergeWriteError,
+  updateExpression,
+  type TransactItem,
+} from './record-writes.js';
+
+/**
+ * The organizations table (see docs/data-model.md):
+ * - organization `<inst>#O#<id>` / `O`: fields, `members` (people linked), timestamps, and
+ *   the index keys `lpk`/`lsk` (creation) and `npk`/`nsk` (name);
+ * - key claim `<inst>#K#<field>#<value>` / `K`;
+ * - counter shard `<inst>#C` / `<n>`: `organizations`.
+ */
+export const ORGANIZATION_SHARDS = 16;
+
+export const organizationKey = (instanceId: string, id: string) => ({
+  pk: `${instanceId}#O#${id}`,
+  sk: 'O',
+});
+const counterPk = (instanceId: string) => `${instanceId}#C`;
+const shardOf = (id: string) => parseInt(id.slice(-4), 16) % ORGANIZATION_SHARDS;
+
+export function nameToken(name: FieldValue | undefined): string {
+  return typeof name === 'string' && name.trim() !== '' ? `1${normalizeSearch(name)}` : '2';
+}
+
+const OrganizationItem = z.object({
+  id: z.string(),
+  fields: z.record(z.string(), z.unknown()),
+  members: z.number().optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const ClaimItem = z.object({ field: z.string(), value: z.string(), owner_id: z.string() });
+
+export function organizationFromItem(item: Item): Organization & { members: number } {
+  const parsed = OrganizationItem.parse(item);
+  return {
+    id: parsed.id,
+    // Field values are only ever written by this service, after validation.
+    fields: parsed.fields as Organization['fields'],
+    members: parsed.members ?? 0,
+    created_at: parsed.created_at,
+    updated_at: parsed.updated_at,
+  };
+}
+
+export class DynamoOrganizationStore implements OrganizationStore, OrganizationListing {
+  constructor(
+    protected readonly db: DynamoDBDocumentClient,
+    protected readonly table: string,
+  ) {}
+
+  async findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+    const items = await batchGet(
+      this.db,
+      this.table,
+      keys.map(({ field, value }) => claimKey(instanceId, field, value)),
+      consistent,
+    );
+    const owners = new Map<string, string>();
+    for (const item of items) {
+      const { field, value, owner_id } = ClaimItem.parse(item);
+      owners.set(claimId(field, value), owner_id);
+    }
+    return owners;
+  }
+
+  async getOrganizations(instanceId: string, ids: string[], consistent = false) {
+    const items = await batchGet(
+      this.db,
+      this.table,
+      ids.map((id) => organizationKey(instanceId, id)),
+      consistent,
+    );
+    return new Map(items.map((item) => [String(item.id), organizationFromItem(item)]));
+  }
+
+  async createOrganization(instanceId: string, plan: OrganizationCreatePlan) {
+    const { organization } = plan;
+    const claims = [...plan.claims];
+    const shard = shardOf(organization.id);
+    const transactItems: TransactItem[] = [
+      {
+        Put: {
+          TableName: this.table,
+          Item: {
+            ...organizationKey(instanceId, organization.id),
+            ...organization,
+            members: 0,
+            version: 1,
+            lpk: `${instanceId}#L#${shard}`,
+            lsk: organization.id,
+            npk: `${instanceId}#N#${shard}`,
+            nsk: `${nameToken(organization.fields[ORGANIZATION_NAME])}#${organization.id}`,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        },
+      },
+      ...claimWrites(this.table, instanceId, organization.id, claims, []).added,
+      {
+        Update: {
+          TableName: this.table,
+          Key: { pk: counterPk(instanceId), sk: String(randomInt(ORGANIZATION_SHARDS)) },
+          UpdateExpression: 'ADD organizations :one',
+          ExpressionAttributeValues: { ':one': 1 },
+        },
+      },
+    ];
+    try {
+      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
+    } catch (error) {
+      throw mergeWriteError(error, 1, claims);
+    }
+  }
+
+  async updateOrganization(instanceId: string, plan: OrganizationUpdatePlan) {
+    const id = plan.before.id;
+    const x = new ExpressionBuilder();
+    const { set, remove, conditions } = fieldUpdate(x, {
+      ...plan,
+      updatedAt: plan.after.updated_at,
+    });
+    const before = nameToken(plan.before.fields[ORGANIZATION_NAME]);
+    const after = nameToken(plan.after.fields[ORGANIZATION_NAME]);
+    if (before !== after) set.push(`${x.name('nsk')} = ${x.value(`${after}#${id}`)}`);
+    const added = [...plan.claimsAdded];
+    const claims = claimWrites(this.table, instanceId, id, added, [...plan.claimsReleased]);
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.table,
+                Key: organizationKey(instanceId, id),
+                UpdateExpression: updateExpression(x, set, remove),
+                ConditionExpression: conditions.join(' AND '),
+                ExpressionAttributeNames: x.names,
+                ExpressionAttributeValues: x.values,
+              },
+            },
+            ...claims.released,
+            ...claims.added,
+          ],
+        }),
+      );
+    } catch (error) {
+      throw mergeWriteError(error, 1 + claims.released.length, added);
+    }
+  }
+
+  private indexQuery(
+    instanceId: string,
+    index: OrganizationIndex,
+  ): Omit<ShardQuery, 'order' | 'count'> {
+    const [partitionKey, sortKey, tag] =
+      index === 'list' ? ['lpk', 'lsk', 'L'] : ['npk', 'nsk', 'N'];
+    return {
+      table: this.table,
+      index,
+      partitionKey,
+      sortKey,
+      partition: (shard) => `${instanceId}#${tag}#${shard}`,
+    };
+  }
+
+  indexPage(
+    instanceId: string,
+    index: OrganizationIndex,
+    order: 'asc' | 'desc',
+    position: { after?: string; between?: [string, string] },
+    count: number,
+  ) {
+    return shardedPage(
+      this.db,
+      { ...this.indexQuery(instanceId, index), order, ...position, count },
+      ORGANIZATION_SHARDS,
+    );
+  }
+
+  async countRange(instanceId: string, between: [string, string]) {
+    const counts = await Promise.all(
+      Array.from({ length: ORGANIZATION_SHARDS }, (_, shard) =>
+        queryShard(
+          this.db,
+          {
+            ...this.indexQuery(instanceId, 'name'),
+            order: 'asc',
+            between,
+            count: Number.POSITIVE_INFINITY,
+          },
+          shard,
+        ),
+      ),
+    );
+    return counts.reduce((sum, items) => sum + items.length, 0);
+  }
+
+  async total(instanceId: string) {
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': counterPk(instanceId) },
+        ConsistentRead: true,
+      }),
+    );
+    return Items.reduce((sum, item) => sum + Number(item.organizations ?? 0), 0);
+  }
+}

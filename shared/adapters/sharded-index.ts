@@ -1,0 +1,70 @@
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ExpressionBuilder, type Item } from './dynamo-helpers.js';
+
+/**
+ * Queries on indexes whose partition key is split into shards (`<inst>#<tag>#<n>`), so that
+ * no instance writes a hot partition. A page reads each shard from the position on and
+ * merges them; sort keys end in the record ID, so one sort key is a complete position.
+ */
+export interface ShardQuery {
+  table: string;
+  index: string;
+  partitionKey: string;
+  sortKey: string;
+  partition: (shard: number) => string;
+  order: 'asc' | 'desc';
+  /** Exclusive position (a sort key). */
+  after?: string;
+  /** Inclusive range of sort keys (a prefix search). */
+  between?: [string, string];
+  /** How many kept items each shard needs at most. */
+  count: number;
+  keep?: (item: Item) => boolean;
+}
+
+export async function queryShard(
+  db: DynamoDBDocumentClient,
+  query: ShardQuery,
+  shard: number,
+): Promise<Item[]> {
+  const x = new ExpressionBuilder();
+  let condition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))}`;
+  if (query.between) {
+    condition += ` AND ${x.name(query.sortKey)} BETWEEN ${x.value(query.between[0])} AND ${x.value(query.between[1])}`;
+  } else if (query.after !== undefined) {
+    condition += ` AND ${x.name(query.sortKey)} ${query.order === 'desc' ? '<' : '>'} ${x.value(query.after)}`;
+  }
+  const kept: Item[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        TableName: query.table,
+        IndexName: query.index,
+        KeyConditionExpression: condition,
+        ExpressionAttributeNames: x.names,
+        ExpressionAttributeValues: x.values,
+        ScanIndexForward: query.order === 'asc',
+        Limit: Math.min(query.count - kept.length, 1000),
+        ExclusiveStartKey,
+      }),
+    );
+    for (const item of page.Items ?? []) if (!query.keep || query.keep(item)) kept.push(item);
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey && kept.length < query.count);
+  return kept;
+}
+
+/** The first `count` sort keys over all shards in order, and whether more follow. */
+export async function shardedPage(db: DynamoDBDocumentClient, query: ShardQuery, shards: number) {
+  const perShard = await Promise.all(
+    Array.from({ length: shards }, (_, shard) =>
+      queryShard(db, { ...query, count: query.count + 1 }, shard).then((items) =>
+        items.map((item) => String(item[query.sortKey])),
+      ),
+    ),
+  );
+  const keys = [...new Set(perShard.flat())].sort();
+  if (query.order === 'desc') keys.reverse();
+  return { keys: keys.slice(0, query.count), hasMore: keys.length > query.count };
+}

@@ -1,0 +1,245 @@
+import { z } from 'zod';
+import { FieldValueError, ValidationError } from '../errors.js';
+import type { FieldValues } from '../fields/field-catalog.js';
+import type { FieldValue } from '../fields/field-values.js';
+import { claimChanges, claimsOf, planFieldChanges } from '../merge/field-changes.js';
+import {
+  mergeRecords,
+  type ClaimKey,
+  type MergeKind,
+  type MergeOptions,
+  type MergeRecord,
+  type MergeStatus,
+} from '../merge/merge-engine.js';
+import type { Tenant } from '../tenancy.js';
+import { formatPath } from '../validation.js';
+
+/** An organization as the domain sees it. */
+export interface Organization {
+  id: string;
+  fields: Record<string, FieldValue>;
+  created_at: string;
+  updated_at: string;
+}
+
+export const ORGANIZATION_NAME = 'str:o:name';
+export const ORGANIZATION_SOURCE = 'str:o:source';
+
+/**
+ * Organization key fields: their values are unique per instance (claimed like people's
+ * emails) and they are the fields organizations can be merged by. Names and websites
+ * compare without case.
+ */
+export const ORGANIZATION_KEY_FIELDS = [ORGANIZATION_NAME, 'str:o:website'];
+
+/** `POST /v1/organizations/merge` (API.md). `merge_by` is required: there is no default. */
+export const OrganizationMergeRequest = z.object({
+  organizations: z
+    .array(z.unknown())
+    .min(1, 'expected 1 to 100 organizations')
+    .max(100, 'expected 1 to 100 organizations'),
+  async: z.boolean().optional(),
+  merge_by: z
+    .array(
+      z.enum(ORGANIZATION_KEY_FIELDS as [string, ...string[]], {
+        message: `expected ${ORGANIZATION_KEY_FIELDS.join(' or ')}`,
+      }),
+    )
+    .min(1, 'at least one merge field is required')
+    .max(2),
+  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+});
+export type OrganizationMergeRequest = z.infer<typeof OrganizationMergeRequest>;
+
+const OrganizationRecord = z.object({
+  fields: z.record(z.string(), z.unknown()),
+  clear_fields: z.record(z.string(), z.boolean()).optional(),
+});
+
+export interface PreparedOrganization extends MergeRecord {
+  overwrite: Record<string, boolean>;
+}
+
+export interface OrganizationCreatePlan {
+  organization: Organization;
+  claims: Map<string, string>;
+}
+
+export interface OrganizationUpdatePlan {
+  before: Organization;
+  after: Organization;
+  sets: Record<string, FieldValue>;
+  setsIfAbsent: Record<string, FieldValue>;
+  removes: string[];
+  expected: Record<string, FieldValue | undefined>;
+  claimsAdded: Map<string, string>;
+  claimsReleased: Map<string, string>;
+}
+
+/** What organization merge reads and writes (the organizations table). */
+export interface OrganizationStore {
+  findClaimOwners(
+    instanceId: string,
+    keys: ClaimKey[],
+    consistent?: boolean,
+  ): Promise<Map<string, string>>;
+  getOrganizations(
+    instanceId: string,
+    ids: string[],
+    consistent?: boolean,
+  ): Promise<Map<string, Organization>>;
+  createOrganization(instanceId: string, plan: OrganizationCreatePlan): Promise<void>;
+  updateOrganization(instanceId: string, plan: OrganizationUpdatePlan): Promise<void>;
+}
+
+export interface OrganizationMergeResult {
+  organization_id?: string;
+  status: MergeStatus;
+  error?: string;
+}
+
+function prepare(
+  raw: unknown,
+  index: number,
+  options: MergeOptions,
+  tenant: Tenant,
+): PreparedOrganization | { index: number; error: string } {
+  const where = `organizations[${index}]`;
+  const parsed = OrganizationRecord.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return {
+      index,
+      error: `${formatPath([where, ...(issue?.path ?? [])])}: ${issue?.message ?? 'invalid'}`,
+    };
+  }
+  let values: FieldValues;
+  try {
+    values = tenant.organizationFields.parseValues(parsed.data.fields, `${where}.fields`);
+  } catch (error) {
+    if (error instanceof FieldValueError)
+      return { index, error: `${where}.fields.${error.message}` };
+    if (error instanceof ValidationError) return { index, error: error.message };
+    throw error;
+  }
+  const claims = claimsOf(values, ORGANIZATION_KEY_FIELDS);
+  if (!options.mergeBy.some((field) => claims.has(field))) {
+    return {
+      index,
+      error: `${where}.fields: ${options.mergeBy.join(' or ')} is required (merge_by)`,
+    };
+  }
+  for (const fieldId of Object.keys(parsed.data.clear_fields ?? {})) {
+    if (!tenant.organizationFields.get(fieldId)) {
+      return { index, error: `${where}.clear_fields.${fieldId}: is not an organization field` };
+    }
+  }
+  return { index, values, claims, overwrite: parsed.data.clear_fields ?? {} };
+}
+
+/**
+ * `POST /v1/organizations/merge`: the shared merge engine with organization rules:
+ * `merge_by` is required, strategy 3 leaves existing organizations untouched, and
+ * `str:o:source` is the data source's name when a new organization does not set it.
+ */
+export async function mergeOrganizations(
+  request: OrganizationMergeRequest,
+  {
+    tenant,
+    store,
+    now = () => new Date(),
+  }: { tenant: Tenant; store: OrganizationStore; now?: () => Date },
+): Promise<OrganizationMergeResult[]> {
+  if (request.merge_by.length === 2 && request.merge_by[0] === request.merge_by[1]) {
+    throw new ValidationError('merge_by: the two merge fields must differ', [
+      { field: 'merge_by', error: 'duplicate field' },
+    ]);
+  }
+  const options: MergeOptions = {
+    mergeBy: request.merge_by,
+    byId: false,
+    strategy: request.merge_strategy ?? 2,
+    findStrategy: request.find_strategy ?? 0,
+    skipNonExisting: false,
+    keyFields: ORGANIZATION_KEY_FIELDS,
+  };
+  const records = request.organizations.map((raw, index) => prepare(raw, index, options, tenant));
+  const valid = records.filter((record): record is PreparedOrganization => 'values' in record);
+  if (valid.length === 0) {
+    const details = records.map((record) => ({
+      index: record.index,
+      status: 'invalid' as const,
+      error: 'error' in record ? record.error : '',
+    }));
+    throw new ValidationError(
+      `No organization was merged: every record is invalid (${details[0]?.error ?? ''})`,
+      details,
+    );
+  }
+  const instanceId = tenant.instance.id;
+  const isStored = (fieldId: string) => tenant.organizationFields.get(fieldId)?.stored ?? false;
+  const kind: MergeKind<
+    PreparedOrganization,
+    Organization,
+    OrganizationCreatePlan,
+    OrganizationUpdatePlan
+  > = {
+    list: 'organizations',
+    noun: 'organization',
+    idField: 'idt::o',
+    planCreate: (record, id, timestamp) => {
+      const fields: Record<string, FieldValue> = {};
+      for (const [fieldId, value] of Object.entries(record.values)) {
+        if (value !== null && isStored(fieldId)) fields[fieldId] = value;
+      }
+      fields[ORGANIZATION_SOURCE] ??= tenant.dataSource.name;
+      return {
+        organization: { id, fields, created_at: timestamp, updated_at: timestamp },
+        claims: claimsOf(fields, ORGANIZATION_KEY_FIELDS),
+      };
+    },
+    created: (plan) => ({ record: plan.organization, claims: plan.claims }),
+    planUpdate: (before, record, timestamp) => {
+      const changes = planFieldChanges(
+        before.fields,
+        record.values,
+        options.strategy === 1 ? 1 : 2,
+        record.overwrite,
+        isStored,
+      );
+      if (
+        Object.keys(changes.sets).length +
+          Object.keys(changes.setsIfAbsent).length +
+          changes.removes.length ===
+        0
+      ) {
+        return undefined;
+      }
+      const expected: Record<string, FieldValue | undefined> = {};
+      const claims = claimChanges(before.fields, changes.after, ORGANIZATION_KEY_FIELDS, expected);
+      // The name is indexed for listing: if it is only filled when empty, it must still be empty.
+      if (ORGANIZATION_NAME in changes.setsIfAbsent) expected[ORGANIZATION_NAME] = undefined;
+      return {
+        before,
+        after: { ...before, fields: changes.after, updated_at: timestamp },
+        sets: changes.sets,
+        setsIfAbsent: changes.setsIfAbsent,
+        removes: changes.removes,
+        expected,
+        ...claims,
+      };
+    },
+    updated: (plan) => plan,
+    findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
+    read: (ids, consistent) => store.getOrganizations(instanceId, ids, consistent),
+    create: (plan) => store.createOrganization(instanceId, plan),
+    update: (plan) => store.updateOrganization(instanceId, plan),
+  };
+  const outcomes = await mergeRecords(kind, valid, options, now);
+  return records.map((record): OrganizationMergeResult => {
+    if ('error' in record) return { status: 'invalid', error: record.error };
+    const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
+    return id ? { organization_id: id, ...outcome } : outcome;
+  });
+}
