@@ -65,8 +65,12 @@ export const ROUTES: readonly RouteDefinition[] = [
     maxBodyBytes: 2 * MB,
     access: ['config:read', 'organizations'],
   }),
-  api('PUT', '/v1/organizations/contacts/add', 'not-implemented'),
-  api('PUT', '/v1/organizations/contacts/remove', 'not-implemented'),
+  api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', {
+    access: ['config:read', 'people', 'organizations'],
+  }),
+  api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', {
+    access: ['config:read', 'people', 'organizations'],
+  }),
   api('POST', '/v1/activities/create', 'not-implemented', { maxBodyBytes: 2 * MB }),
   api('POST', '/v1/organizations/get', 'organizations-get', {
     access: ['config:read', 'organizations:read'],

@@ -36,6 +36,7 @@ export const KEYS = {
   pager: 'test-key-pager',
   finder: 'test-key-finder',
   orgs: 'test-key-orgs',
+  members: 'test-key-members',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -15,7 +15,8 @@ import type { Person } from './person.js';
  * | `$str::contains`, `$str::starts_with` | substring / prefix |
  * | `$int::is`, `$int::greater_than`, `$int::less_than` | numeric comparisons |
  * | `$bol::is` | true or false |
- * `tags` can be used as `field_id` with `$str::is` (the person has that tag) and `$has_any_value`.
+ * `tags` can be used as `field_id` with `$str::is` (the person has that tag) and `$has_any_value`;
+ * `idt::o` (the person's organization) with `$str::is` and `$has_any_value`.
  */
 export type PersonPredicate = (person: Person) => boolean;
 
@@ -121,6 +122,11 @@ export function compileFilter(
   if (definition.needsValue !== 'none' && typeof value !== definition.needsValue) {
     fail(`${path}.${operator}.value`, `expected a ${definition.needsValue}`);
   }
-  return (person) =>
-    definition.test(fieldId === 'tags' ? person.tags : person.fields[fieldId], value);
+  const read = (person: Person) =>
+    fieldId === 'tags'
+      ? person.tags
+      : fieldId === 'idt::o'
+        ? person.organization_id
+        : person.fields[fieldId];
+  return (person) => definition.test(read(person), value);
 }

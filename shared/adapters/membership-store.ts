@@ -1,0 +1,142 @@
+import {
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import {
+  MAX_MEMBERS,
+  type LinkResult,
+  type MembershipStore,
+} from '../domain/organizations/memberships.js';
+import { batchGet, cancellationCodes } from './dynamo-helpers.js';
+import { organizationKey } from './organization-store.js';
+import { personKey } from './people-store.js';
+
+/**
+ * Memberships span both tables: a person's `organization_id` (people table) and an
+ * organization's `members` count (organizations table), changed together in one transaction.
+ */
+export class DynamoMembershipStore implements MembershipStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: { people: string; organizations: string },
+  ) {}
+
+  async members(instanceId: string, organizationId: string) {
+    const [item] = await batchGet(
+      this.db,
+      this.tables.organizations,
+      [organizationKey(instanceId, organizationId)],
+      true,
+    );
+    return item ? Number(item.members ?? 0) : undefined;
+  }
+
+  async organizationsOf(instanceId: string, personIds: string[]) {
+    const items = await batchGet(
+      this.db,
+      this.tables.people,
+      personIds.map((id) => personKey(instanceId, id)),
+      true,
+    );
+    return new Map(
+      items.map((item) => [
+        String(item.id),
+        typeof item.organization_id === 'string' ? item.organization_id : undefined,
+      ]),
+    );
+  }
+
+  async reserve(instanceId: string, organizationId: string, count: number) {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.organizations,
+          Key: organizationKey(instanceId, organizationId),
+          UpdateExpression: 'ADD members :n',
+          // DynamoDB conditions have no arithmetic: "members + n <= max" is "members <= max - n".
+          ConditionExpression:
+            'attribute_exists(pk) AND (attribute_not_exists(members) OR members <= :room)',
+          ExpressionAttributeValues: { ':n': count, ':room': MAX_MEMBERS - count },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
+      throw error;
+    }
+  }
+
+  async release(instanceId: string, organizationId: string, count: number) {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.tables.organizations,
+        Key: organizationKey(instanceId, organizationId),
+        UpdateExpression: 'ADD members :n',
+        ExpressionAttributeValues: { ':n': -count },
+      }),
+    );
+  }
+
+  link(instanceId: string, personId: string, from: string | undefined, to: string) {
+    return this.move(instanceId, personId, from, to);
+  }
+
+  unlink(instanceId: string, personId: string, from: string) {
+    return this.move(instanceId, personId, from, undefined);
+  }
+
+  /** One transaction: the person's link (conditioned on where it was) and the old count. */
+  private async move(
+    instanceId: string,
+    personId: string,
+    from: string | undefined,
+    to: string | undefined,
+  ): Promise<LinkResult> {
+    const condition =
+      from === undefined ? 'attribute_not_exists(organization_id)' : 'organization_id = :from';
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tables.people,
+                Key: personKey(instanceId, personId),
+                UpdateExpression:
+                  to === undefined ? 'REMOVE organization_id' : 'SET organization_id = :to',
+                ConditionExpression: `attribute_exists(pk) AND ${condition}`,
+                ...(from !== undefined || to !== undefined
+                  ? {
+                      ExpressionAttributeValues: {
+                        ...(from !== undefined ? { ':from': from } : {}),
+                        ...(to !== undefined ? { ':to': to } : {}),
+                      },
+                    }
+                  : {}),
+              },
+            },
+            ...(from !== undefined
+              ? [
+                  {
+                    Update: {
+                      TableName: this.tables.organizations,
+                      Key: organizationKey(instanceId, from),
+                      UpdateExpression: 'ADD members :minus',
+                      ExpressionAttributeValues: { ':minus': -1 },
+                    },
+                  },
+                ]
+              : []),
+          ],
+        }),
+      );
+      return 'done';
+    } catch (error) {
+      const codes = cancellationCodes(error);
+      if (codes?.includes('ConditionalCheckFailed') || codes?.includes('TransactionConflict'))
+        return 'changed';
+      throw error;
+    }
+  }
+}
