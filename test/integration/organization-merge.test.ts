@@ -203,3 +203,80 @@ describe('organization merge', () => {
     expect(new Set(entries.map((e) => e?.organization_id)).size).toBe(1);
   });
 });
+
+describe('organization get', () => {
+  const prefix = `Listing ${Date.now().toString(36)}`;
+  const created: string[] = [];
+
+  it('lists organizations by creation, by name and by name search, each once across pages', async () => {
+    for (let start = 0; start < 30; start += 10) {
+      const entries = await merge({
+        merge_by: ['str:o:name'],
+        organizations: Array.from({ length: 10 }, (_, i) => ({
+          fields: {
+            'str:o:name': `${prefix} ${String(start + i).padStart(2, '0')}`,
+            'int:o:employees': start + i,
+          },
+        })),
+      });
+      created.push(...entries.map((e) => e.organization_id ?? ''));
+    }
+    const walk = async (body: Record<string, unknown>) => {
+      const ids: string[] = [];
+      let request: Record<string, unknown> = { ...body, limit: 7 };
+      for (let i = 0; i < 50; i += 1) {
+        const response = await call('/v1/organizations/get', { key, body: request });
+        expect(response.status).toBe(200);
+        ids.push(...(response.body.organizations as { id: string }[]).map((o) => o.id));
+        if (!response.body.has_more)
+          return { ids, meta: response.body.meta as Record<string, number> };
+        request = {
+          ...body,
+          limit: 7,
+          offset: response.body.next_offset,
+          cursor_id: response.body.cursor_id,
+        };
+      }
+      throw new Error('too many pages');
+    };
+    const search = await walk({ q: prefix.toLowerCase() });
+    expect(search.ids).toEqual(created);
+    expect(search.meta.total_matches).toBe(30);
+    const byName = await walk({ sort_by_field_id: 'str:o:name', sort_order: 'desc' });
+    const ours = byName.ids.filter((id) => created.includes(id));
+    expect(ours).toEqual([...created].reverse());
+    const byCreation = await walk({ sort_order: 'asc' });
+    expect(byCreation.ids.filter((id) => created.includes(id))).toEqual(created);
+    expect(new Set(byCreation.ids).size).toBe(byCreation.ids.length);
+    expect(byCreation.meta.total_organizations).toBe(byCreation.ids.length);
+  });
+
+  it('returns the requested fields and keeps the person meta total in step', async () => {
+    const response = await call('/v1/organizations/get', {
+      key,
+      body: { q: `${prefix} 05`, fields: ['str:o:name', 'int:o:employees', 'str:o:source'] },
+    });
+    expect(response.body.organizations).toEqual([
+      {
+        id: created[5],
+        fields: { 'str:o:name': `${prefix} 05`, 'int:o:employees': 5, 'str:o:source': 'Importer' },
+      },
+    ]);
+    const people = await call('/v1/person/get', { key, body: { limit: 1 } });
+    const organizations = await call('/v1/organizations/get', { key, body: { limit: 1 } });
+    expect((people.body.meta as Record<string, number>).total_organizations).toBe(
+      (organizations.body.meta as Record<string, number>).total_organizations,
+    );
+  });
+
+  it.each([
+    [{ fields: ['str::email'] }, /fields\[0\]/],
+    [{ cursor_id: 'garbage' }, /cursor_id/],
+    [{ sort_by_field_id: 'int:o:employees' }, /sort_by_field_id/],
+    [{ limit: 0 }, /limit/],
+  ])('refuses %p', async (body, message) => {
+    const response = await call('/v1/organizations/get', { key, body });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatch(message);
+  });
+});
