@@ -7,7 +7,10 @@ import { findRoute } from '../../shared/routes.js';
 
 const { authenticate, db } = createApiRuntime();
 const env = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true, ORGANIZATIONS_TABLE: true }));
-const store = new DynamoMembershipStore(db, { people: env.PEOPLE_TABLE, organizations: env.ORGANIZATIONS_TABLE });
+const store = new DynamoMembershipStore(db, {
+  people: env.PEOPLE_TABLE,
+  organizations: env.ORGANIZATIONS_TABLE,
+});
 
 /** `PUT /v1/organizations/contacts/remove`: unlink people from an organization. */
 export const handler = apiHandler(

@@ -59,7 +59,7 @@ const Attribute = z.strictObject({
   kind: z.enum(Object.keys(ATTRIBUTE_KINDS) as [AttributeKind, ...AttributeKind[]]).optional(),
 });
 
-const ActivityDefinition = z.strictObject({
+export const ActivityDefinition = z.strictObject({
   id: z.string().regex(/^act:cm:[a-z0-9]+(?:-[a-z0-9]+)*$/, 'expected act:cm:<kebab-case-name>'),
   name,
   icon: z.string().max(64).optional(),
@@ -227,51 +227,64 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
   });
 
   instance.activities.forEach((activity, i) => {
-    duplicates(activity.attributes, (a) => a.id, ['activities', i, 'attributes'], 'id', ctx);
-    const attributeTypes = new Map<string, FieldType>();
-    activity.attributes.forEach((attribute, j) => {
-      const path = ['activities', i, 'attributes', j];
-      const parsed = parseFieldId(attribute.id);
-      if ('problem' in parsed) {
-        ctx.addIssue({ code: 'custom', path: [...path, 'id'], message: parsed.problem });
-        return;
-      }
-      if (parsed.namespace !== 'cm' || !isCustomFieldName(parsed.name)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [...path, 'id'],
-          message: 'expected an attribute ID of the form type:cm:kebab-case-name',
-        });
-        return;
-      }
-      const kind = attribute.kind ?? DEFAULT_KIND[parsed.type];
-      if (!kind || ATTRIBUTE_KINDS[kind] !== parsed.type) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [...path, attribute.kind ? 'kind' : 'id'],
-          message: `attribute type "${parsed.type}" does not fit kind "${kind ?? 'none'}"`,
-        });
-        return;
-      }
-      attributeTypes.set(attribute.id, parsed.type);
-    });
-    for (const [attributeId, personFieldId] of Object.entries(activity.map_to_crm ?? {})) {
-      const path = ['activities', i, 'map_to_crm', attributeId];
-      const type = attributeTypes.get(attributeId);
-      const field = people.get(personFieldId);
-      if (!type) {
-        ctx.addIssue({ code: 'custom', path, message: 'is not an attribute of this activity' });
-      } else if (!field || !field.writable || !field.stored) {
-        ctx.addIssue({ code: 'custom', path, message: `"${personFieldId}" is not a person field` });
-      } else if (field.type !== type && !(type === 'str' && field.type === 'txt')) {
-        ctx.addIssue({
-          code: 'custom',
-          path,
-          message: `attribute type "${type}" cannot be written to "${personFieldId}" (${field.type})`,
-        });
-      }
-    }
+    checkActivityDefinition(activity, people, ['activities', i], ctx);
   });
+}
+
+/**
+ * The checks of one activity definition beyond its shape: attribute IDs and kinds agree,
+ * and `map_to_crm` maps attributes to person fields of a compatible type.
+ */
+export function checkActivityDefinition(
+  activity: ActivityDefinitionConfig,
+  people: FieldCatalog,
+  at: Path,
+  ctx: Ctx,
+): void {
+  duplicates(activity.attributes, (a) => a.id, [...at, 'attributes'], 'id', ctx);
+  const attributeTypes = new Map<string, FieldType>();
+  activity.attributes.forEach((attribute, j) => {
+    const path = [...at, 'attributes', j];
+    const parsed = parseFieldId(attribute.id);
+    if ('problem' in parsed) {
+      ctx.addIssue({ code: 'custom', path: [...path, 'id'], message: parsed.problem });
+      return;
+    }
+    if (parsed.namespace !== 'cm' || !isCustomFieldName(parsed.name)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, 'id'],
+        message: 'expected an attribute ID of the form type:cm:kebab-case-name',
+      });
+      return;
+    }
+    const kind = attribute.kind ?? DEFAULT_KIND[parsed.type];
+    if (!kind || ATTRIBUTE_KINDS[kind] !== parsed.type) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, attribute.kind ? 'kind' : 'id'],
+        message: `attribute type "${parsed.type}" does not fit kind "${kind ?? 'none'}"`,
+      });
+      return;
+    }
+    attributeTypes.set(attribute.id, parsed.type);
+  });
+  for (const [attributeId, personFieldId] of Object.entries(activity.map_to_crm ?? {})) {
+    const path = [...at, 'map_to_crm', attributeId];
+    const type = attributeTypes.get(attributeId);
+    const field = people.get(personFieldId);
+    if (!type) {
+      ctx.addIssue({ code: 'custom', path, message: 'is not an attribute of this activity' });
+    } else if (!field || !field.writable || !field.stored) {
+      ctx.addIssue({ code: 'custom', path, message: `"${personFieldId}" is not a person field` });
+    } else if (field.type !== type && !(type === 'str' && field.type === 'txt')) {
+      ctx.addIssue({
+        code: 'custom',
+        path,
+        message: `attribute type "${type}" cannot be written to "${personFieldId}" (${field.type})`,
+      });
+    }
+  }
 }
 
 /** Validates a parsed configuration file; the error lists every problem with its path. */

@@ -59,6 +59,9 @@ export const PERSON_BUILT_INS: readonly FieldDefinition[] = (
     // int::v is an activity attribute (conversion value); a person does not keep it.
     ['int::v', 'Conversion value', notStored],
     ['idt::o', 'Organization ID', { writable: false }],
+    // Set by activities whose definition tracks touches (read-only).
+    ['tme::last-seen', 'Last seen', { writable: false }],
+    ['geo::last-seen', 'Last seen location', { writable: false }],
   ] satisfies BuiltIn[]
 ).map(builtIn);
 

@@ -9,6 +9,7 @@ import {
   mergeRecords,
   type MergeKind,
   type MergeOptions,
+  type MergeOutcome,
   type MergeStatus,
 } from '../merge/merge-engine.js';
 import type { Tenant } from '../tenancy.js';
@@ -50,7 +51,6 @@ export async function mergePeople(
   { tenant, store, location, now = () => new Date() }: MergeContext,
 ): Promise<MergeResult[]> {
   const options = mergeOptions(request, tenant);
-  const instanceId = tenant.instance.id;
   const records = request.people.map((raw, index) => prepareRecord(raw, index, options, tenant));
   const valid = records.filter((record): record is PreparedRecord => 'values' in record);
   if (valid.length === 0) {
@@ -64,22 +64,34 @@ export async function mergePeople(
       details,
     );
   }
-  checkAddressLookups(
-    valid.map((record) => record.location),
-    tenant.instance.plan,
-  );
-  await applyLocations(valid, instanceId, location, now());
-
-  const outcomes = await mergeRecords(peopleKind(tenant, store, options), valid, options, now);
-  const results = records.map((record): MergeResult => {
+  const outcomes = await mergePreparedPeople(valid, options, { tenant, store, location, now });
+  return records.map((record): MergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
     return id ? { person_id: id, ...outcome } : outcome;
   });
-  const applied = valid.filter((record) => results[record.index]?.status !== 'invalid');
+}
+
+/**
+ * Merges validated person records (of a person merge, or the people named by activities):
+ * the address-lookup plan check, locations, the shared engine, then the tags.
+ */
+export async function mergePreparedPeople(
+  records: PreparedRecord[],
+  options: MergeOptions,
+  { tenant, store, location, now = () => new Date() }: MergeContext,
+): Promise<Map<number, MergeOutcome>> {
+  const instanceId = tenant.instance.id;
+  checkAddressLookups(
+    records.map((record) => record.location),
+    tenant.instance.plan,
+  );
+  await applyLocations(records, instanceId, location, now());
+  const outcomes = await mergeRecords(peopleKind(tenant, store, options), records, options, now);
+  const applied = records.filter((record) => outcomes.get(record.index)?.status !== 'invalid');
   const tags = new Set(applied.flatMap((record) => record.tags));
   if (tags.size > 0) await store.ensureTags(instanceId, [...tags]);
-  return results;
+  return outcomes;
 }
 
 function peopleKind(

@@ -53,15 +53,13 @@ export function prepareRecord(
   index: number,
   options: MergeOptions,
   tenant: Tenant,
+  list = 'people',
 ): PreparedRecord | InvalidRecord {
-  const where = `people[${index}]`;
+  const where = `${list}[${index}]`;
   const parsed = PersonRecord.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const path = formatPath([where, ...(issue?.path ?? [])]).replace(
-      /^people\[\d+\]\./,
-      `${where}.`,
-    );
+    const path = formatPath([where, ...(issue?.path ?? [])]);
     return invalid(index, `${path}: ${issue?.message ?? 'invalid'}`);
   }
   const record = parsed.data;
