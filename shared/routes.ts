@@ -71,7 +71,13 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', {
     access: ['config:read', 'people', 'organizations'],
   }),
-  api('POST', '/v1/activities/create', 'not-implemented', { maxBodyBytes: 2 * MB }),
+  api('POST', '/v1/activities/create', 'activities-create', {
+    maxBodyBytes: 2 * MB,
+    access: ['config:read', 'people', 'activities', 'organizations:read', 'geo'],
+  }),
+  api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
+    access: ['config:write'],
+  }),
   api('POST', '/v1/organizations/get', 'organizations-get', {
     access: ['config:read', 'organizations:read'],
   }),

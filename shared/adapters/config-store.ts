@@ -9,6 +9,7 @@ import { z } from 'zod';
 import {
   StoredInstance,
   StoredTemplate,
+  type ActivityDefinitionConfig,
   type AssetConfig,
   type CampaignConfig,
 } from '../domain/instance-config.js';
@@ -171,6 +172,47 @@ export class DynamoConfigStore implements TenantDirectory {
         }
       }
     }
+  }
+
+  /**
+   * Adds an activity definition to an instance (optimistic: conditioned on the schema not
+   * having changed since it was read). False if the instance already has that ID.
+   */
+  async addActivityDefinition(
+    instanceId: string,
+    definition: ActivityDefinitionConfig,
+  ): Promise<boolean> {
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const { Item } = await this.db.send(
+        new GetCommand({
+          TableName: this.table,
+          Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
+          ConsistentRead: true,
+        }),
+      );
+      if (!Item) throw new Error(`instance ${instanceId} has no schema`);
+      const schema = StoredInstance.parse(Item.schema);
+      if (schema.activities.some((activity) => activity.id === definition.id)) return false;
+      try {
+        await this.db.send(
+          new PutCommand({
+            TableName: this.table,
+            Item: {
+              ...Item,
+              schema: { ...schema, activities: [...schema.activities, definition] },
+              updated_at: new Date().toISOString(),
+            },
+            ConditionExpression: 'updated_at = :seen',
+            ExpressionAttributeValues: { ':seen': String(Item.updated_at) },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException'))
+          throw error;
+      }
+    }
+    throw new Error('the instance configuration kept changing; try again');
   }
 
   /** Stores a newly minted key (its hash) for a data source of an instance of this region. */

@@ -110,6 +110,9 @@ const ActivityItem = z.object({
   field_id: z.string(),
   attr: z.record(z.string(), z.unknown()),
   created_at: z.string(),
+  display: z.string().optional(),
+  value: z.number().optional(),
+  location: z.record(z.string(), z.unknown()).optional(),
 });
 
 export function personFromItem(item: Item): Person {
@@ -507,6 +510,9 @@ export class DynamoPeopleStore
           id: parsed.id,
           field_id: parsed.field_id,
           attr: parsed.attr,
+          ...(parsed.display !== undefined ? { display: parsed.display } : {}),
+          ...(parsed.value !== undefined ? { value: parsed.value } : {}),
+          ...(parsed.location !== undefined ? { location: parsed.location } : {}),
           created_at: parsed.created_at,
         });
       }

@@ -59,7 +59,7 @@ describe('authentication', () => {
       expect(response.status).toBe(200);
       expect(response.body.contacts).toEqual(expect.any(Array));
       // Endpoints of later issues answer 501 after authentication.
-      const pending = await call('/v1/activities/create', { key, region, body: {} });
+      const pending = await call('/v1/transactional/send', { key, region, body: {} });
       expectEnvelope(pending, 501);
     },
   );

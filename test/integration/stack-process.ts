@@ -37,6 +37,8 @@ export const KEYS = {
   finder: 'test-key-finder',
   orgs: 'test-key-orgs',
   members: 'test-key-members',
+  tracker: 'test-key-tracker',
+  trackerSkip: 'test-key-tracker-skip',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

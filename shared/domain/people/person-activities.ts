@@ -16,6 +16,11 @@ export interface ActivityView {
   id: string;
   field_id: string;
   attr: Record<string, unknown>;
+  /** The display text of a custom activity, rendered when it was recorded. */
+  display?: string;
+  /** The conversion value (×1000), where the definition enables it. */
+  value?: number;
+  location?: Record<string, unknown>;
   created_at: string;
 }
 
