@@ -238,7 +238,7 @@ export async function recordActivities(
       ? await context.activities.findKeys(tenant.instance.id, keys)
       : new Map<string, RecordedKey>();
   const writes: ActivityToWrite[] = [];
-  const byKey = new Map<string, ActivityToWrite>();
+  const byKey = new Map<string, RecordedKey>();
   const resolved = new Map<number, ResolvedLocation | undefined>();
   await Promise.all(
     pending.map(async (p) => {
@@ -261,12 +261,7 @@ export async function recordActivities(
     }
     const earlier = p.key ? (recorded.get(p.key) ?? byKey.get(p.key)) : undefined;
     if (earlier) {
-      entries[p.index] = {
-        person_id: earlier.person_id,
-        person_status: earlier.person_status,
-        activity_id: 'activity_id' in earlier ? earlier.activity_id : earlier.id,
-        status: 'ingested',
-      };
+      entries[p.index] = { ...earlier, status: 'ingested' };
       continue;
     }
     const location = resolved.get(p.index);
@@ -284,7 +279,13 @@ export async function recordActivities(
       source: tenant.dataSource.name,
     };
     writes.push(activity);
-    if (p.key) byKey.set(p.key, activity);
+    if (p.key) {
+      byKey.set(p.key, {
+        activity_id: activity.id,
+        person_id: person.personId,
+        person_status: person.status,
+      });
+    }
     entries[p.index] = {
       person_id: person.personId,
       person_status: person.status,
@@ -292,22 +293,11 @@ export async function recordActivities(
       status: 'ingested',
     };
   }
+  // A key another request recorded between our read and our write: answer with its IDs.
   const taken = await context.activities.write(tenant.instance.id, writes);
   for (const p of pending) {
     const first = p.key ? taken.get(p.key) : undefined;
-    const entry = entries[p.index];
-    if (
-      first &&
-      entry?.activity_id !== first.activity_id &&
-      writes.some((w) => w.id === entry?.activity_id)
-    ) {
-      entries[p.index] = {
-        person_id: first.person_id,
-        person_status: first.person_status,
-        activity_id: first.activity_id,
-        status: 'ingested',
-      };
-    }
+    if (first) entries[p.index] = { ...first, status: 'ingested' };
   }
 
   // Touches move the person's last-seen time (and place) forward.
