@@ -2,6 +2,7 @@ import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   BatchWriteCommand,
+  QueryCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 
@@ -81,4 +82,30 @@ export class ExpressionBuilder {
     this.values[id] = value;
     return id;
   }
+}
+
+/**
+ * Totals of a sharded counter: every number attribute summed over the shard items of one
+ * partition (`<inst>#C`, say). One strongly consistent query, never a scan.
+ */
+export async function sumCounters(
+  db: DynamoDBDocumentClient,
+  table: string,
+  pk: string,
+): Promise<Record<string, number>> {
+  const { Items = [] } = await db.send(
+    new QueryCommand({
+      TableName: table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': pk },
+      ConsistentRead: true,
+    }),
+  );
+  const totals: Record<string, number> = {};
+  for (const item of Items) {
+    for (const [name, value] of Object.entries(item)) {
+      if (typeof value === 'number') totals[name] = (totals[name] ?? 0) + value;
+    }
+  }
+  return totals;
 }

@@ -1,11 +1,7 @@
 import { randomInt } from 'node:crypto';
-import {
-  QueryCommand,
-  TransactWriteCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import { claimId, type ClaimKey } from '../domain/merge/merge-engine.js';
+import type { ClaimKey } from '../domain/merge/merge-engine.js';
 import {
   ORGANIZATION_NAME,
   type Organization,
@@ -20,10 +16,10 @@ import type {
 } from '../domain/organizations/organization-get.js';
 import { queryShard, shardedPage, type ShardQuery } from './sharded-index.js';
 import type { FieldValue } from '../domain/fields/field-values.js';
-import { batchGet, ExpressionBuilder, type Item } from './dynamo-helpers.js';
+import { batchGet, ExpressionBuilder, sumCounters, type Item } from './dynamo-helpers.js';
 import {
-  claimKey,
   claimWrites,
+  findClaimOwners,
   fieldUpdate,
   mergeWriteError,
   updateExpression,
@@ -58,8 +54,6 @@ const OrganizationItem = z.object({
   updated_at: z.string(),
 });
 
-const ClaimItem = z.object({ field: z.string(), value: z.string(), owner_id: z.string() });
-
 export function organizationFromItem(item: Item): Organization & { members: number } {
   const parsed = OrganizationItem.parse(item);
   return {
@@ -78,19 +72,8 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     protected readonly table: string,
   ) {}
 
-  async findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
-    const items = await batchGet(
-      this.db,
-      this.table,
-      keys.map(({ field, value }) => claimKey(instanceId, field, value)),
-      consistent,
-    );
-    const owners = new Map<string, string>();
-    for (const item of items) {
-      const { field, value, owner_id } = ClaimItem.parse(item);
-      owners.set(claimId(field, value), owner_id);
-    }
-    return owners;
+  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+    return findClaimOwners(this.db, this.table, instanceId, keys, consistent);
   }
 
   async getOrganizations(instanceId: string, ids: string[], consistent = false) {
@@ -225,14 +208,6 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
   }
 
   async total(instanceId: string) {
-    const { Items = [] } = await this.db.send(
-      new QueryCommand({
-        TableName: this.table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': counterPk(instanceId) },
-        ConsistentRead: true,
-      }),
-    );
-    return Items.reduce((sum, item) => sum + Number(item.organizations ?? 0), 0);
+    return (await sumCounters(this.db, this.table, counterPk(instanceId))).organizations ?? 0;
   }
 }

@@ -8,7 +8,7 @@ import {
 import { z } from 'zod';
 import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
-import { claimId, type ClaimKey, type PeopleStore } from '../domain/people/people-store.js';
+import type { ClaimKey, PeopleStore } from '../domain/people/people-store.js';
 import type { GeocodingMeter } from '../domain/location.js';
 import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
 import type { ListIndex, PersonListing } from '../domain/people/person-get.js';
@@ -22,10 +22,17 @@ import {
   type SearchTokens,
 } from '../domain/people/person-index.js';
 import type { Person, RecordedActivity } from '../domain/people/person.js';
-import { batchGet, batchWrite, ExpressionBuilder, type Item } from './dynamo-helpers.js';
 import {
-  claimKey,
+  batchGet,
+  batchWrite,
+  ExpressionBuilder,
+  sumCounters,
+  type Item,
+} from './dynamo-helpers.js';
+import { queryShard, type ShardQuery } from './sharded-index.js';
+import {
   claimWrites,
+  findClaimOwners,
   fieldUpdate,
   mergeWriteError,
   updateExpression,
@@ -103,8 +110,6 @@ const PersonItem = z.object({
   updated_at: z.string(),
 });
 
-export const ClaimItem = z.object({ field: z.string(), value: z.string(), owner_id: z.string() });
-
 const ActivityItem = z.object({
   id: z.string(),
   field_id: z.string(),
@@ -142,19 +147,8 @@ export class DynamoPeopleStore
     private readonly tables: PeopleTables,
   ) {}
 
-  async findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
-    const items = await batchGet(
-      this.db,
-      this.tables.people,
-      keys.map(({ field, value }) => claimKey(instanceId, field, value)),
-      consistent,
-    );
-    const owners = new Map<string, string>();
-    for (const item of items) {
-      const { field, value, owner_id } = ClaimItem.parse(item);
-      owners.set(claimId(field, value), owner_id);
-    }
-    return owners;
+  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+    return findClaimOwners(this.db, this.tables.people, instanceId, keys, consistent);
   }
 
   async getPeople(instanceId: string, ids: string[], consistent = false) {
@@ -286,32 +280,14 @@ export class DynamoPeopleStore
   /** Counter totals of an instance, summed over the shards of both tables. */
   async counters(instanceId: string) {
     const [people, organizations] = await Promise.all([
-      this.sumCounters(this.tables.people, instanceId),
-      this.sumCounters(this.tables.organizations, instanceId),
+      sumCounters(this.db, this.tables.people, counterPk(instanceId)),
+      sumCounters(this.db, this.tables.organizations, counterPk(instanceId)),
     ]);
     return {
       contacts: people.contacts ?? 0,
       subscribers: people.subscribers ?? 0,
       organizations: organizations.organizations ?? 0,
     };
-  }
-
-  private async sumCounters(table: string, instanceId: string) {
-    const { Items = [] } = await this.db.send(
-      new QueryCommand({
-        TableName: table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': counterPk(instanceId) },
-        ConsistentRead: true,
-      }),
-    );
-    const totals: Record<string, number> = {};
-    for (const item of Items) {
-      for (const [name, value] of Object.entries(item)) {
-        if (typeof value === 'number') totals[name] = (totals[name] ?? 0) + value;
-      }
-    }
-    return totals;
   }
 
   /**
@@ -403,45 +379,25 @@ export class DynamoPeopleStore
     return perShard.flat().map((item) => String(item.lsk));
   }
 
-  private async queryShard(
+  private queryShard(
     instanceId: string,
     index: ListIndex,
     shard: number,
-    options: {
-      order: 'asc' | 'desc';
-      after?: string;
-      between?: [string, string];
-      count: number;
-      keep?: (item: Item) => boolean;
-    },
+    options: Pick<ShardQuery, 'order' | 'after' | 'between' | 'count' | 'keep'>,
   ): Promise<Item[]> {
     const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
-    const x = new ExpressionBuilder();
-    let condition = `${x.name(partitionKey)} = ${x.value(indexPk(instanceId, index, shard))}`;
-    if (options.between) {
-      condition += ` AND ${x.name(sortKey)} BETWEEN ${x.value(options.between[0])} AND ${x.value(options.between[1])}`;
-    } else if (options.after !== undefined) {
-      condition += ` AND ${x.name(sortKey)} ${options.order === 'desc' ? '<' : '>'} ${x.value(options.after)}`;
-    }
-    const kept: Item[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tables.people,
-          IndexName: index,
-          KeyConditionExpression: condition,
-          ExpressionAttributeNames: x.names,
-          ExpressionAttributeValues: x.values,
-          ScanIndexForward: options.order === 'asc',
-          Limit: Math.min(options.count - kept.length, 1000),
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) if (!options.keep || options.keep(item)) kept.push(item);
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey && kept.length < options.count);
-    return kept;
+    return queryShard(
+      this.db,
+      {
+        table: this.tables.people,
+        index,
+        partitionKey,
+        sortKey,
+        partition: (n) => indexPk(instanceId, index, n),
+        ...options,
+      },
+      shard,
+    );
   }
 
   /** Address lookups, counted per instance and month on sharded counters. */

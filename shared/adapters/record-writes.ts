@@ -1,11 +1,14 @@
-import type { TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import {
+  claimId,
   ClaimTakenError,
   RecordChangedError,
   WriteConflictError,
+  type ClaimKey,
 } from '../domain/merge/merge-engine.js';
-import { cancellationCodes, type ExpressionBuilder } from './dynamo-helpers.js';
+import { batchGet, cancellationCodes, type ExpressionBuilder } from './dynamo-helpers.js';
 
 /**
  * DynamoDB write shapes every kind of merged record shares: the update expression of field
@@ -55,6 +58,30 @@ export const claimKey = (instanceId: string, field: string, value: string) => ({
   pk: `${instanceId}#K#${field}#${value}`,
   sk: 'K',
 });
+
+const ClaimItem = z.object({ field: z.string(), value: z.string(), owner_id: z.string() });
+
+/** Who owns which key values: a map from `claimId(field, value)` to the record ID. */
+export async function findClaimOwners(
+  db: DynamoDBDocumentClient,
+  table: string,
+  instanceId: string,
+  keys: ClaimKey[],
+  consistent = false,
+): Promise<Map<string, string>> {
+  const items = await batchGet(
+    db,
+    table,
+    keys.map(({ field, value }) => claimKey(instanceId, field, value)),
+    consistent,
+  );
+  const owners = new Map<string, string>();
+  for (const item of items) {
+    const { field, value, owner_id } = ClaimItem.parse(item);
+    owners.set(claimId(field, value), owner_id);
+  }
+  return owners;
+}
 
 /** Puts of new claims (free, or already ours) and deletes of released ones (still ours). */
 export function claimWrites(
