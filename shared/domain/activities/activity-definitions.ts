@@ -1,4 +1,3 @@
-import { FieldValueError } from '../errors.js';
 import { parseFieldId, type FieldType } from '../fields/field-id.js';
 import { parseFieldValue, type FieldValue } from '../fields/field-values.js';
 import type { ActivityDefinitionConfig } from '../instance-config.js';
@@ -64,5 +63,3 @@ export function renderDisplayText(
     return String(value);
   });
 }
-
-export { FieldValueError };

@@ -1,13 +1,7 @@
 import type { CreatePlan, UpdatePlan } from './merge-plan.js';
 import type { Person } from './person.js';
 
-export {
-  claimId,
-  ClaimTakenError,
-  RecordChangedError as PersonChangedError,
-  WriteConflictError,
-  type ClaimKey,
-} from '../merge/merge-engine.js';
+export { claimId, type ClaimKey } from '../merge/merge-engine.js';
 import type { ClaimKey } from '../merge/merge-engine.js';
 
 /** What person merge reads and writes. Every call is scoped to one instance. */

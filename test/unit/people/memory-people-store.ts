@@ -2,10 +2,10 @@ import type { CreatePlan, UpdatePlan } from '../../../shared/domain/people/merge
 import {
   claimId,
   ClaimTakenError,
-  PersonChangedError,
+  RecordChangedError,
   type ClaimKey,
-  type PeopleStore,
-} from '../../../shared/domain/people/people-store.js';
+} from '../../../shared/domain/merge/merge-engine.js';
+import type { PeopleStore } from '../../../shared/domain/people/people-store.js';
 import type { Person, RecordedActivity } from '../../../shared/domain/people/person.js';
 
 /**
@@ -75,10 +75,10 @@ export class MemoryPeopleStore implements PeopleStore {
     this.count('updatePerson');
     this.interfere();
     const current = this.people.get(plan.before.id);
-    if (!current) return Promise.reject(new PersonChangedError());
+    if (!current) return Promise.reject(new RecordChangedError());
     for (const [field, expected] of Object.entries(plan.expected)) {
       if (JSON.stringify(current.fields[field]) !== JSON.stringify(expected)) {
-        return Promise.reject(new PersonChangedError());
+        return Promise.reject(new RecordChangedError());
       }
     }
     const taken = [...plan.claimsAdded].filter(([field, value]) => {
