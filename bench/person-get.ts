@@ -9,14 +9,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../shared/adapters/aws-clients.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
-import { FieldCatalog } from '../shared/domain/fields/field-catalog.js';
 import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
 import { getPeople, PersonGetRequest } from '../shared/domain/people/person-get.js';
-import type { Tenant } from '../shared/domain/tenancy.js';
 import { createLocationServices } from '../shared/http/api-runtime.js';
 import { tableName } from '../shared/resources.js';
 import { localAwsEnv, readStackSettings } from '../local/settings.js';
+import { benchTenant } from './bench-tenant.js';
 
 const sizes = (process.argv[2] ?? '500,2000').split(',').map(Number);
 Object.assign(process.env, localAwsEnv(readStackSettings()));
@@ -36,35 +35,9 @@ const store = new DynamoPeopleStore(createDocumentClient(client), {
   organizations: tableName('default', 'organizations'),
 });
 
-function tenantFor(id: string): Tenant {
-  const source = {
-    name: 'Bench',
-    merge_by: ['str::email'],
-    merge_strategy: 2 as const,
-    find_strategy: 0 as const,
-  };
-  return {
-    instance: {
-      id,
-      name: id,
-      region: 'default',
-      plan: 'business',
-      transactional_email: false,
-      sending_domains: [],
-      data_sources: [source],
-      person_fields: [],
-      organization_fields: [],
-      activities: [],
-    },
-    dataSource: source,
-    personFields: FieldCatalog.forPerson(),
-    organizationFields: FieldCatalog.forOrganization(),
-  };
-}
-
 const firsts = ['Ann', 'Bob', 'Cid', 'Dee', 'Eve', 'Fay', 'Gus', 'Hal'];
 for (const size of sizes) {
-  const tenant = tenantFor(`bench-list-${size}-${Date.now().toString(36)}`);
+  const tenant = benchTenant(`bench-list-${size}-${Date.now().toString(36)}`);
   const location = createLocationServices(store);
   for (let start = 0; start < size; start += 100) {
     const people = Array.from({ length: Math.min(100, size - start) }, (_, i) => ({

@@ -12,13 +12,12 @@ import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { createDocumentClient } from '../shared/adapters/aws-clients.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
-import { FieldCatalog } from '../shared/domain/fields/field-catalog.js';
 import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
-import type { Tenant } from '../shared/domain/tenancy.js';
 import { createLocationServices } from '../shared/http/api-runtime.js';
 import { tableName } from '../shared/resources.js';
 import { localAwsEnv, readStackSettings } from '../local/settings.js';
+import { benchTenant } from './bench-tenant.js';
 
 const runs = Number(process.argv[2] ?? 7);
 const settings = readStackSettings();
@@ -91,29 +90,7 @@ async function roundTrips(): Promise<void> {
     activities: tableName('default', 'activities'),
     organizations: tableName('default', 'organizations'),
   });
-  const source = {
-    name: 'Bench',
-    merge_by: ['str::email'],
-    merge_strategy: 2 as const,
-    find_strategy: 0 as const,
-  };
-  const tenant: Tenant = {
-    instance: {
-      id: 'bench',
-      name: 'Bench',
-      region: 'default',
-      plan: 'business',
-      transactional_email: false,
-      sending_domains: [],
-      data_sources: [source],
-      person_fields: [],
-      organization_fields: [],
-      activities: [],
-    },
-    dataSource: source,
-    personFields: FieldCatalog.forPerson(),
-    organizationFields: FieldCatalog.forOrganization(),
-  };
+  const tenant = benchTenant('bench');
   const measure = async (label: string, body: unknown) => {
     for (const key of Object.keys(calls)) calls[key] = 0;
     const started = performance.now();

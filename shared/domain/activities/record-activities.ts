@@ -14,7 +14,7 @@ import {
 import type { MergeOptions } from '../merge/merge-engine.js';
 import { prepareRecord, type PreparedRecord } from '../people/merge-plan.js';
 import { mergePreparedPeople } from '../people/merge-people.js';
-import { mergeOptions } from '../people/merge-request.js';
+import { MERGE_PREFERENCES, mergeOptions } from '../people/merge-request.js';
 import type { PeopleStore } from '../people/people-store.js';
 import { PERSON_ID } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
@@ -33,9 +33,7 @@ export const ActivitiesCreateRequest = z.object({
     .min(1, 'expected 1 to 100 activities')
     .max(100, 'expected 1 to 100 activities'),
   async: z.boolean().optional(),
-  merge_by: z.array(z.string()).min(1).max(2).optional(),
-  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
-  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+  ...MERGE_PREFERENCES,
 });
 export type ActivitiesCreateRequest = z.infer<typeof ActivitiesCreateRequest>;
 

@@ -11,6 +11,7 @@ import {
   type MergeRecord,
   type MergeStatus,
 } from '../merge/merge-engine.js';
+import { MERGE_PREFERENCES } from '../people/merge-request.js';
 import type { Tenant } from '../tenancy.js';
 import { formatPath } from '../validation.js';
 
@@ -47,8 +48,8 @@ export const OrganizationMergeRequest = z.object({
     )
     .min(1, 'at least one merge field is required')
     .max(2),
-  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
-  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+  merge_strategy: MERGE_PREFERENCES.merge_strategy,
+  find_strategy: MERGE_PREFERENCES.find_strategy,
 });
 export type OrganizationMergeRequest = z.infer<typeof OrganizationMergeRequest>;
 

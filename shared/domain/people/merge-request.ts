@@ -3,6 +3,13 @@ import { ValidationError } from '../errors.js';
 import { keyFieldsOf, PERSON_ID } from './person.js';
 import type { Tenant } from '../tenancy.js';
 
+/** The merge preferences a request may give instead of its data source's. */
+export const MERGE_PREFERENCES = {
+  merge_by: z.array(z.string()).min(1).max(2).optional(),
+  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
+  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+};
+
 /** `POST /v1/person/merge` (API.md): the request-level members. Records are checked one by one. */
 export const PersonMergeRequest = z.object({
   people: z
@@ -10,9 +17,7 @@ export const PersonMergeRequest = z.object({
     .min(1, 'expected 1 to 100 people')
     .max(100, 'expected 1 to 100 people'),
   async: z.boolean().optional(),
-  merge_by: z.array(z.string()).min(1).max(2).optional(),
-  merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
-  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+  ...MERGE_PREFERENCES,
   skip_non_existing: z.boolean().optional(),
 });
 export type PersonMergeRequest = z.infer<typeof PersonMergeRequest>;

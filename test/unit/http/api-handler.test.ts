@@ -6,28 +6,11 @@ import {
   UnknownApiKeyError,
   ValidationError,
 } from '../../../shared/domain/errors.js';
-import type { Tenant } from '../../../shared/domain/tenancy.js';
 import { apiHandler, publicHandler } from '../../../shared/http/api-handler.js';
 import { findRoute } from '../../../shared/routes.js';
-import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
+import { testTenant } from '../fixtures.js';
 
-const tenant: Tenant = {
-  instance: {
-    id: 'acme',
-    name: 'Acme',
-    region: 'default',
-    plan: 'business',
-    transactional_email: false,
-    sending_domains: [],
-    data_sources: [{ name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 }],
-    person_fields: [],
-    organization_fields: [],
-    activities: [],
-  },
-  dataSource: { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
-  personFields: FieldCatalog.forPerson(),
-  organizationFields: FieldCatalog.forOrganization(),
-};
+const tenant = testTenant();
 
 function event(
   body: string | undefined,

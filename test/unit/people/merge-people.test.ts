@@ -1,41 +1,21 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidTimeZoneError, ValidationError } from '../../../shared/domain/errors.js';
-import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
+import { testTenant } from '../fixtures.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
 import { claimId } from '../../../shared/domain/people/people-store.js';
-import type { Tenant } from '../../../shared/domain/tenancy.js';
 import { MemoryPeopleStore } from './memory-people-store.js';
 import { OfflineGeocoder } from '../../../shared/adapters/geocoders.js';
 import type { LocationServices } from '../../../shared/domain/location.js';
 
-const instance: Tenant['instance'] = {
-  id: 'acme',
-  name: 'Acme',
-  region: 'default',
-  plan: 'business',
-  transactional_email: false,
-  sending_domains: [],
+const tenant = testTenant({
   data_sources: [
     { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
     { name: 'Crm', merge_by: ['str:cm:crm-id', 'str::email'], merge_strategy: 2, find_strategy: 0 },
   ],
   person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID' }],
-  organization_fields: [],
-  activities: [],
-};
-
-const tenant: Tenant = {
-  instance,
-  dataSource: instance.data_sources[0] ?? {
-    name: 'x',
-    merge_by: [],
-    merge_strategy: 2,
-    find_strategy: 0,
-  },
-  personFields: FieldCatalog.forPerson(instance.person_fields),
-  organizationFields: FieldCatalog.forOrganization(),
-};
+});
+const { instance } = tenant;
 
 const location: LocationServices = {
   ipLocator: { locate: () => Promise.resolve(undefined) },
