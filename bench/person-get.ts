@@ -11,6 +11,7 @@ import { createDocumentClient } from '../shared/adapters/aws-clients.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
+import { cursorCodec } from '../shared/domain/cursor.js';
 import { getPeople, PersonGetRequest } from '../shared/domain/people/person-get.js';
 import { createLocationServices } from '../shared/http/api-runtime.js';
 import { tableName } from '../shared/resources.js';
@@ -39,6 +40,7 @@ const firsts = ['Ann', 'Bob', 'Cid', 'Dee', 'Eve', 'Fay', 'Gus', 'Hal'];
 for (const size of sizes) {
   const tenant = benchTenant(`bench-list-${size}-${Date.now().toString(36)}`);
   const location = createLocationServices(store);
+  const cursors = cursorCodec('bench-signing-secret-of-32-characters', tenant.instance.id);
   for (let start = 0; start < size; start += 100) {
     const people = Array.from({ length: Math.min(100, size - start) }, (_, i) => ({
       fields: {
@@ -62,7 +64,7 @@ for (const size of sizes) {
     const request = PersonGetRequest.parse(body);
     calls = 0;
     const started = performance.now();
-    const page = await getPeople(request, tenant, store);
+    const page = await getPeople(request, tenant, store, cursors);
     const ms = performance.now() - started;
     const first = calls;
     calls = 0;
@@ -71,6 +73,7 @@ for (const size of sizes) {
       PersonGetRequest.parse({ ...body, cursor_id: page.cursor_id, offset: page.next_offset }),
       tenant,
       store,
+      cursors,
     );
     const nextMs = performance.now() - startedNext;
     console.log(

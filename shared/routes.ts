@@ -15,6 +15,8 @@ export type Access =
   | 'organizations:read'
   | 'activities'
   | 'activities:read'
+  /** Idempotency records (every POST/PUT under /v1). */
+  | 'requests'
   /** Location lookups: the IP database in the bundle and the region's place index. */
   | 'geo';
 
@@ -42,17 +44,21 @@ const api = (
   path: string,
   fn: string,
   options: Partial<RouteDefinition> = {},
-): RouteDefinition => ({
-  method,
-  path,
-  function: fn,
-  auth: true,
-  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-  memoryMb: 1024,
-  timeoutSeconds: 29,
-  access: ['config:read'],
-  ...options,
-});
+): RouteDefinition => {
+  const access = options.access ?? ['config:read'];
+  return {
+    method,
+    path,
+    function: fn,
+    auth: true,
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    memoryMb: 1024,
+    timeoutSeconds: 29,
+    ...options,
+    // Every POST/PUT under /v1 honours Idempotency-Key (its records live in `requests`).
+    access: method !== 'GET' && path.startsWith('/v1/') ? [...access, 'requests'] : access,
+  };
+};
 
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),

@@ -13,7 +13,7 @@ import {
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db, env } = createApiRuntime();
+const { http, db, env } = createApiRuntime();
 const tables = readEnv(PeopleEnv);
 const people = createPeopleStore(db);
 const location = createLocationServices(people);
@@ -26,7 +26,7 @@ const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
 /** `POST /v1/activities/create`: record 1 to 100 activities against people. */
 export const handler = apiHandler(
   findRoute('POST /v1/activities/create'),
-  { authenticate, body: ActivitiesCreateRequest },
+  { ...http, body: ActivitiesCreateRequest },
   async ({ body, tenant }) => {
     const entries = await recordActivities(body, {
       tenant,

@@ -5,13 +5,13 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db, env } = createApiRuntime();
+const { http, db, env } = createApiRuntime();
 const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
 
 /** `POST /v1/definitions/activity/create`: define a custom activity through the API. */
 export const handler = apiHandler(
   findRoute('POST /v1/definitions/activity/create'),
   // The definition is checked by the domain (with the instance's person fields).
-  { authenticate, body: z.looseObject({}) },
+  { ...http, body: z.looseObject({}) },
   async ({ body, tenant }) => ({ body: await createActivityDefinition(body, tenant, config) }),
 );

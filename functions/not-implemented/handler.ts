@@ -5,7 +5,7 @@ import { apiHandler, type HttpHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate } = createApiRuntime();
+const { http } = createApiRuntime();
 
 /**
  * Endpoints of the spec that are not built yet. The whole stack runs (the route's own size
@@ -18,7 +18,7 @@ export async function handler(event: APIGatewayProxyEventV2, context: Context) {
   let routeHandler = perRoute.get(event.routeKey);
   if (!routeHandler) {
     const route = findRoute(event.routeKey);
-    routeHandler = apiHandler(route, { authenticate, body: z.looseObject({}) }, () => {
+    routeHandler = apiHandler(route, { ...http, body: z.looseObject({}) }, () => {
       throw new NotImplementedError(event.routeKey);
     });
     perRoute.set(event.routeKey, routeHandler);

@@ -5,7 +5,7 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db } = createApiRuntime();
 const env = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true, ORGANIZATIONS_TABLE: true }));
 const store = new DynamoMembershipStore(db, {
   people: env.PEOPLE_TABLE,
@@ -15,7 +15,7 @@ const store = new DynamoMembershipStore(db, {
 /** `PUT /v1/organizations/contacts/add`: link people to an organization (at most 3000). */
 export const handler = apiHandler(
   findRoute('PUT /v1/organizations/contacts/add'),
-  { authenticate, body: MembershipRequest },
+  { ...http, body: MembershipRequest },
   async ({ body, tenant }) => {
     await addMembers(body, tenant, store);
     return { body: {} };

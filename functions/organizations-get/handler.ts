@@ -8,12 +8,14 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db, cursors } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
 
 /** `POST /v1/organizations/get`: organizations in pages, with field selection and search. */
 export const handler = apiHandler(
   findRoute('POST /v1/organizations/get'),
-  { authenticate, body: OrganizationGetRequest },
-  async ({ body, tenant }) => ({ body: await getOrganizations(body, tenant, store) }),
+  { ...http, body: OrganizationGetRequest },
+  async ({ body, tenant }) => ({
+    body: await getOrganizations(body, tenant, store, await cursors(tenant.instance.id)),
+  }),
 );

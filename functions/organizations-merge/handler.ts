@@ -8,13 +8,13 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
 
 /** `POST /v1/organizations/merge`: create or update 1 to 100 organizations. */
 export const handler = apiHandler(
   findRoute('POST /v1/organizations/merge'),
-  { authenticate, body: OrganizationMergeRequest },
+  { ...http, body: OrganizationMergeRequest },
   async ({ body, tenant }) => {
     const organizations = await mergeOrganizations(body, { tenant, store });
     // Until asynchronous ingestion lands, `async: true` is ingested at once.

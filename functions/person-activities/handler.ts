@@ -6,14 +6,19 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db, cursors } = createApiRuntime();
 const store = createPeopleStore(db);
 
 /** `POST /v1/person/get/activities`: a person's activities, newest first. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/get/activities'),
-  { authenticate, body: PersonActivitiesRequest },
+  { ...http, body: PersonActivitiesRequest },
   async ({ body, tenant }) => ({
-    body: await getPersonActivities(body, tenant.instance.id, store),
+    body: await getPersonActivities(
+      body,
+      tenant.instance.id,
+      store,
+      await cursors(tenant.instance.id),
+    ),
   }),
 );

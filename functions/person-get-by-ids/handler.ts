@@ -3,12 +3,12 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db } = createApiRuntime();
 const store = createPeopleStore(db);
 
 /** `POST /v1/person/get-by-ids`: up to 100 people by ID, keyed by ID. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/get-by-ids'),
-  { authenticate, body: PersonGetByIdsRequest },
+  { ...http, body: PersonGetByIdsRequest },
   async ({ body, tenant }) => ({ body: await getPeopleByIds(body, tenant, store) }),
 );

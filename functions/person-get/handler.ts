@@ -3,12 +3,14 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db, cursors } = createApiRuntime();
 const store = createPeopleStore(db);
 
 /** `POST /v1/person/get`: people in pages, with field selection and the instance's totals. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/get'),
-  { authenticate, body: PersonGetRequest },
-  async ({ body, tenant }) => ({ body: await getPeople(body, tenant, store) }),
+  { ...http, body: PersonGetRequest },
+  async ({ body, tenant }) => ({
+    body: await getPeople(body, tenant, store, await cursors(tenant.instance.id)),
+  }),
 );

@@ -8,14 +8,14 @@ import {
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { authenticate, db } = createApiRuntime();
+const { http, db } = createApiRuntime();
 const store = createPeopleStore(db);
 const location = createLocationServices(store);
 
 /** `POST /v1/person/merge`: create or update 1 to 100 people. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/merge'),
-  { authenticate, body: PersonMergeRequest },
+  { ...http, body: PersonMergeRequest },
   async ({ body, tenant }) => {
     const people = await mergePeople(body, { tenant, store, location });
     // Until asynchronous ingestion lands, `async: true` is ingested at once and answered

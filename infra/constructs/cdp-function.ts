@@ -130,6 +130,7 @@ export class CdpFunction extends Construct {
         case 'people':
         case 'organizations':
         case 'activities':
+        case 'requests':
           data.tables[need].grantReadWriteData(this.fn);
           this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
           break;

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  ScanCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -12,6 +15,7 @@ import {
   type ActivityDefinitionConfig,
   type AssetConfig,
   type CampaignConfig,
+  type KeyFieldState,
 } from '../domain/instance-config.js';
 import { REGIONS, type Region } from '../domain/regions.js';
 import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
@@ -50,6 +54,9 @@ export interface FileKey {
 
 const instancePk = (id: string) => `INST#${id}`;
 const keyPk = (hash: string) => `KEY#${hash}`;
+/** The deployment's signing secret (paging cursors; later tracking links). */
+const SIGNING_SECRET_KEY = { pk: 'DEPLOYMENT', sk: 'SIGNING_SECRET' };
+const SigningSecretItem = z.object({ secret: z.string().min(32) });
 
 export class DynamoConfigStore implements TenantDirectory {
   constructor(
@@ -73,6 +80,73 @@ export class DynamoConfigStore implements TenantDirectory {
       }),
     );
     return Item ? StoredInstance.parse(Item.schema) : undefined;
+  }
+
+  /**
+   * The IDs of every instance of this region. A scan, with a filter: the config table is
+   * small (instances, keys, templates) and only the admin CLI asks this.
+   */
+  async listInstanceIds(): Promise<string[]> {
+    const ids: string[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new ScanCommand({
+          TableName: this.table,
+          FilterExpression: 'sk = :schema',
+          ExpressionAttributeValues: { ':schema': 'SCHEMA' },
+          ProjectionExpression: 'pk',
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) ids.push(String(item.pk).replace(/^INST#/, ''));
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    return ids.sort();
+  }
+
+  /** Moves a unique field of a stored instance to `state` (see `key-fields.ts`). */
+  async setKeyFieldState(instanceId: string, field: string, state: KeyFieldState): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
+        UpdateExpression: 'SET #schema.#keys.#field = :state, updated_at = :now',
+        ConditionExpression: 'attribute_exists(#schema.#keys)',
+        ExpressionAttributeNames: { '#schema': 'schema', '#keys': 'key_fields', '#field': field },
+        ExpressionAttributeValues: { ':state': state, ':now': new Date().toISOString() },
+      }),
+    );
+  }
+
+  /** The deployment's signing secret, if applying a configuration has created it. */
+  async getSigningSecret(): Promise<string | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: SIGNING_SECRET_KEY, ConsistentRead: true }),
+    );
+    return Item ? SigningSecretItem.parse(Item).secret : undefined;
+  }
+
+  /** Creates the signing secret once (256 random bits); later calls leave it as it is. */
+  async ensureSigningSecret(): Promise<void> {
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            ...SIGNING_SECRET_KEY,
+            secret: randomBytes(32).toString('base64url'),
+            created_at: new Date().toISOString(),
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) {
+        throw error;
+      }
+    }
   }
 
   async getTemplate(

@@ -6,11 +6,26 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 
-/** Shared DynamoDB mechanics: chunked batch reads and writes with retries of what is left. */
+import { ServiceUnavailableError } from '../domain/errors.js';
+import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
+
+/**
+ * Shared DynamoDB mechanics: chunked batch reads and writes that ask again for what the
+ * store left unprocessed (throttling), with backoff, within the request's time budget.
+ */
 export type Key = Record<string, unknown>;
 export type Item = Record<string, unknown>;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits before asking again for what was left unprocessed; 503 once the budget is spent. */
+async function waitForUnprocessed(attempt: number, deadline: number): Promise<void> {
+  const wait = backoffMs(attempt, 25, 1_000);
+  if (!canWait(wait, deadline)) {
+    throw new ServiceUnavailableError(
+      'The data store is overloaded: it kept part of a batch unprocessed; try again shortly',
+    );
+  }
+  await sleep(wait);
+}
 
 export async function batchGet(
   db: DynamoDBDocumentClient,
@@ -19,11 +34,11 @@ export async function batchGet(
   consistent = false,
 ): Promise<Item[]> {
   const items: Item[] = [];
+  const deadline = currentDeadline();
   for (let start = 0; start < keys.length; start += 100) {
     let pending = keys.slice(start, start + 100);
     for (let attempt = 0; pending.length > 0; attempt += 1) {
-      if (attempt > 8) throw new Error('DynamoDB kept keys unprocessed');
-      if (attempt > 0) await sleep(25 * 2 ** attempt);
+      if (attempt > 0) await waitForUnprocessed(attempt, deadline);
       const result = await db.send(
         new BatchGetCommand({
           RequestItems: { [table]: { Keys: pending, ConsistentRead: consistent } },
@@ -38,26 +53,50 @@ export async function batchGet(
 
 export type WriteRequest = { PutRequest: { Item: Item } } | { DeleteRequest: { Key: Key } };
 
+/**
+ * Writes in batches of 25, asking again for what the store left unprocessed. `written`
+ * hears of every write as soon as it is known to have happened, so that a caller whose
+ * batch write fails part-way knows exactly what was written.
+ */
 export async function batchWrite(
   db: DynamoDBDocumentClient,
   table: string,
   writes: WriteRequest[],
+  written?: (done: WriteRequest[]) => void,
 ): Promise<void> {
+  const deadline = currentDeadline();
   for (let start = 0; start < writes.length; start += 25) {
     let pending: WriteRequest[] = writes.slice(start, start + 25);
     for (let attempt = 0; pending.length > 0; attempt += 1) {
-      if (attempt > 8) throw new Error('DynamoDB kept items unprocessed');
-      if (attempt > 0) await sleep(25 * 2 ** attempt);
+      if (attempt > 0) await waitForUnprocessed(attempt, deadline);
       const result = await db.send(new BatchWriteCommand({ RequestItems: { [table]: pending } }));
-      pending = (result.UnprocessedItems?.[table] ?? []) as WriteRequest[];
+      const left = (result.UnprocessedItems?.[table] ?? []) as WriteRequest[];
+      written?.(pending.filter((request) => !left.some((l) => sameRequest(l, request))));
+      pending = left;
     }
   }
 }
 
+function sameRequest(a: WriteRequest, b: WriteRequest): boolean {
+  const keyOf = (r: WriteRequest) =>
+    'PutRequest' in r
+      ? { pk: r.PutRequest.Item.pk, sk: r.PutRequest.Item.sk }
+      : r.DeleteRequest.Key;
+  const [x, y] = [keyOf(a), keyOf(b)];
+  return x.pk === y.pk && x.sk === y.sk;
+}
+
+/** The cancellation reasons of a failed transaction, by item position; else undefined. */
+export function cancellationReasons(
+  error: unknown,
+): { Code?: string; Message?: string }[] | undefined {
+  if (!(error instanceof TransactionCanceledException)) return undefined;
+  return error.CancellationReasons ?? [];
+}
+
 /** The cancellation reason codes of a failed transaction, by item position; else undefined. */
 export function cancellationCodes(error: unknown): (string | undefined)[] | undefined {
-  if (!(error instanceof TransactionCanceledException)) return undefined;
-  return (error.CancellationReasons ?? []).map((reason) => reason.Code);
+  return cancellationReasons(error)?.map((reason) => reason.Code);
 }
 
 /** Builds `#n0`/`:v0` placeholders for expressions over arbitrary attribute names and values. */

@@ -8,6 +8,7 @@ import {
   type LinkResult,
   type MembershipStore,
 } from '../domain/organizations/memberships.js';
+import { logger } from '../lib/logger.js';
 import { batchGet, cancellationCodes } from './dynamo-helpers.js';
 import { organizationKey } from './organization-store.js';
 import { personKey } from './people-store.js';
@@ -68,14 +69,24 @@ export class DynamoMembershipStore implements MembershipStore {
   }
 
   async release(instanceId: string, organizationId: string, count: number) {
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.tables.organizations,
-        Key: organizationKey(instanceId, organizationId),
-        UpdateExpression: 'ADD members :n',
-        ExpressionAttributeValues: { ':n': -count },
-      }),
-    );
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.organizations,
+          Key: organizationKey(instanceId, organizationId),
+          UpdateExpression: 'ADD members :n',
+          ExpressionAttributeValues: { ':n': -count },
+        }),
+      );
+    } catch (error) {
+      logger.error('Reserved room could not be given back; `admin repair counts` fixes it', {
+        instance: instanceId,
+        organization: organizationId,
+        unused: count,
+        error: error as Error,
+      });
+      throw error;
+    }
   }
 
   link(instanceId: string, personId: string, from: string | undefined, to: string) {
@@ -133,9 +144,9 @@ export class DynamoMembershipStore implements MembershipStore {
       );
       return 'done';
     } catch (error) {
-      const codes = cancellationCodes(error);
-      if (codes?.includes('ConditionalCheckFailed') || codes?.includes('TransactionConflict'))
-        return 'changed';
+      // The person is no longer where the move expected them. (Conflicts with concurrent
+      // transactions are retried by the client before they get here.)
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return 'changed';
       throw error;
     }
   }

@@ -14,13 +14,14 @@ import type {
   OrganizationIndex,
   OrganizationListing,
 } from '../domain/organizations/organization-get.js';
-import { queryShard, shardedPage, type ShardQuery } from './sharded-index.js';
+import { countRange, shardedPage, type ShardQuery } from './sharded-index.js';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import { batchGet, ExpressionBuilder, sumCounters, type Item } from './dynamo-helpers.js';
 import {
   claimWrites,
   findClaimOwners,
   fieldUpdate,
+  fitsExpressionLimit,
   mergeWriteError,
   updateExpression,
   type TransactItem,
@@ -52,6 +53,7 @@ const OrganizationItem = z.object({
   members: z.number().optional(),
   created_at: z.string(),
   updated_at: z.string(),
+  version: z.number().optional(),
 });
 
 export function organizationFromItem(item: Item): Organization & { members: number } {
@@ -63,6 +65,7 @@ export function organizationFromItem(item: Item): Organization & { members: numb
     members: parsed.members ?? 0,
     created_at: parsed.created_at,
     updated_at: parsed.updated_at,
+    ...(parsed.version !== undefined ? { version: parsed.version } : {}),
   };
 }
 
@@ -120,11 +123,38 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, 1, claims);
+      throw mergeWriteError(error, { released: [], added: claims });
     }
   }
 
   async updateOrganization(instanceId: string, plan: OrganizationUpdatePlan) {
+    const id = plan.before.id;
+    const added = [...plan.claimsAdded];
+    const released = [...plan.claimsReleased];
+    const claims = claimWrites(this.table, instanceId, id, added, released);
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.table,
+                Key: organizationKey(instanceId, id),
+                ...(this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan)),
+              },
+            },
+            ...claims.released,
+            ...claims.added,
+          ],
+        }),
+      );
+    } catch (error) {
+      throw mergeWriteError(error, { released, added });
+    }
+  }
+
+  /** Field-level `SET`/`REMOVE`; `undefined` past DynamoDB's expression limit. */
+  private fieldLevelUpdate(plan: OrganizationUpdatePlan) {
     const id = plan.before.id;
     const x = new ExpressionBuilder();
     const { set, remove, conditions } = fieldUpdate(x, {
@@ -134,30 +164,36 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const before = nameToken(plan.before.fields[ORGANIZATION_NAME]);
     const after = nameToken(plan.after.fields[ORGANIZATION_NAME]);
     if (before !== after) set.push(`${x.name('nsk')} = ${x.value(`${after}#${id}`)}`);
-    const added = [...plan.claimsAdded];
-    const claims = claimWrites(this.table, instanceId, id, added, [...plan.claimsReleased]);
-    try {
-      await this.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.table,
-                Key: organizationKey(instanceId, id),
-                UpdateExpression: updateExpression(x, set, remove),
-                ConditionExpression: conditions.join(' AND '),
-                ExpressionAttributeNames: x.names,
-                ExpressionAttributeValues: x.values,
-              },
-            },
-            ...claims.released,
-            ...claims.added,
-          ],
-        }),
-      );
-    } catch (error) {
-      throw mergeWriteError(error, 1 + claims.released.length, added);
-    }
+    const UpdateExpression = updateExpression(x, set, remove);
+    const ConditionExpression = conditions.join(' AND ');
+    if (!fitsExpressionLimit(UpdateExpression, ConditionExpression)) return undefined;
+    return {
+      UpdateExpression,
+      ConditionExpression,
+      ExpressionAttributeNames: x.names,
+      ExpressionAttributeValues: x.values,
+    };
+  }
+
+  /** The whole new state, conditioned on the version it was planned from. */
+  private wholeStateUpdate(plan: OrganizationUpdatePlan) {
+    const id = plan.before.id;
+    const x = new ExpressionBuilder();
+    const set = [
+      `${x.name('fields')} = ${x.value(plan.after.fields)}`,
+      `${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`,
+      `${x.name('nsk')} = ${x.value(`${nameToken(plan.after.fields[ORGANIZATION_NAME])}#${id}`)}`,
+    ];
+    const version = plan.before.version;
+    return {
+      UpdateExpression: updateExpression(x, set, []),
+      ConditionExpression:
+        version === undefined
+          ? `attribute_exists(pk) AND attribute_not_exists(${x.name('version')})`
+          : `${x.name('version')} = ${x.value(version)}`,
+      ExpressionAttributeNames: x.names,
+      ExpressionAttributeValues: x.values,
+    };
   }
 
   private indexQuery(
@@ -189,22 +225,13 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     );
   }
 
-  async countRange(instanceId: string, between: [string, string]) {
-    const counts = await Promise.all(
-      Array.from({ length: ORGANIZATION_SHARDS }, (_, shard) =>
-        queryShard(
-          this.db,
-          {
-            ...this.indexQuery(instanceId, 'name'),
-            order: 'asc',
-            between,
-            count: Number.POSITIVE_INFINITY,
-          },
-          shard,
-        ),
-      ),
+  countRange(instanceId: string, between: [string, string], cap: number) {
+    return countRange(
+      this.db,
+      { ...this.indexQuery(instanceId, 'name'), between },
+      ORGANIZATION_SHARDS,
+      cap,
     );
-    return counts.reduce((sum, items) => sum + items.length, 0);
   }
 
   async total(instanceId: string) {

@@ -1,10 +1,16 @@
 import { randomInt } from 'node:crypto';
 import {
+  DeleteCommand,
+  PutCommand,
   QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { ServiceUnavailableError } from '../domain/errors.js';
+import type { FieldValue } from '../domain/fields/field-values.js';
+import type { KeyClaimStore } from '../domain/key-fields.js';
+import { claimId } from '../domain/merge/merge-engine.js';
 import { z } from 'zod';
 import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
@@ -29,11 +35,13 @@ import {
   sumCounters,
   type Item,
 } from './dynamo-helpers.js';
-import { queryShard, type ShardQuery } from './sharded-index.js';
+import { countRange, queryShard, type ShardQuery } from './sharded-index.js';
 import {
+  claimKey,
   claimWrites,
   findClaimOwners,
   fieldUpdate,
+  fitsExpressionLimit,
   mergeWriteError,
   updateExpression,
   type TransactItem,
@@ -48,6 +56,9 @@ import {
  * - tag `<inst>#T#<tag>` / `T`: the instance's tags.
  * Activities recorded with a change go to the activities table in the same transaction.
  */
+const isConditionFailure = (error: unknown) =>
+  error instanceof Error && error.name === 'ConditionalCheckFailedException';
+
 export const COUNTER_SHARDS = 16;
 export const LIST_SHARDS = 16;
 
@@ -108,6 +119,7 @@ const PersonItem = z.object({
   organization_id: z.string().optional(),
   created_at: z.string(),
   updated_at: z.string(),
+  version: z.number().optional(),
 });
 
 const ActivityItem = z.object({
@@ -130,6 +142,7 @@ export function personFromItem(item: Item): Person {
     ...(parsed.organization_id ? { organization_id: parsed.organization_id } : {}),
     created_at: parsed.created_at,
     updated_at: parsed.updated_at,
+    ...(parsed.version !== undefined ? { version: parsed.version } : {}),
   };
 }
 
@@ -140,7 +153,7 @@ export interface PeopleTables {
 }
 
 export class DynamoPeopleStore
-  implements PeopleStore, PersonListing, ActivityReader, GeocodingMeter
+  implements PeopleStore, PersonListing, ActivityReader, GeocodingMeter, KeyClaimStore
 {
   constructor(
     private readonly db: DynamoDBDocumentClient,
@@ -197,39 +210,22 @@ export class DynamoPeopleStore
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, 1, claims);
+      throw mergeWriteError(error, { released: [], added: claims });
     }
   }
 
   async updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string) {
     const personId = plan.before.id;
-    const x = new ExpressionBuilder();
-    const { set, remove, conditions } = fieldUpdate(x, {
-      ...plan,
-      updatedAt: plan.after.updated_at,
-    });
-    const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
-    for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
-    for (const name of plan.removeTags) remove.push(tag(name));
-    if (plan.tokens) {
-      for (const index of SEARCH_INDEXES) {
-        const { sortKey } = INDEX_ATTRIBUTES[index];
-        set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
-      }
-    }
+    const update = this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan);
     const added = [...plan.claimsAdded];
-    const claims = claimWrites(this.tables.people, instanceId, personId, added, [
-      ...plan.claimsReleased,
-    ]);
+    const released = [...plan.claimsReleased];
+    const claims = claimWrites(this.tables.people, instanceId, personId, added, released);
     const transactItems: TransactItem[] = [
       {
         Update: {
           TableName: this.tables.people,
           Key: personKey(instanceId, personId),
-          UpdateExpression: updateExpression(x, set, remove),
-          ConditionExpression: conditions.join(' AND '),
-          ExpressionAttributeNames: x.names,
-          ExpressionAttributeValues: x.values,
+          ...update,
         },
       },
       ...claims.released,
@@ -257,8 +253,74 @@ export class DynamoPeopleStore
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, 1 + claims.released.length, added);
+      throw mergeWriteError(error, { released, added });
     }
+  }
+
+  /**
+   * The update as field-level expressions: `SET`/`REMOVE` of the fields and tags that change
+   * (concurrent writes to other fields or tags are kept), conditioned only on the values the
+   * plan relied on. `undefined` when the expressions would pass DynamoDB's 4 KB limit.
+   */
+  private fieldLevelUpdate(plan: UpdatePlan) {
+    const personId = plan.before.id;
+    const x = new ExpressionBuilder();
+    const { set, remove, conditions } = fieldUpdate(x, {
+      ...plan,
+      updatedAt: plan.after.updated_at,
+    });
+    const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
+    for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
+    // Every unset tag is removed, whatever the read saw (removing a missing one does nothing).
+    for (const name of plan.unsetTags) remove.push(tag(name));
+    if (plan.tagRoom !== undefined) {
+      conditions.push(`size(${x.name('tags')}) <= ${x.value(plan.tagRoom)}`);
+    }
+    if (plan.tokens) {
+      for (const index of SEARCH_INDEXES) {
+        const { sortKey } = INDEX_ATTRIBUTES[index];
+        set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
+      }
+    }
+    const UpdateExpression = updateExpression(x, set, remove);
+    const ConditionExpression = conditions.join(' AND ');
+    if (!fitsExpressionLimit(UpdateExpression, ConditionExpression)) return undefined;
+    return {
+      UpdateExpression,
+      ConditionExpression,
+      ExpressionAttributeNames: x.names,
+      ExpressionAttributeValues: x.values,
+    };
+  }
+
+  /**
+   * The update as the person's whole new state (fields, tags, index keys), conditioned on
+   * the version it was planned from: for updates too large for field-level expressions.
+   * A concurrent write makes it fail, and the engine plans it again from a fresh read.
+   */
+  private wholeStateUpdate(plan: UpdatePlan) {
+    const personId = plan.before.id;
+    const x = new ExpressionBuilder();
+    const tokens = searchTokens(plan.after.fields);
+    const set = [
+      `${x.name('fields')} = ${x.value(plan.after.fields)}`,
+      `${x.name('tags')} = ${x.value(Object.fromEntries(plan.after.tags.map((tag) => [tag, true])))}`,
+      `${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`,
+    ];
+    for (const index of SEARCH_INDEXES) {
+      const { sortKey } = INDEX_ATTRIBUTES[index];
+      set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(tokens[index], personId))}`);
+    }
+    const version = plan.before.version;
+    return {
+      UpdateExpression: updateExpression(x, set, []),
+      ConditionExpression:
+        version === undefined
+          ? `attribute_exists(pk) AND attribute_not_exists(${x.name('version')})`
+          : `${x.name('version')} = ${x.value(version)}`,
+      ExpressionAttributeNames: x.names,
+      ExpressionAttributeValues: x.values,
+    };
   }
 
   async ensureTags(instanceId: string, tags: string[]) {
@@ -326,6 +388,8 @@ export class DynamoPeopleStore
   async searchPage(instanceId: string, q: string, after: string | undefined, count: number) {
     const range = searchRange(q);
     const from = after === undefined ? range.from : `${after} `;
+    // A cursor at (or past) the end of the matches: nothing follows.
+    if (from > range.to) return { keys: [], hasMore: false };
     const streams = await Promise.all(
       SEARCH_INDEXES.flatMap((index) =>
         Array.from({ length: LIST_SHARDS }, (_, shard) =>
@@ -342,29 +406,48 @@ export class DynamoPeopleStore
     return { keys: keys.slice(0, count), hasMore: keys.length > count };
   }
 
-  /** How many people match a search: every matching index entry is read (keys only). */
-  async countSearch(instanceId: string, q: string) {
+  /**
+   * How many people match a search, up to `cap`: |E ∪ F ∪ G| counted as |E| + |F \ E| +
+   * |G \ (E ∪ F)|, where E, F and G are the people whose email, "first last" and "last
+   * first" match: each index counts its range, filtered on the other indexes' sort keys
+   * (projected into it), so a person matching several ways counts once. Only counts travel.
+   */
+  async countSearch(instanceId: string, q: string, cap: number) {
     const range = searchRange(q);
     const counts = await Promise.all(
-      SEARCH_INDEXES.flatMap((index) =>
-        Array.from({ length: LIST_SHARDS }, (_, shard) =>
-          this.queryShard(instanceId, index, shard, {
-            order: 'asc',
+      SEARCH_INDEXES.map((index, position) => {
+        const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
+        const earlier = SEARCH_INDEXES.slice(0, position);
+        return countRange(
+          this.db,
+          {
+            table: this.tables.people,
+            index,
+            partitionKey,
+            sortKey,
+            partition: (n) => indexPk(instanceId, index, n),
             between: [range.from, range.to],
-            count: Number.POSITIVE_INFINITY,
-            keep: (item) => isPrimaryMatch(index, searchKeysOf(item), range.from),
-          }).then(
-            (items) =>
-              new Set(
-                items.map((item) => String(item[INDEX_ATTRIBUTES[index].sortKey]).slice(-24)),
-              ),
-          ),
-        ),
-      ),
+          },
+          LIST_SHARDS,
+          cap,
+          earlier.length === 0
+            ? undefined
+            : (x) => {
+                const prefix = x.value(range.from);
+                return earlier
+                  .map(
+                    (other) =>
+                      `NOT begins_with(${x.name(INDEX_ATTRIBUTES[other].sortKey)}, ${prefix})`,
+                  )
+                  .join(' AND ');
+              },
+        );
+      }),
     );
-    const ids = new Set<string>();
-    for (const set of counts) for (const id of set) ids.add(id);
-    return ids.size;
+    return Math.min(
+      cap,
+      counts.reduce((sum, count) => sum + count, 0),
+    );
   }
 
   async allIds(instanceId: string) {
@@ -398,6 +481,81 @@ export class DynamoPeopleStore
       },
       shard,
     );
+  }
+
+  /** Every person holding a value for `field`, 100 at a time (strongly consistent reads). */
+  async *peopleWithValues(instanceId: string, field: string) {
+    const ids = await this.allIds(instanceId);
+    for (let start = 0; start < ids.length; start += 100) {
+      const people = await this.getPeople(instanceId, ids.slice(start, start + 100), true);
+      const page: { id: string; value: FieldValue }[] = [];
+      for (const person of people.values()) {
+        const value = person.fields[field];
+        if (value !== undefined) page.push({ id: person.id, value });
+      }
+      yield page;
+    }
+  }
+
+  async claimValue(instanceId: string, field: string, value: string, personId: string) {
+    const key = claimKey(instanceId, field, value);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      try {
+        await this.db.send(
+          new PutCommand({
+            TableName: this.tables.people,
+            Item: { ...key, field, value, owner_id: personId },
+            ConditionExpression: 'attribute_not_exists(pk) OR owner_id = :me',
+            ExpressionAttributeValues: { ':me': personId },
+          }),
+        );
+        return undefined;
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      const owner = (await this.findClaimOwners(instanceId, [{ field, value }], true)).get(
+        claimId(field, value),
+      );
+      if (owner !== undefined) return owner;
+    }
+    throw new ServiceUnavailableError(`the claim of ${field} "${value}" kept changing; try again`);
+  }
+
+  async takeOverClaim(instanceId: string, field: string, value: string, from: string, to: string) {
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.tables.people,
+          Item: { ...claimKey(instanceId, field, value), field, value, owner_id: to },
+          ConditionExpression: 'owner_id = :from',
+          ExpressionAttributeValues: { ':from': from },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+      return false;
+    }
+  }
+
+  async valuesOf(instanceId: string, field: string, personIds: string[]) {
+    const people = await this.getPeople(instanceId, [...new Set(personIds)], true);
+    return new Map([...people].map(([id, person]) => [id, person.fields[field]]));
+  }
+
+  async releaseValue(instanceId: string, field: string, value: string, personId: string) {
+    try {
+      await this.db.send(
+        new DeleteCommand({
+          TableName: this.tables.people,
+          Key: claimKey(instanceId, field, value),
+          ConditionExpression: 'owner_id = :me',
+          ExpressionAttributeValues: { ':me': personId },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
   }
 
   /** Address lookups, counted per instance and month on sharded counters. */

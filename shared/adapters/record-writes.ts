@@ -3,12 +3,14 @@ import { z } from 'zod';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import {
   claimId,
+  ClaimNotHeldError,
   ClaimTakenError,
   RecordChangedError,
+  RecordTooLargeError,
   WriteConflictError,
   type ClaimKey,
 } from '../domain/merge/merge-engine.js';
-import { batchGet, cancellationCodes, type ExpressionBuilder } from './dynamo-helpers.js';
+import { batchGet, cancellationReasons, type ExpressionBuilder } from './dynamo-helpers.js';
 
 /**
  * DynamoDB write shapes every kind of merged record shares: the update expression of field
@@ -21,8 +23,20 @@ export interface FieldUpdate {
   sets: Record<string, FieldValue>;
   setsIfAbsent: Record<string, FieldValue>;
   removes: string[];
+  clears: string[];
   expected: Record<string, FieldValue | undefined>;
   updatedAt: string;
+}
+
+/**
+ * DynamoDB refuses an expression longer than 4 KB. An update of very many fields (or tags)
+ * at once is written instead as the whole new state, conditioned on the version it was
+ * planned from (`wholeStateUpdate`).
+ */
+export const MAX_EXPRESSION_CHARS = 3_800;
+
+export function fitsExpressionLimit(...expressions: (string | undefined)[]): boolean {
+  return expressions.every((expression) => (expression ?? '').length <= MAX_EXPRESSION_CHARS);
 }
 
 /** SET/REMOVE clauses and conditions for field changes (`fields.<id>` map entries). */
@@ -35,7 +49,7 @@ export function fieldUpdate(x: ExpressionBuilder, plan: FieldUpdate) {
   for (const [id, value] of Object.entries(plan.setsIfAbsent)) {
     set.push(`${field(id)} = if_not_exists(${field(id)}, ${x.value(value)})`);
   }
-  for (const id of plan.removes) remove.push(field(id));
+  for (const id of [...plan.removes, ...plan.clears]) remove.push(field(id));
   const conditions = ['attribute_exists(pk)'];
   for (const [id, value] of Object.entries(plan.expected)) {
     conditions.push(
@@ -83,7 +97,12 @@ export async function findClaimOwners(
   return owners;
 }
 
-/** Puts of new claims (free, or already ours) and deletes of released ones (still ours). */
+/**
+ * Puts of new claims (free, or already ours) and deletes of released ones: ours, or already
+ * gone (a value held from before its field became a key has no claim, and must not stop the
+ * person from changing it). A claim another record holds makes the write fail instead
+ * (`ClaimNotHeldError`), and the update is planned again without releasing it.
+ */
 export function claimWrites(
   table: string,
   instanceId: string,
@@ -96,7 +115,7 @@ export function claimWrites(
       Delete: {
         TableName: table,
         Key: claimKey(instanceId, field, value),
-        ConditionExpression: 'owner_id = :me',
+        ConditionExpression: 'attribute_not_exists(pk) OR owner_id = :me',
         ExpressionAttributeValues: { ':me': ownerId },
       },
     })),
@@ -111,20 +130,43 @@ export function claimWrites(
   };
 }
 
+const isSizeProblem = (message: string | undefined) =>
+  /item size|size has exceeded/i.test(message ?? '');
+
 /**
- * Turns a cancelled transaction into the engine's errors. Items before `claimsAt` guard the
- * record itself; the `claims` items from `claimsAt` on are key claims.
+ * Turns a failed write of a merged record into the engine's errors. The transaction's items
+ * are, in order: the record itself, the released claims, the added claims, then items
+ * without conditions (counters, activities).
  */
 export function mergeWriteError(
   error: unknown,
-  claimsAt: number,
-  claims: [string, string][],
+  claims: { released: [string, string][]; added: [string, string][] },
 ): unknown {
-  const codes = cancellationCodes(error);
-  if (!codes) return error;
-  const taken = claims.filter((_, i) => codes[claimsAt + i] === 'ConditionalCheckFailed');
+  if (
+    error instanceof Error &&
+    error.name === 'ValidationException' &&
+    isSizeProblem(error.message)
+  ) {
+    return new RecordTooLargeError(error.message);
+  }
+  const reasons = cancellationReasons(error);
+  if (!reasons) return error;
+  const codes = reasons.map((reason) => reason.Code);
+  if (
+    reasons.some((reason) => reason.Code === 'ValidationError' && isSizeProblem(reason.Message))
+  ) {
+    return new RecordTooLargeError('item size');
+  }
+  const failed = (at: number) => codes[at] === 'ConditionalCheckFailed';
+  const releasedAt = 1;
+  const addedAt = releasedAt + claims.released.length;
+  const taken = claims.added.filter((_, i) => failed(addedAt + i));
   if (taken.length > 0) return new ClaimTakenError(taken.map(([field]) => field));
-  if (codes.slice(0, claimsAt).includes('ConditionalCheckFailed')) return new RecordChangedError();
+  if (failed(0)) return new RecordChangedError();
+  const notHeld = claims.released.filter((_, i) => failed(releasedAt + i));
+  if (notHeld.length > 0) {
+    return new ClaimNotHeldError(notHeld.map(([field, value]) => ({ field, value })));
+  }
   if (codes.includes('TransactionConflict')) return new WriteConflictError();
   return error;
 }

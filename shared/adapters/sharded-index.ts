@@ -27,6 +27,8 @@ export async function queryShard(
   query: ShardQuery,
   shard: number,
 ): Promise<Item[]> {
+  // A range that ends before it starts (a position past its end) holds nothing.
+  if (query.between && query.between[0] > query.between[1]) return [];
   const x = new ExpressionBuilder();
   let condition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))}`;
   if (query.between) {
@@ -67,4 +69,45 @@ export async function shardedPage(db: DynamoDBDocumentClient, query: ShardQuery,
   const keys = [...new Set(perShard.flat())].sort();
   if (query.order === 'desc') keys.reverse();
   return { keys: keys.slice(0, query.count), hasMore: keys.length > query.count };
+}
+
+/**
+ * Counts the entries of a sort-key range across shards (`Select: COUNT`, so only numbers come
+ * back), optionally narrowed by a filter, and stops once `cap` is reached: the cost of a
+ * count is bounded whatever the size of the instance.
+ */
+export async function countRange(
+  db: DynamoDBDocumentClient,
+  query: Omit<ShardQuery, 'order' | 'after' | 'count' | 'keep'> & { between: [string, string] },
+  shards: number,
+  cap: number,
+  filter?: (x: ExpressionBuilder) => string,
+): Promise<number> {
+  if (query.between[0] > query.between[1]) return 0;
+  let total = 0;
+  await Promise.all(
+    Array.from({ length: shards }, async (_, shard) => {
+      const x = new ExpressionBuilder();
+      const condition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))} AND ${x.name(query.sortKey)} BETWEEN ${x.value(query.between[0])} AND ${x.value(query.between[1])}`;
+      const filterExpression = filter?.(x);
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      do {
+        const page = await db.send(
+          new QueryCommand({
+            TableName: query.table,
+            IndexName: query.index,
+            KeyConditionExpression: condition,
+            ...(filterExpression ? { FilterExpression: filterExpression } : {}),
+            ExpressionAttributeNames: x.names,
+            ExpressionAttributeValues: x.values,
+            Select: 'COUNT',
+            ExclusiveStartKey,
+          }),
+        );
+        total += page.Count ?? 0;
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey && total < cap);
+    }),
+  );
+  return Math.min(total, cap);
 }

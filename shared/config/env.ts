@@ -23,6 +23,8 @@ const tableName = z.string().min(3);
 export const ApiEnv = z.object({
   CDP_REGION: z.enum(REGIONS),
   CONFIG_TABLE: tableName,
+  /** Idempotency records; functions that answer POST/PUT under /v1 need it. */
+  REQUESTS_TABLE: tableName.optional(),
   BASE_URL_DEFAULT: z.url(),
   BASE_URL_AU: z.url(),
   BASE_URL_EU: z.url(),

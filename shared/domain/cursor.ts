@@ -1,24 +1,48 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from './errors.js';
 
 /**
- * Opaque paging cursors: base64url JSON that only this service reads back. A cursor that
- * does not decode to the expected shape is a 400 naming `cursor_id`.
+ * Paging cursors: opaque to clients and tamper-evident. A cursor is base64url JSON followed
+ * by an HMAC-SHA256 tag over the instance ID and that JSON, made with the deployment's
+ * signing secret; so a cursor cannot be forged or altered, and one instance's cursor is
+ * refused by another. Anything that does not verify and decode is a 400 naming `cursor_id`.
  */
-export function encodeCursor(value: unknown): string {
-  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+export interface CursorCodec {
+  encode(value: unknown): string;
+  decode<S extends z.ZodType>(schema: S, cursor: string): z.infer<S>;
 }
 
-export function decodeCursor<S extends z.ZodType>(schema: S, cursor: string): z.infer<S> {
-  try {
-    const decoded: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const parsed = schema.safeParse(decoded);
-    if (parsed.success) return parsed.data;
-  } catch {
-    // reported below
-  }
-  throw new ValidationError(
-    'cursor_id: not a cursor this API issued (send the cursor_id of the previous page)',
-    [{ field: 'cursor_id', error: 'malformed' }],
+const TAG_BYTES = 16;
+
+function refused(): ValidationError {
+  return new ValidationError(
+    'cursor_id: not a cursor this API issued for this listing (send the cursor_id of the previous page, unchanged)',
+    [{ field: 'cursor_id', error: 'not a valid cursor' }],
   );
+}
+
+/** A codec whose cursors are valid only for `scope` (the instance ID) under `secret`. */
+export function cursorCodec(secret: string, scope: string): CursorCodec {
+  const tag = (payload: string) =>
+    createHmac('sha256', secret).update(`${scope}\n${payload}`).digest().subarray(0, TAG_BYTES);
+  return {
+    encode(value) {
+      const payload = Buffer.from(JSON.stringify(value), 'utf8').toString('base64url');
+      return `${payload}.${tag(payload).toString('base64url')}`;
+    },
+    decode(schema, cursor) {
+      const [payload, signature, extra] = cursor.split('.');
+      if (!payload || !signature || extra !== undefined) throw refused();
+      const given = Buffer.from(signature, 'base64url');
+      if (given.length !== TAG_BYTES || !timingSafeEqual(given, tag(payload))) throw refused();
+      try {
+        const parsed = schema.safeParse(JSON.parse(Buffer.from(payload, 'base64url').toString()));
+        if (parsed.success) return parsed.data;
+      } catch {
+        // reported below
+      }
+      throw refused();
+    },
+  };
 }

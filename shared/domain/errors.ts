@@ -4,12 +4,19 @@
  * envelope. Anything that is not one of these becomes a generic 500 with no internals.
  */
 
-/** One failed part of a request: a record (`index`), a field, or both. */
+/**
+ * One part of a request an error reports on: a record (`index`), a field, or both. Bad input
+ * names what was wrong (`status: "invalid"`); a request that stopped part-way (503) reports
+ * every record, applied ones with their status and ID, the others `status: "not_applied"`.
+ */
 export interface ErrorDetail {
   index?: number;
   field?: string;
-  status?: 'invalid';
-  error: string;
+  status?: string;
+  error?: string;
+  person_id?: string;
+  organization_id?: string;
+  activity_id?: string;
 }
 
 export abstract class CdpError extends Error {
@@ -100,8 +107,52 @@ export class PayloadTooLargeError extends CdpError {
 /** A concurrent change won; the caller may retry. */
 export class ConflictError extends CdpError {}
 
+/** A request with the same `Idempotency-Key` is still being answered (409). */
+export class RequestInProgressError extends ConflictError {}
+
+/** An `Idempotency-Key` reused with a different request body (422). */
+export class IdempotencyKeyReusedError extends CdpError {}
+
+/**
+ * The store (or a queue) stayed unavailable through every retry the request's time budget
+ * allowed (503 with `Retry-After`). When the request stopped part-way, `details` says per
+ * record what was applied (with its ID and status) and what was not; nothing of the request
+ * is written after the answer.
+ */
+export class ServiceUnavailableError extends CdpError {
+  constructor(
+    message: string,
+    details?: ErrorDetail[],
+    readonly retryAfterSeconds = 2,
+  ) {
+    super(message, details);
+  }
+}
+
+/** An unexpected fault part-way through a request: a 500 whose `details` say what was applied. */
+export class IncompleteRequestError extends CdpError {
+  constructor(details: ErrorDetail[]) {
+    super('Internal Server Error', details);
+  }
+}
+
 export class NotImplementedError extends CdpError {
   constructor(what: string) {
     super(`${what} is not implemented yet`);
   }
+}
+
+/**
+ * The error of a request that stopped part-way: 503 (with `Retry-After`) when the store
+ * stayed unavailable, a 500 for anything else; `details` report every record.
+ */
+export function stoppedPartWay(cause: unknown, details: ErrorDetail[]): CdpError {
+  if (cause instanceof ServiceUnavailableError) {
+    return new ServiceUnavailableError(
+      'The data store is overloaded or unavailable: the request stopped part-way and nothing more of it will be written; details says which records were applied; send the others again shortly',
+      details,
+      cause.retryAfterSeconds,
+    );
+  }
+  return new IncompleteRequestError(details);
 }

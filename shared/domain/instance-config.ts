@@ -51,7 +51,19 @@ const DataSource = z.strictObject({
   find_strategy: z.union([z.literal(0), z.literal(1)]).default(0),
 });
 
-const CustomField = z.strictObject({ id: z.string(), name });
+/**
+ * A custom field. `unique: true` (person `str`/`int` fields only) makes its values unique per
+ * instance and the field a merge key: applying the configuration claims the values people
+ * already hold first (see `key-fields.ts`), and the field can be merged by once that is done.
+ */
+const CustomField = z.strictObject({ id: z.string(), name, unique: z.boolean().optional() });
+
+/** Where a unique field stands: its values being claimed, or a merge key. Kept by `apply`. */
+export const KEY_FIELD_STATES = ['claiming', 'active'] as const;
+export type KeyFieldState = (typeof KEY_FIELD_STATES)[number];
+
+/** The merge keys every instance has; custom fields join them by being declared unique. */
+export const BUILT_IN_MERGE_KEYS = ['str::email', 'str::ei'] as const;
 
 const Attribute = z.strictObject({
   id: z.string(),
@@ -111,6 +123,8 @@ const Instance = InstanceShape.superRefine(checkInstance);
  */
 export const StoredInstance = InstanceShape.omit({ campaigns: true, assets: true }).extend({
   data_sources: z.array(DataSource.omit({ api_key: true })),
+  /** Unique fields and where each stands (absent: none). Written by `apply`, not the file. */
+  key_fields: z.record(z.string(), z.enum(KEY_FIELD_STATES)).optional(),
 });
 export type StoredInstance = z.infer<typeof StoredInstance>;
 export const StoredTemplate = z.union([Campaign, Asset]);
@@ -188,9 +202,25 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
 
   instance.person_fields.forEach((field, i) => {
     checkCustomField(field.id, 'cm', ['person_fields', i, 'id'], ctx);
+    const type = field.id.split(':')[0];
+    if (field.unique && type !== 'str' && type !== 'int') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['person_fields', i, 'unique'],
+        message: 'only str and int fields can be unique (merge keys)',
+      });
+    }
   });
   instance.organization_fields.forEach((field, i) => {
     checkCustomField(field.id, 'oc', ['organization_fields', i, 'id'], ctx);
+    if (field.unique) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['organization_fields', i, 'unique'],
+        message:
+          'organization merge keys are str:o:name and str:o:website; custom organization fields cannot be unique',
+      });
+    }
   });
   let people: FieldCatalog;
   try {
@@ -211,15 +241,19 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
       }
       return;
     }
+    const unique = new Set(instance.person_fields.filter((f) => f.unique).map((f) => f.id));
     source.merge_by.forEach((id, j) => {
-      const field = people.get(id);
-      if (!field || !field.writable || !field.stored || !['str', 'int'].includes(field.type)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [...path, j],
-          message: `"${id}" cannot be a merge field (expected a str or int person field)`,
-        });
-      }
+      if ((BUILT_IN_MERGE_KEYS as readonly string[]).includes(id) || unique.has(id)) return;
+      const known = people.get(id) !== undefined;
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, j],
+        message: `"${id}" cannot be a merge field: ${
+          known
+            ? 'its values are not unique per instance (merge keys are str::email, str::ei, str::person_id alone, and custom fields declared "unique": true)'
+            : 'it is not a person field of this instance'
+        }`,
+      });
     });
     if (source.merge_by.length === 2 && source.merge_by[0] === source.merge_by[1]) {
       ctx.addIssue({ code: 'custom', path, message: 'the two merge fields must differ' });

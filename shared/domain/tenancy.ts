@@ -39,6 +39,7 @@ export function instanceSchemaOf(config: InstanceConfig): InstanceSchema {
     sending_domains: config.sending_domains,
     data_sources: config.data_sources.map(({ api_key: _key, ...source }) => source),
     person_fields: config.person_fields,
+    // Where each unique field stands is decided when the configuration is applied.
     organization_fields: config.organization_fields,
     activities: config.activities,
   };

@@ -5,11 +5,15 @@ import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { z } from 'zod';
+import { z as zod } from 'zod';
+import { readEnv } from '../config/env.js';
 import { PayloadTooLargeError, ValidationError } from '../domain/errors.js';
 import type { Tenant } from '../domain/tenancy.js';
 import { parseWith } from '../domain/validation.js';
-import type { RouteDefinition } from '../routes.js';
+import { currentDeadline, withDeadline } from '../lib/time-budget.js';
+import { routeKey, type RouteDefinition } from '../routes.js';
 import { errorResponse } from './error-mapper.js';
+import { idempotencyKeyOf, runIdempotent, type IdempotencyStore } from './idempotency.js';
 import { json, type HttpResponse } from './responses.js';
 
 /**
@@ -30,6 +34,7 @@ type Middleware = MiddlewareObj<Event, HttpResponse, Error, ApiContext>;
 export interface HandlerResult {
   status?: number;
   body: unknown;
+  headers?: Record<string, string>;
 }
 
 export interface ApiInput<B> {
@@ -50,6 +55,31 @@ export type HttpHandler = (
  */
 function asHttpHandler(handler: (event: never, context: never) => Promise<HttpResponse>) {
   return handler as HttpHandler;
+}
+
+/**
+ * The time budget of a request: what the function has left (API Gateway's own limit is 30
+ * s), capped by `CDP_REQUEST_BUDGET_MS` where set, minus the time kept to answer. Retries of
+ * store calls stop at the deadline, so a request answers (503 if the store stays
+ * unavailable) before the function or the gateway gives up.
+ */
+const ANSWER_MARGIN_MS = 2_000;
+const { CDP_REQUEST_BUDGET_MS: budgetCapMs } = readEnv(
+  zod.object({ CDP_REQUEST_BUDGET_MS: zod.coerce.number().int().min(100).max(900_000).optional() }),
+);
+
+function deadlineOf(context: Context): number {
+  const remaining =
+    typeof context.getRemainingTimeInMillis === 'function'
+      ? context.getRemainingTimeInMillis()
+      : 30_000;
+  const budget = Math.min(remaining - ANSWER_MARGIN_MS, budgetCapMs ?? Number.POSITIVE_INFINITY);
+  return Date.now() + Math.max(budget, 0);
+}
+
+/** Runs every middleware and the handler within the request's deadline. */
+function withRequestBudget(handler: HttpHandler): HttpHandler {
+  return (event, context) => withDeadline(deadlineOf(context), () => handler(event, context));
 }
 
 /** API Gateway's request ID: the one its access logs carry. */
@@ -108,12 +138,18 @@ function stack(route?: RouteDefinition, authenticate?: Authenticator) {
   return handler.use(httpSecurityHeaders()).use(errorEnvelope());
 }
 
-/** An authenticated JSON endpoint: the body is validated by `schema` before `run` sees it. */
+/**
+ * An authenticated JSON endpoint: the body is validated by `schema` before `run` sees it.
+ * `POST`/`PUT` endpoints honour `Idempotency-Key` through `idempotency`.
+ */
 export function apiHandler<S extends z.ZodType>(
   route: RouteDefinition,
-  options: { authenticate: Authenticator; body: S },
+  options: { authenticate: Authenticator; body: S; idempotency?: IdempotencyStore },
   run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult>,
 ): HttpHandler {
+  if (route.method !== 'GET' && route.path.startsWith('/v1/') && !options.idempotency) {
+    throw new Error(`${routeKey(route)} needs an idempotency store (REQUESTS_TABLE)`);
+  }
   const handler = stack(route, options.authenticate).handler(async (event, context) => {
     const { tenant } = context;
     if (!tenant) throw new Error('authentication middleware did not run');
@@ -123,18 +159,35 @@ export function apiHandler<S extends z.ZodType>(
         { field: 'body', error: 'expected a JSON object' },
       ]);
     }
-    const body = parseWith(options.body, raw ?? {}, 'request body');
-    const result = await run({ body, tenant, requestId: requestIdOf(event) });
-    return json(result.status ?? 200, result.body);
+    const requestId = requestIdOf(event);
+    const answer = async () => {
+      const body = parseWith(options.body, raw ?? {}, 'request body');
+      const result = await run({ body, tenant, requestId });
+      return json(result.status ?? 200, result.body, result.headers);
+    };
+    const key = route.method === 'GET' ? undefined : idempotencyKeyOf(event.headers);
+    if (key === undefined || !options.idempotency) return answer();
+    return runIdempotent(
+      {
+        store: options.idempotency,
+        instanceId: tenant.instance.id,
+        key,
+        route: routeKey(route),
+        body: raw,
+        requestId,
+        leaseUntil: currentDeadline() + ANSWER_MARGIN_MS,
+      },
+      answer,
+    );
   });
-  return asHttpHandler(handler);
+  return withRequestBudget(asHttpHandler(handler));
 }
 
 /** An endpoint that needs no key and reads no body (health, the fallback route). */
 export function publicHandler(run: (event: Event) => Promise<HandlerResult>): HttpHandler {
   const handler = stack().handler(async (event) => {
     const result = await run(event);
-    return json(result.status ?? 200, result.body);
+    return json(result.status ?? 200, result.body, result.headers);
   });
-  return asHttpHandler(handler);
+  return withRequestBudget(asHttpHandler(handler));
 }

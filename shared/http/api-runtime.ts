@@ -1,6 +1,7 @@
 import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
 import { createDocumentClient } from '../adapters/aws-clients.js';
 import { DynamoPeopleStore } from '../adapters/people-store.js';
+import { DynamoIdempotencyStore } from '../adapters/idempotency-store.js';
 import { LocationClient } from '@aws-sdk/client-location';
 import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
@@ -8,12 +9,15 @@ import { ApiEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
+import { cursorCodec, type CursorCodec } from '../domain/cursor.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 import type { Authenticator } from './api-handler.js';
 
 /**
  * What every API function builds once per container: its checked environment, the DynamoDB
- * client and the key-checking authenticator (with its short-lived cache). Handler modules
- * call this at module scope; they are the composition roots.
+ * client, the key-checking authenticator (with its short-lived cache) and, for functions
+ * that answer `POST`/`PUT`, the idempotency store. Handler modules call this at module
+ * scope; they are the composition roots. `http` is what `apiHandler` takes.
  */
 export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const db = createDocumentClient();
@@ -21,7 +25,37 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
   const authenticator: Authenticator = (apiKey) =>
     authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
-  return { env, db, authenticate: authenticator };
+  const idempotency = env.REQUESTS_TABLE
+    ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
+    : undefined;
+  return {
+    env,
+    db,
+    authenticate: authenticator,
+    http: { authenticate: authenticator, ...(idempotency ? { idempotency } : {}) },
+    cursors: cursorCodecs(new DynamoConfigStore(db, env.CONFIG_TABLE)),
+  };
+}
+
+/**
+ * Signed paging cursors of an instance, with the deployment's secret (read once, kept for
+ * five minutes). Applying a configuration creates the secret; a deployment without one
+ * cannot page (a 500 that says what to run, in the log).
+ */
+function cursorCodecs(config: DynamoConfigStore) {
+  const cache = new TtlCache<string>(1);
+  return async (instanceId: string): Promise<CursorCodec> => {
+    const secret = await cache.getOrLoad('secret', 300_000, async () => {
+      const found = await config.getSigningSecret();
+      if (!found) {
+        throw new Error(
+          'This deployment has no signing secret: run `npm run admin -- apply <file>`',
+        );
+      }
+      return found;
+    });
+    return cursorCodec(secret, instanceId);
+  };
 }
 
 /** The people store of functions that work on people (tables from `PeopleEnv`). */

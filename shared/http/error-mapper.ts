@@ -2,12 +2,15 @@ import {
   CdpError,
   ConflictError,
   ForbiddenError,
+  IdempotencyKeyReusedError,
+  IncompleteRequestError,
   InvalidTimeZoneError,
   MethodNotAllowedError,
   MissingApiKeyError,
   NotFoundError,
   NotImplementedError,
   PayloadTooLargeError,
+  ServiceUnavailableError,
   UnknownApiKeyError,
   ValidationError,
   WrongRegionError,
@@ -24,6 +27,7 @@ import { json, type HttpResponse } from './responses.js';
  */
 const STATUS: [new (...args: never[]) => CdpError, number][] = [
   [InvalidTimeZoneError, 500],
+  [IncompleteRequestError, 500],
   [ValidationError, 400],
   [MissingApiKeyError, 401],
   [UnknownApiKeyError, 401],
@@ -32,9 +36,11 @@ const STATUS: [new (...args: never[]) => CdpError, number][] = [
   [MethodNotAllowedError, 405],
   [ConflictError, 409],
   [PayloadTooLargeError, 413],
+  [IdempotencyKeyReusedError, 422],
   // 421 Misdirected Request: the key is valid, but for another regional deployment.
   [WrongRegionError, 421],
   [NotImplementedError, 501],
+  [ServiceUnavailableError, 503],
 ];
 
 export function statusOf(error: CdpError): number {
@@ -66,18 +72,23 @@ function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
   ]);
 }
 
-export function errorResponse(error: unknown, requestId: string): HttpResponse {
+export function errorResponse(error: unknown, requestId: string, log = true): HttpResponse {
   const known =
     error instanceof CdpError ? error : isMiddyHttpError(error) ? fromMiddy(error) : undefined;
   if (!known) {
-    logger.error('Unexpected error', { requestId, error: error as Error });
+    if (log) logger.error('Unexpected error', { requestId, error: error as Error });
     return envelope(500, 'Internal Server Error', requestId);
   }
   const status = statusOf(known);
-  if (status >= 500) logger.error(known.message, { requestId, error: known });
+  if (!log) {
+    // built only to be kept (idempotency); the error mapper logs it when it answers
+  } else if (status >= 500) logger.error(known.message, { requestId, error: known });
   else logger.info('Request refused', { requestId, status, reason: known.message });
   const headers: Record<string, string> = {};
   if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
+  if (known instanceof ServiceUnavailableError) {
+    headers['retry-after'] = String(known.retryAfterSeconds);
+  }
   return envelope(status, known.message, requestId, known.details, headers);
 }
 

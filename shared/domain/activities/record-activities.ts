@@ -1,5 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { FieldValueError, ValidationError } from '../errors.js';
+import {
+  FieldValueError,
+  ServiceUnavailableError,
+  stoppedPartWay,
+  ValidationError,
+  type ErrorDetail,
+} from '../errors.js';
+import { runBounded } from '../../lib/bounded.js';
+import { backoffMs, canWait, currentDeadline, sleep } from '../../lib/time-budget.js';
+import { IncompleteMergeError } from '../merge/merge-engine.js';
+import { jsonBytes, MAX_RECORD_BYTES } from '../merge/record-budget.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { parseTimestamp } from '../fields/field-values.js';
 import { isId, newId } from '../ids.js';
@@ -47,6 +58,19 @@ const ActivityInput = z.object({
   key: z.string().min(1).max(255).optional(),
 });
 
+/** A write of activities that stopped part-way: `notWritten` were not written. */
+export class ActivitiesNotWrittenError extends Error {
+  constructor(
+    readonly notWritten: ActivityToWrite[],
+    override readonly cause: unknown,
+  ) {
+    super('activities were not all written');
+  }
+}
+
+/** A claimed key is held this long past the request's deadline if the request dies. */
+const KEY_LEASE_MARGIN_MS = 5_000;
+
 /** Back-dating window, and how far ahead of our clock a `created` may be (clock skew). */
 export const BACKDATE_DAYS = 90;
 export const FUTURE_SKEW_MS = 5 * 60 * 1000;
@@ -81,11 +105,32 @@ export interface RecordedKey {
   person_status: PersonStatus;
 }
 
+/**
+ * An activity `key`, claimed before anything of its activity happens: `claimed` by this
+ * request (its lease ends at `leaseUntil`), `done` by an earlier one (its answer), or
+ * `pending` in another request still running.
+ */
+export type KeyState =
+  { kind: 'claimed' } | { kind: 'done'; recorded: RecordedKey } | { kind: 'pending' };
+
 export interface ActivityStore {
-  /** What earlier activities recorded under these idempotency keys. */
-  findKeys(instanceId: string, keys: string[]): Promise<Map<string, RecordedKey>>;
-  /** Writes activities (in batches); a key already taken answers with what it recorded. */
-  write(instanceId: string, activities: ActivityToWrite[]): Promise<Map<string, RecordedKey>>;
+  /** Claims each key for this request (`token`), or says who holds it. */
+  claimKeys(
+    instanceId: string,
+    keys: string[],
+    token: string,
+    leaseUntil: number,
+  ): Promise<Map<string, KeyState>>;
+  /** The state of keys (strongly consistent); a key nobody holds is absent. */
+  readKeys(instanceId: string, keys: string[]): Promise<Map<string, KeyState>>;
+  /** Gives up keys this request claimed and did not record. */
+  releaseKeys(instanceId: string, keys: string[], token: string): Promise<void>;
+  /**
+   * Writes activities (unkeyed ones in batches; each keyed one in a transaction that marks
+   * its key done, conditioned on this request still holding it). Returns the keys another
+   * request took over meanwhile (their activities were not written).
+   */
+  write(instanceId: string, activities: ActivityToWrite[], token: string): Promise<string[]>;
   /** Moves a person's last-seen time (and place) forward; never back. */
   touch(instanceId: string, personId: string, at: string, place?: string): Promise<void>;
 }
@@ -147,14 +192,19 @@ function checkDates(raw: unknown[], now: Date): void {
 /**
  * Records 1 to 100 activities: each is validated first (an undefined activity, a bad
  * attribute or person field makes that entry invalid; an invalid time zone or a bad date
- * fails the request); the people are found or created with the shared merge engine; then
- * the activities are written in batches, each once per idempotency `key`.
+ * fails the request); each activity `key` is claimed before anything of its activity
+ * happens (a key an earlier request recorded answers with that record, one a concurrent
+ * request holds is waited for); the people are found or created with the shared merge
+ * engine; then the activities are written, keyed ones each with its key. A request that
+ * stops part-way (the store stays unavailable) gives its unrecorded keys back and answers
+ * 503 saying which activities were recorded.
  */
 export async function recordActivities(
   request: ActivitiesCreateRequest,
   context: ActivityContext,
 ): Promise<ActivityEntry[]> {
   const { tenant } = context;
+  const instanceId = tenant.instance.id;
   const now = context.now ?? (() => new Date());
   const started = now();
   checkDates(request.activities, started);
@@ -169,39 +219,265 @@ export async function recordActivities(
     );
   }
 
-  const entries: ActivityEntry[] = [];
-  const pending: Pending[] = [];
+  const entries: (ActivityEntry | undefined)[] = [];
+  const valid: Pending[] = [];
   request.activities.forEach((raw, index) => {
     const prepared = prepareActivity(raw, index, definitions, options, tenant, started);
     if ('error' in prepared)
       entries[index] = { person_status: 'invalid', status: 'invalid', error: prepared.error };
-    else pending.push(prepared);
+    else valid.push(prepared);
   });
-  if (pending.length === 0) {
+  if (valid.length === 0) {
     throw new ValidationError(
       `No activity was recorded: every activity is invalid (${entries[0]?.error ?? ''})`,
       entries.map((entry, index) => ({
         index,
         status: 'invalid' as const,
-        error: entry.error ?? '',
+        error: entry?.error ?? '',
       })),
     );
   }
   checkAddressLookups(
-    pending.map((p) => p.location),
+    valid.map((p) => p.location),
     tenant.instance.plan,
   );
 
-  // People: by fields with the merge preferences, or by ID (map_to_crm may update them too).
+  // Keys first: nothing of an activity happens before its key is ours.
+  const token = randomUUID();
+  const keys = [...new Set(valid.flatMap((p) => (p.key ? [p.key] : [])))];
+  let keyStates: Map<string, KeyState>;
+  try {
+    keyStates = await claimKeys(context.activities, instanceId, keys, token);
+  } catch (error) {
+    throw stoppedPartWay(error, activityDetails(request.activities.length, entries));
+  }
+  const claimed = keys.filter((key) => keyStates.get(key)?.kind === 'claimed');
+  const firstWithKey = new Map<string, number>();
+  const pending: Pending[] = [];
+  for (const p of valid) {
+    const state = p.key ? keyStates.get(p.key) : undefined;
+    if (state?.kind === 'done') {
+      entries[p.index] = { ...state.recorded, status: 'ingested' };
+    } else if (p.key && firstWithKey.has(p.key)) {
+      // The same key twice in one request: the later one answers with the first's record.
+      continue;
+    } else {
+      if (p.key) firstWithKey.set(p.key, p.index);
+      pending.push(p);
+    }
+  }
+  const unrecorded = new Set(claimed);
+  const giveBackKeys = async () => {
+    if (unrecorded.size > 0) {
+      await context.activities.releaseKeys(instanceId, [...unrecorded], token).catch(() => {
+        // Left held until their lease ends; a retry then claims them again.
+      });
+    }
+  };
+  const stop = async (cause: unknown): Promise<never> => {
+    await giveBackKeys();
+    throw stoppedPartWay(cause, activityDetails(request.activities.length, entries));
+  };
+
+  let written: ActivityToWrite[] = [];
+  const indexOf = new Map<ActivityToWrite, number>();
+  const answerWritten = (activity: ActivityToWrite) => {
+    if (activity.key !== undefined) unrecorded.delete(activity.key);
+    entries[indexOf.get(activity) ?? -1] = {
+      person_id: activity.person_id,
+      person_status: activity.person_status,
+      activity_id: activity.id,
+      status: 'ingested',
+    };
+  };
+  try {
+    const people = await resolvePeople(pending, options, context, now);
+    const located = new Map<number, ResolvedLocation | undefined>();
+    const locating = await runBounded(
+      pending.filter((p) => p.location),
+      8,
+      async (p) => {
+        located.set(
+          p.index,
+          await resolveLocation(p.location, instanceId, context.location, started),
+        );
+      },
+    );
+    if (locating.failure) throw locating.failure.error;
+    for (const p of pending) {
+      const person = people.get(p.index);
+      if (!person?.personId) {
+        entries[p.index] = {
+          person_status: 'invalid',
+          status: 'invalid',
+          error: person?.error ?? 'no person',
+        };
+        continue;
+      }
+      const location = located.get(p.index);
+      const activity: ActivityToWrite = {
+        id: newId(Date.parse(p.createdAt)),
+        person_id: person.personId,
+        person_status: person.status,
+        field_id: p.definition.config.id,
+        attr: p.values,
+        display: renderDisplayText(p.definition, p.values),
+        ...(p.conversionValue === undefined ? {} : { value: p.conversionValue }),
+        ...(location ? { location } : {}),
+        created_at: p.createdAt,
+        ...(p.key ? { key: p.key } : {}),
+        source: tenant.dataSource.name,
+      };
+      indexOf.set(activity, p.index);
+      written.push(activity);
+    }
+    // Keys of activities whose person was invalid were not recorded: they are given back.
+    const lost = new Set(await context.activities.write(instanceId, written, token));
+    const lostStates =
+      lost.size > 0
+        ? await context.activities.readKeys(instanceId, [...lost])
+        : new Map<string, KeyState>();
+    for (const activity of written) {
+      const index = indexOf.get(activity) ?? -1;
+      if (activity.key === undefined || !lost.has(activity.key)) {
+        answerWritten(activity);
+        continue;
+      }
+      // Our lease ran out and another request took the key over: its record answers.
+      unrecorded.delete(activity.key);
+      const state = lostStates.get(activity.key);
+      entries[index] =
+        state?.kind === 'done'
+          ? { ...state.recorded, status: 'ingested' }
+          : {
+              person_status: 'invalid',
+              status: 'invalid',
+              error: `activities[${index}].key: another request is recording this key; try again`,
+            };
+    }
+    written = written.filter((activity) => activity.key === undefined || !lost.has(activity.key));
+  } catch (error) {
+    if (error instanceof IncompleteMergeError) {
+      for (const [index, outcome] of error.outcomes) {
+        if (outcome.status === 'invalid') {
+          entries[index] = {
+            person_status: 'invalid',
+            status: 'invalid',
+            error: outcome.error ?? 'invalid',
+          };
+        }
+      }
+      return stop(error.cause);
+    }
+    if (error instanceof ActivitiesNotWrittenError) {
+      for (const activity of written) {
+        if (!error.notWritten.includes(activity)) answerWritten(activity);
+      }
+      return stop(error.cause);
+    }
+    return stop(error);
+  }
+  // Later activities of a key repeated in the request answer with the first one's record.
+  for (const p of valid) {
+    if (entries[p.index] === undefined && p.key !== undefined) {
+      const first = firstWithKey.get(p.key);
+      const entry = first === undefined ? undefined : entries[first];
+      if (entry) entries[p.index] = { ...entry };
+    }
+  }
+  await giveBackKeys();
+
+  // Touches move the person's last-seen time (and place) forward.
+  const touches = new Map<string, { at: string; place?: string }>();
+  for (const activity of written) {
+    const definition = definitions.get(activity.field_id);
+    if (!definition?.config.track_as_touch) continue;
+    const current = touches.get(activity.person_id);
+    if (!current || current.at < activity.created_at) {
+      const place = placeOf(activity.location);
+      touches.set(activity.person_id, { at: activity.created_at, ...(place ? { place } : {}) });
+    }
+  }
+  const touched = await runBounded([...touches], 16, ([personId, touch]) =>
+    context.activities.touch(instanceId, personId, touch.at, touch.place),
+  );
+  if (touched.failure) {
+    throw stoppedPartWay(
+      touched.failure.error,
+      activityDetails(request.activities.length, entries),
+    );
+  }
+  return request.activities.map(
+    (_, index) =>
+      entries[index] ?? { person_status: 'invalid', status: 'invalid', error: 'not recorded' },
+  );
+}
+
+/** Waits this long at most between looks at a key another request is recording. */
+const KEY_POLL_CAP_MS = 250;
+
+/**
+ * Claims every key of the request; keys held by a concurrent request are watched (strongly
+ * consistent reads, with backoff) until that request records them (their answer is ours)
+ * or gives them up (then claimed again). If one is still held when the time budget runs
+ * out, the keys this request claimed are given back and the answer is 503.
+ */
+async function claimKeys(
+  store: ActivityStore,
+  instanceId: string,
+  keys: string[],
+  token: string,
+): Promise<Map<string, KeyState>> {
+  const states = new Map<string, KeyState>();
+  if (keys.length === 0) return states;
+  const leaseUntil = currentDeadline() + KEY_LEASE_MARGIN_MS;
+  let waiting = keys;
+  for (let attempt = 0; waiting.length > 0; attempt += 1) {
+    if (attempt > 0) {
+      const wait = backoffMs(attempt, 20, KEY_POLL_CAP_MS);
+      if (!canWait(wait)) {
+        const mine = keys.filter((key) => states.get(key)?.kind === 'claimed');
+        if (mine.length > 0)
+          await store.releaseKeys(instanceId, mine, token).catch(() => undefined);
+        throw new ServiceUnavailableError(
+          `activities: another request is still recording the key "${waiting[0] ?? ''}"; try again shortly`,
+        );
+      }
+      await sleep(wait);
+      // Keys done meanwhile answer at once; only keys nobody holds are claimed again.
+      const now = await store.readKeys(instanceId, waiting);
+      for (const [key, state] of now) if (state.kind === 'done') states.set(key, state);
+      waiting = waiting.filter((key) => !states.has(key));
+      const free = waiting.filter((key) => !now.has(key));
+      if (free.length === 0) continue;
+    }
+    const claimed = await store.claimKeys(instanceId, waiting, token, leaseUntil);
+    for (const [key, state] of claimed) if (state.kind !== 'pending') states.set(key, state);
+    waiting = waiting.filter((key) => !states.has(key));
+  }
+  return states;
+}
+
+/**
+ * Finds or creates the person of each activity: by fields with the merge preferences, or by
+ * ID (map_to_crm may update them too). `IncompleteMergeError` if the store stops the merge.
+ */
+async function resolvePeople(
+  pending: Pending[],
+  options: MergeOptions,
+  context: ActivityContext,
+  now: () => Date,
+): Promise<Map<number, { personId?: string; status: PersonStatus; error?: string }>> {
+  const { tenant } = context;
   const statuses = new Map<number, { personId?: string; status: PersonStatus; error?: string }>();
   const merge = async (records: PreparedRecord[], mergeWith: MergeOptions, byId: boolean) => {
     if (records.length === 0) return;
-    const outcomes = await mergePreparedPeople(records, mergeWith, {
-      tenant,
-      store: context.people,
-      location: context.location,
-      now,
-    });
+    const outcomes = await mergePreparedPeople(
+      records,
+      mergeWith,
+      { tenant, store: context.people, location: context.location, now },
+      'activities',
+    );
     for (const record of records) {
       const outcome = outcomes.get(record.index);
       if (!outcome || outcome.status === 'invalid' || !outcome.id) {
@@ -217,104 +493,30 @@ export async function recordActivities(
       }
     }
   };
-  const byFields = pending
-    .filter((p) => !p.byId)
-    .flatMap((p) => (p.personRecord ? [p.personRecord] : []));
-  const byIds = pending
-    .filter((p) => p.byId)
-    .flatMap((p) => (p.personRecord ? [p.personRecord] : []));
-  await merge(byFields, options, false);
+  const records = (byId: boolean) =>
+    pending.filter((p) => p.byId === byId).flatMap((p) => (p.personRecord ? [p.personRecord] : []));
+  await merge(records(false), options, false);
   await merge(
-    byIds,
+    records(true),
     { ...options, mergeBy: [PERSON_ID], byId: true, strategy: 2, skipNonExisting: false },
     true,
   );
+  return statuses;
+}
 
-  const keys = [...new Set(pending.flatMap((p) => (p.key ? [p.key] : [])))];
-  const recorded =
-    keys.length > 0
-      ? await context.activities.findKeys(tenant.instance.id, keys)
-      : new Map<string, RecordedKey>();
-  const writes: ActivityToWrite[] = [];
-  const byKey = new Map<string, RecordedKey>();
-  const resolved = new Map<number, ResolvedLocation | undefined>();
-  await Promise.all(
-    pending.map(async (p) => {
-      if (p.location)
-        resolved.set(
-          p.index,
-          await resolveLocation(p.location, tenant.instance.id, context.location, started),
-        );
-    }),
-  );
-  for (const p of pending) {
-    const person = statuses.get(p.index);
-    if (!person?.personId) {
-      entries[p.index] = {
-        person_status: 'invalid',
-        status: 'invalid',
-        error: person?.error ?? 'no person',
-      };
-      continue;
-    }
-    const earlier = p.key ? (recorded.get(p.key) ?? byKey.get(p.key)) : undefined;
-    if (earlier) {
-      entries[p.index] = { ...earlier, status: 'ingested' };
-      continue;
-    }
-    const location = resolved.get(p.index);
-    const activity: ActivityToWrite = {
-      id: newId(Date.parse(p.createdAt)),
-      person_id: person.personId,
-      person_status: person.status,
-      field_id: p.definition.config.id,
-      attr: p.values,
-      display: renderDisplayText(p.definition, p.values),
-      ...(p.conversionValue === undefined ? {} : { value: p.conversionValue }),
-      ...(location ? { location } : {}),
-      created_at: p.createdAt,
-      ...(p.key ? { key: p.key } : {}),
-      source: tenant.dataSource.name,
+/** Per-activity details of a request that stopped part-way. */
+function activityDetails(count: number, entries: (ActivityEntry | undefined)[]): ErrorDetail[] {
+  return Array.from({ length: count }, (_, index) => {
+    const entry = entries[index];
+    if (!entry) return { index, status: 'not_applied', error: 'not recorded: send it again' };
+    return {
+      index,
+      status: entry.status,
+      ...(entry.activity_id ? { activity_id: entry.activity_id } : {}),
+      ...(entry.person_id ? { person_id: entry.person_id } : {}),
+      ...(entry.error ? { error: entry.error } : {}),
     };
-    writes.push(activity);
-    if (p.key) {
-      byKey.set(p.key, {
-        activity_id: activity.id,
-        person_id: person.personId,
-        person_status: person.status,
-      });
-    }
-    entries[p.index] = {
-      person_id: person.personId,
-      person_status: person.status,
-      activity_id: activity.id,
-      status: 'ingested',
-    };
-  }
-  // A key another request recorded between our read and our write: answer with its IDs.
-  const taken = await context.activities.write(tenant.instance.id, writes);
-  for (const p of pending) {
-    const first = p.key ? taken.get(p.key) : undefined;
-    if (first) entries[p.index] = { ...first, status: 'ingested' };
-  }
-
-  // Touches move the person's last-seen time (and place) forward.
-  const touches = new Map<string, { at: string; place?: string }>();
-  for (const activity of writes) {
-    const definition = definitions.get(activity.field_id);
-    if (!definition?.config.track_as_touch || taken.has(activity.key ?? '')) continue;
-    const current = touches.get(activity.person_id);
-    if (!current || current.at < activity.created_at) {
-      const place = placeOf(activity.location);
-      touches.set(activity.person_id, { at: activity.created_at, ...(place ? { place } : {}) });
-    }
-  }
-  await Promise.all(
-    [...touches].map(([personId, touch]) =>
-      context.activities.touch(tenant.instance.id, personId, touch.at, touch.place),
-    ),
-  );
-  return entries;
+  });
 }
 
 function prepareActivity(
@@ -350,6 +552,12 @@ function prepareActivity(
   } catch (error) {
     if (error instanceof FieldValueError) return { error: `${where}.attributes.${error.message}` };
     throw error;
+  }
+  const attributeBytes = jsonBytes(attributes.values);
+  if (attributeBytes > MAX_RECORD_BYTES) {
+    return {
+      error: `${where}.attributes: the attributes take ${attributeBytes} bytes; at most ${MAX_RECORD_BYTES} are allowed (as UTF-8 JSON)`,
+    };
   }
   const location = LocationInput.optional().safeParse(input.location);
   if (!location.success) {

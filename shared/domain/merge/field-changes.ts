@@ -11,7 +11,13 @@ export interface FieldChanges {
   sets: Record<string, FieldValue>;
   /** Fields written only where the record has no value. */
   setsIfAbsent: Record<string, FieldValue>;
+  /** Fields `null` clears that the record holds (a change). */
   removes: string[];
+  /**
+   * Fields `null` clears that the record did not hold when read: removed again by the write
+   * (harmless when absent), so a clear never depends on having seen the value.
+   */
+  clears: string[];
   after: Record<string, FieldValue>;
 }
 
@@ -59,6 +65,7 @@ export function planFieldChanges(
   const sets: Record<string, FieldValue> = {};
   const setsIfAbsent: Record<string, FieldValue> = {};
   const removes: string[] = [];
+  const clears: string[] = [];
   const after = new Map(Object.entries(before));
   for (const [fieldId, value] of Object.entries(values)) {
     if (!isStored(fieldId)) continue;
@@ -68,7 +75,7 @@ export function planFieldChanges(
       if (overwriting && current !== undefined) {
         removes.push(fieldId);
         after.delete(fieldId);
-      }
+      } else if (overwriting) clears.push(fieldId);
     } else if (overwriting) {
       if (!sameValue(current, value)) {
         sets[fieldId] = value;
@@ -79,7 +86,7 @@ export function planFieldChanges(
       after.set(fieldId, value);
     }
   }
-  return { sets, setsIfAbsent, removes, after: Object.fromEntries(after) };
+  return { sets, setsIfAbsent, removes, clears, after: Object.fromEntries(after) };
 }
 
 /**

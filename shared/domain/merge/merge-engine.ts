@@ -1,12 +1,19 @@
+import type { ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
+import { runBounded } from '../../lib/bounded.js';
+import { backoffMs, canWait, sleep } from '../../lib/time-budget.js';
 
 /**
  * The merge mechanism people and organizations share: find each record by its key values
  * (claims), plan a create or an update, and write it conditionally, resolving lost races
  * again. What differs per kind (validation, extra effects, the table) comes in a
  * `MergeKind`; this module knows nothing about people or organizations.
+ *
+ * Every read that decides a write is strongly consistent (claims and records), and every
+ * update is conditioned on the key value the record was found by, so a claim that moved
+ * between the read and the write makes the write fail and the record be resolved again.
  */
 export type MergeStrategy = 1 | 2 | 3;
 export type MergeStatus = 'created' | 'merged' | 'skipped' | 'invalid';
@@ -38,6 +45,7 @@ export interface MergeOptions {
   strategy: MergeStrategy;
   findStrategy: 0 | 1;
   skipNonExisting: boolean;
+  /** Fields whose values are claimed (unique per instance) when records are written. */
   keyFields: string[];
 }
 
@@ -48,11 +56,24 @@ export class ClaimTakenError extends Error {
   }
 }
 
+/**
+ * A claim the update meant to release belongs to another record (two records held the value
+ * before the field became a key): the write made no change; it is planned again without it.
+ */
+export class ClaimNotHeldError extends Error {
+  constructor(readonly claims: ClaimKey[]) {
+    super(`claims held by another record: ${claims.map((c) => c.field).join(', ')}`);
+  }
+}
+
 /** The record changed (or vanished) since it was read: the write made no change. */
 export class RecordChangedError extends Error {}
 
 /** Two writes touched the same items at once; trying again is safe. */
 export class WriteConflictError extends Error {}
+
+/** The store refused the record for its size (DynamoDB's 400 KB item limit). */
+export class RecordTooLargeError extends Error {}
 
 export interface ClaimKey {
   field: string;
@@ -69,6 +90,7 @@ export interface CreateResult<T> {
 export interface UpdateResult<T> {
   after: T;
   claimsAdded: Map<string, string>;
+  /** The engine removes values it knows another record holds before the plan is written. */
   claimsReleased: Map<string, string>;
 }
 
@@ -81,13 +103,31 @@ export interface MergeKind<R extends MergeRecord, T extends StoredRecord, C, U> 
   idField: string;
   planCreate(record: R, id: string, now: string): C;
   created(plan: C): CreateResult<T>;
-  /** `undefined` when merging would change nothing (no write is made). */
-  planUpdate(before: T, record: R, now: string): U | undefined;
+  /**
+   * `undefined` when merging would change nothing (no write is made). `guard` lists fields
+   * whose current values the write must be conditioned on (the key the record was found by).
+   */
+  planUpdate(before: T, record: R, now: string, guard: string[]): U | undefined;
   updated(plan: U): UpdateResult<T>;
+  /** Why a record in this state would be over the size budget, if it would. */
+  overBudget(record: T, index: number): string | undefined;
   findClaimOwners(keys: ClaimKey[], consistent?: boolean): Promise<Map<string, string>>;
   read(ids: string[], consistent?: boolean): Promise<Map<string, T>>;
   create(plan: C): Promise<void>;
   update(plan: U): Promise<void>;
+}
+
+/**
+ * A merge that stopped part-way: the store stayed unavailable, or something unexpected
+ * failed. `outcomes` holds the records applied before it stopped; nothing runs any more.
+ */
+export class IncompleteMergeError extends Error {
+  constructor(
+    readonly outcomes: Map<number, MergeOutcome>,
+    override readonly cause: unknown,
+  ) {
+    super('the merge stopped part-way');
+  }
 }
 
 /** How many records of one request are written at once. */
@@ -95,7 +135,26 @@ const WRITE_CONCURRENCY = 16;
 /** How often one record is re-resolved after losing a race before it is reported invalid. */
 const MAX_ATTEMPTS = 10;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Which record a request record names, and the key field it was found by. */
+export function findRecordMatch(
+  record: MergeRecord,
+  options: MergeOptions,
+  owner: (fieldId: string, value: string) => string | undefined,
+): { id: string; field?: string } | undefined {
+  if (options.byId) return record.recordId === undefined ? undefined : { id: record.recordId };
+  const [first, second] = options.mergeBy;
+  const firstValue = first ? record.claims.get(first) : undefined;
+  if (first && firstValue !== undefined) {
+    const found = owner(first, firstValue);
+    if (found !== undefined) return { id: found, field: first };
+    // find_strategy 1: a value given for the first field that matches nobody does not fall through.
+    if (options.findStrategy === 1) return undefined;
+  }
+  const secondValue = second ? record.claims.get(second) : undefined;
+  if (!second || secondValue === undefined) return undefined;
+  const found = owner(second, secondValue);
+  return found === undefined ? undefined : { id: found, field: second };
+}
 
 /** Which record a request record names, given who owns which key value. */
 export function findRecordId(
@@ -103,23 +162,17 @@ export function findRecordId(
   options: MergeOptions,
   owner: (fieldId: string, value: string) => string | undefined,
 ): string | undefined {
-  if (options.byId) return record.recordId;
-  const [first, second] = options.mergeBy;
-  const firstValue = first ? record.claims.get(first) : undefined;
-  if (first && firstValue !== undefined) {
-    const found = owner(first, firstValue);
-    // find_strategy 1: a value given for the first field that matches nobody does not fall through.
-    if (found !== undefined || options.findStrategy === 1) return found;
-  }
-  const secondValue = second ? record.claims.get(second) : undefined;
-  return second && secondValue !== undefined ? owner(second, secondValue) : undefined;
+  return findRecordMatch(record, options, owner)?.id;
 }
 
 /**
- * Merges validated records: reads every key claim and matched record in batches, then
- * writes each record in its own transaction with bounded concurrency. Records that share a
- * key value or a record are applied in their order, one after the other. A lost race
- * (someone else claimed the key first, or changed the record) is resolved again.
+ * Merges validated records: reads every key claim and matched record in batches (strongly
+ * consistent), then writes each record in its own transaction with bounded concurrency.
+ * Records that share a key value or a record are applied in their order, one after the
+ * other. A lost race (someone else claimed the key first, or changed the record) is
+ * resolved again. If the store stays unavailable (or anything unexpected fails), no new
+ * record starts, the ones in flight finish, and `IncompleteMergeError` reports what was
+ * applied.
  */
 export async function mergeRecords<R extends MergeRecord, T extends StoredRecord, C, U>(
   kind: MergeKind<R, T, C, U>,
@@ -128,16 +181,18 @@ export async function mergeRecords<R extends MergeRecord, T extends StoredRecord
   now: () => Date,
 ): Promise<Map<number, MergeOutcome>> {
   const state = new MergeState<T>();
-  await readAhead(kind, records, options, state);
   const outcomes = new Map<number, MergeOutcome>();
+  try {
+    await readAhead(kind, records, options, state);
+  } catch (error) {
+    throw new IncompleteMergeError(outcomes, error);
+  }
   const merger = new RecordMerger(kind, state, options, now);
-  const queue = groupByShared(records, options, state);
-  const workers = Array.from({ length: Math.min(WRITE_CONCURRENCY, queue.length) }, async () => {
-    for (let group = queue.shift(); group; group = queue.shift()) {
-      for (const record of group) outcomes.set(record.index, await merger.merge(record));
-    }
+  const groups = groupByShared(records, options, state);
+  const { failure } = await runBounded(groups, WRITE_CONCURRENCY, async (group) => {
+    for (const record of group) outcomes.set(record.index, await merger.merge(record));
   });
-  await Promise.all(workers);
+  if (failure) throw new IncompleteMergeError(outcomes, failure.error);
   return outcomes;
 }
 
@@ -164,14 +219,14 @@ async function readAhead<R extends MergeRecord, T extends StoredRecord>(
   for (const record of records) {
     for (const [field, value] of record.claims) keys.set(claimId(field, value), { field, value });
   }
-  for (const [id, owner] of await kind.findClaimOwners([...keys.values()]))
+  for (const [id, owner] of await kind.findClaimOwners([...keys.values()], true))
     state.owners.set(id, owner);
   const ids = new Set<string>();
   for (const record of records) {
     const id = findRecordId(record, options, state.owner);
     if (id) ids.add(id);
   }
-  for (const [id, stored] of await kind.read([...ids])) state.records.set(id, stored);
+  for (const [id, stored] of await kind.read([...ids], true)) state.records.set(id, stored);
 }
 
 /** Records connected by a key value or a matched record, in request order (union-find). */
@@ -214,15 +269,27 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     private readonly now: () => Date,
   ) {}
 
+  /** One record's outcome; throws only when the store is unavailable or something is broken. */
   async merge(record: R): Promise<MergeOutcome> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-      if (attempt > 0) await sleep(Math.random() * 20 * 2 ** Math.min(attempt, 5));
+      if (attempt > 0) {
+        const wait = backoffMs(attempt, 10, 500);
+        if (!canWait(wait)) break;
+        await sleep(wait);
+      }
       try {
         return await this.attempt(record);
       } catch (error) {
-        if (error instanceof ClaimTakenError) await this.refreshClaims(record);
+        if (error instanceof RecordTooLargeError) {
+          return {
+            status: 'invalid',
+            error: `${this.kind.list}[${record.index}]: the ${this.kind.noun} would be larger than the store allows (400 KB); send fewer or shorter values`,
+          };
+        }
+        if (error instanceof ClaimTakenError) await this.refresh(record);
+        else if (error instanceof ClaimNotHeldError) await this.refreshClaims(error.claims);
         else if (error instanceof RecordChangedError || error instanceof WriteConflictError) {
-          await this.refreshRecord(record);
+          await this.refresh(record);
         } else throw error;
       }
     }
@@ -244,7 +311,8 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
 
   private async attempt(record: R): Promise<MergeOutcome> {
     const { kind, options, state } = this;
-    const id = findRecordId(record, options, state.owner);
+    const match = findRecordMatch(record, options, state.owner);
+    const id = match?.id;
     const timestamp = this.now().toISOString();
 
     if (id === undefined || (options.byId && !state.records.has(id))) {
@@ -259,6 +327,8 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       const created = kind.created(plan);
       const conflict = this.conflictOf(record, created.claims);
       if (conflict) return { status: 'invalid', error: conflict };
+      const tooLarge = kind.overBudget(created.record, record.index);
+      if (tooLarge) return { status: 'invalid', error: tooLarge };
       await kind.create(plan);
       for (const [field, value] of created.claims)
         state.owners.set(claimId(field, value), created.record.id);
@@ -273,11 +343,17 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       state.records.set(id, stored);
     }
     if (options.strategy === 3) return { id, status: 'skipped' };
-    const plan = kind.planUpdate(stored, record, timestamp);
+    const plan = kind.planUpdate(stored, record, timestamp, match?.field ? [match.field] : []);
     if (!plan) return { id, status: 'merged' };
     const updated = kind.updated(plan);
     const conflict = this.conflictOf(record, updated.claimsAdded, id);
     if (conflict) return { status: 'invalid', error: conflict };
+    const tooLarge = kind.overBudget(updated.after, record.index);
+    if (tooLarge) return { status: 'invalid', error: tooLarge };
+    for (const [field, value] of [...updated.claimsReleased]) {
+      const owner = state.owner(field, value);
+      if (owner !== undefined && owner !== id) updated.claimsReleased.delete(field);
+    }
     await kind.update(plan);
     for (const [field, value] of updated.claimsReleased) state.owners.delete(claimId(field, value));
     for (const [field, value] of updated.claimsAdded) state.owners.set(claimId(field, value), id);
@@ -285,8 +361,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     return { id, status: 'merged' };
   }
 
-  private async refreshClaims(record: R): Promise<void> {
-    const keys = [...record.claims].map(([field, value]) => ({ field, value }));
+  private async refreshClaims(keys: ClaimKey[]): Promise<void> {
     const owners = await this.kind.findClaimOwners(keys, true);
     for (const { field, value } of keys) {
       const id = claimId(field, value);
@@ -294,14 +369,39 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       if (owner) this.state.owners.set(id, owner);
       else this.state.owners.delete(id);
     }
-    await this.refreshRecord(record);
   }
 
-  private async refreshRecord(record: R): Promise<void> {
+  /** Reads the record's claims and the record it then names afresh. */
+  private async refresh(record: R): Promise<void> {
+    await this.refreshClaims([...record.claims].map(([field, value]) => ({ field, value })));
     const id = findRecordId(record, this.options, this.state.owner);
     if (!id) return;
     const fresh = (await this.kind.read([id], true)).get(id);
     if (fresh) this.state.records.set(id, fresh);
     else this.state.records.delete(id);
   }
+}
+
+/**
+ * Per-record details of a merge that stopped part-way: applied records with their status and
+ * ID, invalid ones with their error, and the rest `not_applied`.
+ */
+export function mergeDetails(
+  records: ({ index: number } & ({ error: string } | object))[],
+  outcomes: Map<number, MergeOutcome>,
+  idMember: 'person_id' | 'organization_id',
+): ErrorDetail[] {
+  return records.map((record) => {
+    if ('error' in record) return { index: record.index, status: 'invalid', error: record.error };
+    const outcome = outcomes.get(record.index);
+    if (!outcome) {
+      return { index: record.index, status: 'not_applied', error: 'not applied: send it again' };
+    }
+    return {
+      index: record.index,
+      status: outcome.status,
+      ...(outcome.id ? { [idMember]: outcome.id } : {}),
+      ...(outcome.error ? { error: outcome.error } : {}),
+    };
+  });
 }

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { ValidationError } from '../errors.js';
+import {
+  ServiceUnavailableError,
+  stoppedPartWay,
+  ValidationError,
+  type ErrorDetail,
+} from '../errors.js';
+import { runBounded } from '../../lib/bounded.js';
+import { backoffMs, canWait, sleep } from '../../lib/time-budget.js';
 import { ID_PATTERN } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 
@@ -40,11 +47,13 @@ export interface MembershipStore {
 }
 
 const CONCURRENCY = 16;
-const MAX_ATTEMPTS = 5;
+/** How often one person is read again after someone else moved them, before giving up. */
+const MAX_ATTEMPTS = 10;
 
 async function validate(request: MembershipRequest, tenant: Tenant, store: MembershipStore) {
   const instanceId = tenant.instance.id;
   const personIds = [...new Set(request.inclusion_ids)];
+  // Strongly consistent reads: they decide who moves and how much room is reserved.
   const [members, organizations] = await Promise.all([
     store.members(instanceId, request.organization_id),
     store.organizationsOf(instanceId, personIds),
@@ -66,20 +75,68 @@ async function validate(request: MembershipRequest, tenant: Tenant, store: Membe
   return { instanceId, members: members ?? 0, organizations };
 }
 
-async function eachLimited<T>(items: T[], work: (item: T) => Promise<void>) {
-  const queue = [...items];
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
-      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-    }),
+type PersonOutcome = 'linked' | 'unlinked' | 'unchanged';
+
+/**
+ * Moves one person until it is done: a move conditioned on where the person was, read again
+ * (strongly consistent) and retried with backoff when someone else moved them meanwhile.
+ * `unchanged` when the person is already where the request wants them (another request put
+ * them there). Throws 503 when the person kept moving through the time budget.
+ */
+async function movePerson(
+  store: MembershipStore,
+  instanceId: string,
+  personId: string,
+  current: string | undefined,
+  target: string | undefined,
+  from?: string,
+): Promise<PersonOutcome> {
+  let where = current;
+  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
+    if (where === target || (target === undefined && where !== from)) return 'unchanged';
+    if (attempt > 0) {
+      const wait = backoffMs(attempt, 10, 500);
+      if (!canWait(wait)) break;
+      await sleep(wait);
+    }
+    const result =
+      target === undefined
+        ? await store.unlink(instanceId, personId, from ?? '')
+        : await store.link(instanceId, personId, where, target);
+    if (result === 'done') return target === undefined ? 'unlinked' : 'linked';
+    const fresh = await store.organizationsOf(instanceId, [personId]);
+    if (!fresh.has(personId)) {
+      throw new ValidationError(`inclusion_ids: person ${personId} no longer exists`, [
+        { field: 'inclusion_ids', error: `no such people: ${personId}` },
+      ]);
+    }
+    where = fresh.get(personId);
+  }
+  throw new ServiceUnavailableError(
+    `person ${personId} kept moving between organizations concurrently; try again`,
   );
+}
+
+/** Per-person details of a membership change that stopped part-way. */
+function membershipDetails(
+  request: MembershipRequest,
+  outcomes: Map<string, PersonOutcome>,
+): ErrorDetail[] {
+  return request.inclusion_ids.map((personId, index) => {
+    const outcome = outcomes.get(personId);
+    return outcome
+      ? { index, person_id: personId, status: outcome }
+      : { index, person_id: personId, status: 'not_applied', error: 'not applied: send it again' };
+  });
 }
 
 /**
  * Adds people to an organization, moving them from any other. Every ID is checked before
  * anything changes. Room is reserved first with one conditional update of the member
  * count, so parallel adds can never take an organization past 3000; the people are then
- * linked one transaction each, and room not used (someone moved meanwhile) is given back.
+ * linked one transaction each (16 at a time). Whatever happens, room not used is given
+ * back before the answer; if a person cannot be linked (the store stays unavailable, or
+ * they keep moving), the answer is 503 naming who was linked and who was not.
  */
 export async function addMembers(
   request: MembershipRequest,
@@ -96,23 +153,38 @@ export async function addMembers(
       { field: 'inclusion_ids', error: `at most ${MAX_MEMBERS} people per organization` },
     ]);
   }
-  let unused = 0;
+  const outcomes = new Map<string, PersonOutcome>();
+  for (const [personId] of organizations) {
+    if (!moving.some(([id]) => id === personId)) outcomes.set(personId, 'unchanged');
+  }
+  let linked = 0;
+  let run: Awaited<ReturnType<typeof runBounded>> | undefined;
   try {
-    await eachLimited(moving, async ([personId, current]) => {
-      let from = current;
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-        if ((await store.link(instanceId, personId, from, target)) === 'done') return;
-        from = (await store.organizationsOf(instanceId, [personId])).get(personId);
-        if (from === target) break;
-      }
-      unused += 1;
+    run = await runBounded(moving, CONCURRENCY, async ([personId, current]) => {
+      const outcome = await movePerson(store, instanceId, personId, current, target);
+      if (outcome === 'linked') linked += 1;
+      outcomes.set(personId, outcome);
     });
   } finally {
-    if (unused > 0) await store.release(instanceId, target, unused);
+    // Every path gives back the room it reserved and did not use.
+    const unused = moving.length - linked;
+    if (unused > 0) {
+      try {
+        await store.release(instanceId, target, unused);
+      } catch {
+        // The links stand and the answer says so; the store logs the count left too high,
+        // which only makes the limit stricter, and `admin repair counts` corrects it.
+      }
+    }
   }
+  if (run.failure) throw stoppedPartWay(run.failure.error, membershipDetails(request, outcomes));
 }
 
-/** Removes people from an organization; people not in it are left alone. */
+/**
+ * Removes people from an organization; people not in it are left alone (also when someone
+ * else moved them out meanwhile). If a person cannot be unlinked, the answer is 503 naming
+ * who was unlinked and who was not.
+ */
 export async function removeMembers(
   request: MembershipRequest,
   tenant: Tenant,
@@ -120,10 +192,17 @@ export async function removeMembers(
 ): Promise<void> {
   const { instanceId, organizations } = await validate(request, tenant, store);
   const target = request.organization_id;
-  const leaving = [...organizations.entries()]
-    .filter(([, current]) => current === target)
-    .map(([personId]) => personId);
-  await eachLimited(leaving, async (personId) => {
-    await store.unlink(instanceId, personId, target);
+  const outcomes = new Map<string, PersonOutcome>();
+  const leaving: string[] = [];
+  for (const [personId, current] of organizations) {
+    if (current === target) leaving.push(personId);
+    else outcomes.set(personId, 'unchanged');
+  }
+  const run = await runBounded(leaving, CONCURRENCY, async (personId) => {
+    outcomes.set(
+      personId,
+      await movePerson(store, instanceId, personId, target, undefined, target),
+    );
   });
+  if (run.failure) throw stoppedPartWay(run.failure.error, membershipDetails(request, outcomes));
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import type { CursorCodec } from '../cursor.js';
 import { ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
 import type { Tenant } from '../tenancy.js';
@@ -28,7 +28,8 @@ export interface OrganizationListing {
     position: { after?: string; between?: [string, string] },
     count: number,
   ): Promise<{ keys: string[]; hasMore: boolean }>;
-  countRange(instanceId: string, between: [string, string]): Promise<number>;
+  /** How many names fall in a range, counting at most `cap`. */
+  countRange(instanceId: string, between: [string, string], cap: number): Promise<number>;
   getOrganizations(
     instanceId: string,
     ids: string[],
@@ -36,12 +37,16 @@ export interface OrganizationListing {
   total(instanceId: string): Promise<number>;
 }
 
+/** `total_matches` of a name search is counted on its first page (up to this many) and carried. */
+export const MAX_COUNTED_MATCHES = 10_000;
+
 const Cursor = z.object({
-  v: z.literal(1),
+  v: z.literal(2),
   index: z.enum(['list', 'name']),
   order: z.enum(['asc', 'desc']),
   q: z.string().optional(),
   after: z.string().min(1),
+  matches: z.number().int().min(0).optional(),
 });
 
 /**
@@ -52,6 +57,7 @@ export async function getOrganizations(
   request: OrganizationGetRequest,
   tenant: Tenant,
   listing: OrganizationListing,
+  cursors: CursorCodec,
 ) {
   const fields = request.fields ?? [ORGANIZATION_NAME];
   fields.forEach((id, index) => {
@@ -67,8 +73,9 @@ export async function getOrganizations(
   const index: OrganizationIndex = q || request.sort_by_field_id ? 'name' : 'list';
   const order = q ? 'asc' : request.sort_order;
   let after: string | undefined;
+  let counted: number | undefined;
   if (request.cursor_id !== undefined) {
-    const cursor = decodeCursor(Cursor, request.cursor_id);
+    const cursor = cursors.decode(Cursor, request.cursor_id);
     if (cursor.index !== index || cursor.order !== order || cursor.q !== q) {
       throw new ValidationError(
         'cursor_id: it belongs to a listing with other q or sort settings',
@@ -76,6 +83,7 @@ export async function getOrganizations(
       );
     }
     after = cursor.after;
+    counted = cursor.matches;
   }
   const skip = after === undefined ? request.offset : 0;
   const range = q ? searchRange(q) : undefined;
@@ -91,7 +99,9 @@ export async function getOrganizations(
       skip + request.limit,
     ),
     listing.total(instanceId),
-    range ? listing.countRange(instanceId, [range.from, range.to]) : undefined,
+    range
+      ? (counted ?? listing.countRange(instanceId, [range.from, range.to], MAX_COUNTED_MATCHES))
+      : undefined,
   ]);
   const keys = page.keys.slice(skip);
   const organizations = await listing.getOrganizations(
@@ -118,12 +128,13 @@ export async function getOrganizations(
     meta: { total_organizations: total, total_matches: matches ?? total },
     offset: request.offset,
     next_offset: request.offset + keys.length,
-    cursor_id: encodeCursor({
-      v: 1,
+    cursor_id: cursors.encode({
+      v: 2,
       index,
       order,
       ...(q ? { q } : {}),
       after: keys.at(-1) ?? after ?? end,
+      ...(matches !== undefined ? { matches } : {}),
     }),
     has_more: page.hasMore,
   };

@@ -1,9 +1,11 @@
 import { z } from 'zod';
-import { FieldValueError, ValidationError } from '../errors.js';
+import { FieldValueError, stoppedPartWay, ValidationError } from '../errors.js';
 import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { claimChanges, claimsOf, planFieldChanges } from '../merge/field-changes.js';
 import {
+  IncompleteMergeError,
+  mergeDetails,
   mergeRecords,
   type ClaimKey,
   type MergeKind,
@@ -12,6 +14,7 @@ import {
   type MergeStatus,
 } from '../merge/merge-engine.js';
 import { MERGE_PREFERENCES } from '../people/merge-request.js';
+import { overRecordBudget } from '../merge/record-budget.js';
 import type { Tenant } from '../tenancy.js';
 import { formatPath } from '../validation.js';
 
@@ -21,6 +24,8 @@ export interface Organization {
   fields: Record<string, FieldValue>;
   created_at: string;
   updated_at: string;
+  /** Counts the writes of the organization: a whole-state write is conditioned on it. */
+  version?: number;
 }
 
 export const ORGANIZATION_NAME = 'str:o:name';
@@ -73,6 +78,8 @@ export interface OrganizationUpdatePlan {
   sets: Record<string, FieldValue>;
   setsIfAbsent: Record<string, FieldValue>;
   removes: string[];
+  /** Fields cleared that the organization did not hold when read: removed again, harmlessly. */
+  clears: string[];
   expected: Record<string, FieldValue | undefined>;
   claimsAdded: Map<string, string>;
   claimsReleased: Map<string, string>;
@@ -196,12 +203,12 @@ export async function mergeOrganizations(
       }
       fields[ORGANIZATION_SOURCE] ??= tenant.dataSource.name;
       return {
-        organization: { id, fields, created_at: timestamp, updated_at: timestamp },
+        organization: { id, fields, created_at: timestamp, updated_at: timestamp, version: 1 },
         claims: claimsOf(fields, ORGANIZATION_KEY_FIELDS),
       };
     },
     created: (plan) => ({ record: plan.organization, claims: plan.claims }),
-    planUpdate: (before, record, timestamp) => {
+    planUpdate: (before, record, timestamp, guard) => {
       const changes = planFieldChanges(
         before.fields,
         record.values,
@@ -218,26 +225,45 @@ export async function mergeOrganizations(
         return undefined;
       }
       const expected: Record<string, FieldValue | undefined> = {};
+      for (const field of guard) expected[field] = before.fields[field];
       const claims = claimChanges(before.fields, changes.after, ORGANIZATION_KEY_FIELDS, expected);
       // The name is indexed for listing: if it is only filled when empty, it must still be empty.
       if (ORGANIZATION_NAME in changes.setsIfAbsent) expected[ORGANIZATION_NAME] = undefined;
+      // Clearing again what was absent must not remove a key (or the indexed name) set meanwhile.
+      for (const field of changes.clears) {
+        if (ORGANIZATION_KEY_FIELDS.includes(field)) expected[field] = undefined;
+      }
       return {
         before,
-        after: { ...before, fields: changes.after, updated_at: timestamp },
+        after: {
+          ...before,
+          fields: changes.after,
+          updated_at: timestamp,
+          ...(before.version !== undefined ? { version: before.version + 1 } : {}),
+        },
         sets: changes.sets,
         setsIfAbsent: changes.setsIfAbsent,
         removes: changes.removes,
+        clears: changes.clears,
         expected,
         ...claims,
       };
     },
     updated: (plan) => plan,
+    overBudget: (organization, index) =>
+      overRecordBudget(`organizations[${index}]`, 'organization', organization.fields),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getOrganizations(instanceId, ids, consistent),
     create: (plan) => store.createOrganization(instanceId, plan),
     update: (plan) => store.updateOrganization(instanceId, plan),
   };
-  const outcomes = await mergeRecords(kind, valid, options, now);
+  let outcomes: Awaited<ReturnType<typeof mergeRecords>>;
+  try {
+    outcomes = await mergeRecords(kind, valid, options, now);
+  } catch (error) {
+    if (!(error instanceof IncompleteMergeError)) throw error;
+    throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'organization_id'));
+  }
   return records.map((record): OrganizationMergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };

@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors.js';
+import { stoppedPartWay, ValidationError } from '../errors.js';
 import {
   checkAddressLookups,
   locationFields,
@@ -6,6 +6,8 @@ import {
   type LocationServices,
 } from '../location.js';
 import {
+  IncompleteMergeError,
+  mergeDetails,
   mergeRecords,
   type MergeKind,
   type MergeOptions,
@@ -25,6 +27,7 @@ import {
 import { mergeOptions, type PersonMergeRequest } from './merge-request.js';
 import type { PeopleStore } from './people-store.js';
 import { PERSON_ID, type Person } from './person.js';
+import { overRecordBudget } from '../merge/record-budget.js';
 
 export type { MergeStatus };
 
@@ -64,7 +67,13 @@ export async function mergePeople(
       details,
     );
   }
-  const outcomes = await mergePreparedPeople(valid, options, { tenant, store, location, now });
+  let outcomes: Map<number, MergeOutcome>;
+  try {
+    outcomes = await mergePreparedPeople(valid, options, { tenant, store, location, now });
+  } catch (error) {
+    if (!(error instanceof IncompleteMergeError)) throw error;
+    throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'person_id'));
+  }
   return records.map((record): MergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
@@ -80,17 +89,39 @@ export async function mergePreparedPeople(
   records: PreparedRecord[],
   options: MergeOptions,
   { tenant, store, location, now = () => new Date() }: MergeContext,
+  list = 'people',
 ): Promise<Map<number, MergeOutcome>> {
   const instanceId = tenant.instance.id;
   checkAddressLookups(
     records.map((record) => record.location),
     tenant.instance.plan,
   );
-  await applyLocations(records, instanceId, location, now());
-  const outcomes = await mergeRecords(peopleKind(tenant, store, options), records, options, now);
-  const applied = records.filter((record) => outcomes.get(record.index)?.status !== 'invalid');
+  try {
+    await applyLocations(records, instanceId, location, now());
+  } catch (error) {
+    throw new IncompleteMergeError(new Map(), error);
+  }
+  let outcomes = new Map<number, MergeOutcome>();
+  let stopped: IncompleteMergeError | undefined;
+  try {
+    outcomes = await mergeRecords(peopleKind(tenant, store, options, list), records, options, now);
+  } catch (error) {
+    if (!(error instanceof IncompleteMergeError)) throw error;
+    stopped = error;
+    outcomes = error.outcomes;
+  }
+  // Tags of the people written are registered even when the merge stopped part-way.
+  const applied = records.filter((record) => {
+    const status = outcomes.get(record.index)?.status;
+    return status === 'created' || status === 'merged';
+  });
   const tags = new Set(applied.flatMap((record) => record.tags));
-  if (tags.size > 0) await store.ensureTags(instanceId, [...tags]);
+  try {
+    if (tags.size > 0) await store.ensureTags(instanceId, [...tags]);
+  } catch (error) {
+    throw new IncompleteMergeError(outcomes, stopped?.cause ?? error);
+  }
+  if (stopped) throw stopped;
   return outcomes;
 }
 
@@ -98,19 +129,30 @@ function peopleKind(
   tenant: Tenant,
   store: PeopleStore,
   options: MergeOptions,
+  list: string,
 ): MergeKind<PreparedRecord, Person, CreatePlan, UpdatePlan> {
   const instanceId = tenant.instance.id;
   const source = tenant.dataSource.name;
   const isStored = (fieldId: string) => tenant.personFields.get(fieldId)?.stored ?? false;
   return {
-    list: 'people',
+    list,
     noun: 'person',
     idField: PERSON_ID,
     planCreate: (record, id, now) => planCreate(record, id, now, isStored),
     created: (plan) => ({ record: plan.person, claims: plan.claims }),
-    planUpdate: (before, record, now) =>
-      planUpdate(before, record, options.strategy === 1 ? 1 : 2, options.keyFields, now, isStored),
+    planUpdate: (before, record, now, guard) =>
+      planUpdate(
+        before,
+        record,
+        options.strategy === 1 ? 1 : 2,
+        options.keyFields,
+        now,
+        isStored,
+        guard,
+      ),
     updated: (plan) => plan,
+    overBudget: (person, index) =>
+      overRecordBudget(`${list}[${index}]`, 'person', person.fields, person.tags),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getPeople(instanceId, ids, consistent),
     create: (plan) => store.createPerson(instanceId, plan, source),

@@ -5,6 +5,7 @@ import { isId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 import { LocationInput } from '../location.js';
 import { claimChanges, planFieldChanges } from '../merge/field-changes.js';
+import { MAX_TAGS_PER_PERSON } from '../merge/record-budget.js';
 import { findRecordId, type MergeRecord } from '../merge/merge-engine.js';
 import { SEARCH_INDEXES, searchTokens, TOKEN_SOURCES, type SearchTokens } from './person-index.js';
 import { formatPath } from '../validation.js';
@@ -175,7 +176,7 @@ export function planCreate(
   }
   return {
     kind: 'create',
-    person: { id, fields, tags: record.tags, created_at: now, updated_at: now },
+    person: { id, fields, tags: record.tags, created_at: now, updated_at: now, version: 1 },
     claims: claimsOf(fields, [...record.claims.keys()]),
     activities,
     subscribed,
@@ -190,11 +191,20 @@ export interface UpdatePlan {
   sets: Record<string, FieldValue>;
   /** Fields written only where the person has no value (strategy 1, or clear_fields false). */
   setsIfAbsent: Record<string, FieldValue>;
+  /** Fields cleared (`null`) that the person held when read. */
   removes: string[];
+  /** Fields cleared that the person did not hold when read: removed again, harmlessly. */
+  clears: string[];
+  /** Tags the person did not have when read. */
   addTags: string[];
+  /** Tags of `unset_tags` the person had when read. */
   removeTags: string[];
+  /** Every tag of `unset_tags`: the write removes them all, whatever the read saw. */
+  unsetTags: string[];
   /** Values the write is conditioned on: the plan is only right if they have not changed. */
   expected: Record<string, FieldValue | undefined>;
+  /** When tags are added: the write requires the person to hold at most this many before it. */
+  tagRoom?: number;
   claimsAdded: Map<string, string>;
   claimsReleased: Map<string, string>;
   activities: RecordedActivity[];
@@ -206,7 +216,9 @@ export interface UpdatePlan {
 /**
  * Merges a record into an existing person under strategy 1 (append only) or 2 (overwrite;
  * `null` clears; `clear_fields` can protect single fields). Returns `undefined` when nothing
- * would change, so that no write is made.
+ * would change, so that no write is made. `before` comes from a strongly consistent read;
+ * `guard` names fields whose values the write is conditioned on (the key the person was
+ * found by), so an update never lands on a person who gave the key up meanwhile.
  */
 export function planUpdate(
   before: Person,
@@ -215,11 +227,13 @@ export function planUpdate(
   keyFields: readonly string[],
   now: string,
   isStored: (fieldId: string) => boolean,
+  guard: readonly string[] = [],
 ): UpdatePlan | undefined {
   const {
     sets,
     setsIfAbsent,
     removes,
+    clears,
     after: afterFields,
   } = planFieldChanges(before.fields, record.values, strategy, record.overwrite, isStored);
   const addTags = record.tags.filter((tag) => !before.tags.includes(tag));
@@ -228,6 +242,7 @@ export function planUpdate(
   if (changed.length === 0 && addTags.length === 0 && removeTags.length === 0) return undefined;
 
   const expected: Record<string, FieldValue | undefined> = {};
+  for (const field of guard) expected[field] = before.fields[field];
   const activities: RecordedActivity[] = [];
   let subscriberDelta = 0;
   for (const [field, on, off] of [
@@ -262,17 +277,30 @@ export function planUpdate(
     if (field in sets || removes.includes(field)) continue;
     expected[field] = before.fields[field];
   }
-  const tags = [...before.tags.filter((tag) => !removeTags.includes(tag)), ...addTags];
+  // Clearing again what was absent must not remove a key or a token source set meanwhile
+  // (its claim or index entry would be left behind): those clears require it still absent.
+  const derived = new Set([...keyFields, ...Object.values(TOKEN_SOURCES).flat()]);
+  for (const field of clears) if (derived.has(field)) expected[field] = undefined;
+  const tags = [...before.tags.filter((tag) => !record.unsetTags.includes(tag)), ...addTags];
   return {
     kind: 'update',
     before,
-    after: { ...before, fields: afterFields, tags, updated_at: now },
+    after: {
+      ...before,
+      fields: afterFields,
+      tags,
+      updated_at: now,
+      ...(before.version !== undefined ? { version: before.version + 1 } : {}),
+    },
     sets,
     setsIfAbsent,
     removes,
+    clears,
     addTags,
     removeTags,
+    unsetTags: record.unsetTags,
     expected,
+    ...(addTags.length > 0 ? { tagRoom: MAX_TAGS_PER_PERSON - addTags.length } : {}),
     claimsAdded,
     claimsReleased,
     activities,

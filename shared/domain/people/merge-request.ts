@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
-import { keyFieldsOf, PERSON_ID } from './person.js';
+import { keyFieldsOf, mergeKeysOf, PERSON_ID } from './person.js';
 import type { Tenant } from '../tenancy.js';
 
 /** The merge preferences a request may give instead of its data source's. */
@@ -39,9 +39,9 @@ import type { MergeOptions } from '../merge/merge-engine.js';
 
 /**
  * The merge preferences of a request: its own `merge_by` and strategies, or the data
- * source's. Merge fields must be key fields of the instance (email, external ID, or a field
- * a data source merges by), since only their values are kept unique and findable; merging
- * by ID must be exactly `["str::person_id"]`.
+ * source's. Merge fields must be merge keys of the instance (email, external ID, or a custom
+ * field declared unique whose values have all been claimed), since only their values are
+ * kept unique and findable; merging by ID must be exactly `["str::person_id"]`.
  */
 export function mergeOptions(
   request: Pick<
@@ -53,6 +53,7 @@ export function mergeOptions(
   const source = tenant.dataSource;
   const mergeBy = request.merge_by ?? source.merge_by;
   const keyFields = keyFieldsOf(tenant.instance);
+  const mergeKeys = mergeKeysOf(tenant.instance);
   const byId = mergeBy.includes(PERSON_ID);
   if (byId && mergeBy.length !== 1) {
     throw new ValidationError('merge_by: to merge by ID it must be exactly ["str::person_id"]', [
@@ -61,8 +62,10 @@ export function mergeOptions(
   }
   if (!byId) {
     mergeBy.forEach((fieldId, index) => {
-      if (!keyFields.includes(fieldId)) {
-        const problem = `"${fieldId}" cannot be a merge field (use one of ${keyFields.join(', ')} or str::person_id)`;
+      if (!mergeKeys.includes(fieldId)) {
+        const problem = keyFields.includes(fieldId)
+          ? `"${fieldId}" is being made unique (the values people hold are being claimed); it can be merged by once the configuration has been applied`
+          : `"${fieldId}" cannot be a merge field: its values are not unique per instance (use one of ${mergeKeys.join(', ')}, str::person_id, or declare the field "unique": true)`;
         throw new ValidationError(`merge_by[${index}]: ${problem}`, [
           { field: `merge_by[${index}]`, error: problem },
         ]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import type { CursorCodec } from '../cursor.js';
 import { ValidationError } from '../errors.js';
 import { ID_PATTERN } from '../ids.js';
 
@@ -34,14 +34,21 @@ export interface ActivityReader {
   ): Promise<{ activities: ActivityView[]; next?: string }>;
 }
 
-const Cursor = z.object({ v: z.literal(1), before: z.string().min(1) });
+const Cursor = z.object({ v: z.literal(2), person: z.string(), before: z.string().min(1) });
 
 export async function getPersonActivities(
   request: PersonActivitiesRequest,
   instanceId: string,
   reader: ActivityReader,
+  cursors: CursorCodec,
 ) {
-  const before = request.cursor_id ? decodeCursor(Cursor, request.cursor_id).before : undefined;
+  const cursor = request.cursor_id ? cursors.decode(Cursor, request.cursor_id) : undefined;
+  if (cursor && cursor.person !== request.person_id) {
+    throw new ValidationError('cursor_id: it was issued for another person', [
+      { field: 'cursor_id', error: 'issued for another person' },
+    ]);
+  }
+  const before = cursor?.before;
   if (!(await reader.personExists(instanceId, request.person_id))) {
     throw new ValidationError(`person_id: no person ${request.person_id} in this instance`, [
       { field: 'person_id', error: 'not found' },
@@ -54,7 +61,9 @@ export async function getPersonActivities(
   });
   return {
     activities: page.activities,
-    cursor_id: page.next ? encodeCursor({ v: 1, before: page.next }) : null,
+    cursor_id: page.next
+      ? cursors.encode({ v: 2, person: request.person_id, before: page.next })
+      : null,
     has_more: page.next !== undefined,
   };
 }

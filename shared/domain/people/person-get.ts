@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import type { CursorCodec } from '../cursor.js';
 import { ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
@@ -52,7 +52,8 @@ export interface PersonListing {
     after: string | undefined,
     count: number,
   ): Promise<{ keys: string[]; hasMore: boolean }>;
-  countSearch(instanceId: string, q: string): Promise<number>;
+  /** How many people match a search, counting at most `cap` (so the cost is bounded). */
+  countSearch(instanceId: string, q: string, cap: number): Promise<number>;
   /** Every person ID of the instance (for filters and sorts no index answers). */
   allIds(instanceId: string): Promise<string[]>;
   getPeople(instanceId: string, ids: string[]): Promise<Map<string, Person>>;
@@ -64,16 +65,29 @@ export interface PersonListing {
 /** Filters and sorts that no index answers read the whole instance: up to this many people. */
 export const MAX_SCANNED_PEOPLE = 20_000;
 
+/**
+ * `total_matches` of a `q` search is counted on its first page, at most this far (beyond,
+ * it reports this number), and carried in the cursor: a later page costs the same whatever
+ * the number of people.
+ */
+export const MAX_COUNTED_MATCHES = 10_000;
+
 const Cursor = z.discriminatedUnion('mode', [
   z.object({
-    v: z.literal(2),
+    v: z.literal(3),
     mode: z.literal('index'),
     index: z.enum(['list', 'email', 'first', 'last']),
     order: z.enum(['asc', 'desc']),
     after: z.string().min(1),
   }),
-  z.object({ v: z.literal(2), mode: z.literal('search'), q: z.string(), after: z.string().min(1) }),
-  z.object({ v: z.literal(2), mode: z.literal('scan'), offset: z.number().int().min(0) }),
+  z.object({
+    v: z.literal(3),
+    mode: z.literal('search'),
+    q: z.string(),
+    after: z.string().min(1),
+    matches: z.number().int().min(0),
+  }),
+  z.object({ v: z.literal(3), mode: z.literal('scan'), offset: z.number().int().min(0) }),
 ]);
 type Cursor = z.infer<typeof Cursor>;
 
@@ -111,9 +125,13 @@ export function projectPerson(person: Person, fields: string[]) {
     : { id: person.id };
 }
 
-function cursorFor(request: PersonGetRequest, expected: Cursor['mode']): Cursor | undefined {
+function cursorFor(
+  request: PersonGetRequest,
+  expected: Cursor['mode'],
+  cursors: CursorCodec,
+): Cursor | undefined {
   if (request.cursor_id === undefined) return undefined;
-  const cursor = decodeCursor(Cursor, request.cursor_id);
+  const cursor = cursors.decode(Cursor, request.cursor_id);
   if (cursor.mode !== expected) {
     throw new ValidationError(
       'cursor_id: it belongs to a listing with other q, filter or sort settings',
@@ -132,7 +150,12 @@ type Found = { ids: string[]; hasMore: boolean; cursor: Cursor; matches?: number
  * `filter`, or a sort by any other field, reads the whole instance (at most 20,000 people).
  * An `offset` without a cursor is walked from the start.
  */
-export async function getPeople(request: PersonGetRequest, tenant: Tenant, listing: PersonListing) {
+export async function getPeople(
+  request: PersonGetRequest,
+  tenant: Tenant,
+  listing: PersonListing,
+  cursors: CursorCodec,
+) {
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
   const q = request.q?.trim() ? request.q : undefined;
@@ -150,11 +173,11 @@ export async function getPeople(request: PersonGetRequest, tenant: Tenant, listi
 
   let found: Found;
   if (!predicate && !q && sortIndex) {
-    found = await fromIndex(request, listing, instanceId, sortIndex);
+    found = await fromIndex(request, listing, instanceId, sortIndex, cursors);
   } else if (!predicate && q && !sortField) {
-    found = await fromSearch(request, listing, instanceId, q);
+    found = await fromSearch(request, listing, instanceId, q, cursors);
   } else {
-    found = await fromScan(request, listing, instanceId, (await totals).contacts, {
+    found = await fromScan(request, listing, instanceId, (await totals).contacts, cursors, {
       q,
       predicate,
       sortField,
@@ -177,7 +200,7 @@ export async function getPeople(request: PersonGetRequest, tenant: Tenant, listi
     },
     offset: request.offset,
     next_offset: request.offset + found.ids.length,
-    cursor_id: encodeCursor(found.cursor),
+    cursor_id: cursors.encode(found.cursor),
     has_more: found.hasMore,
   };
 }
@@ -190,9 +213,10 @@ async function fromIndex(
   listing: PersonListing,
   instanceId: string,
   index: ListIndex,
+  cursors: CursorCodec,
 ): Promise<Found> {
   const order = request.sort_order;
-  const cursor = cursorFor(request, 'index');
+  const cursor = cursorFor(request, 'index', cursors);
   if (cursor?.mode === 'index' && (cursor.index !== index || cursor.order !== order)) {
     throw new ValidationError('cursor_id: it was issued for another sort', [
       { field: 'cursor_id', error: 'issued for another sort' },
@@ -205,7 +229,7 @@ async function fromIndex(
   return {
     ids: keys.map(idOf),
     hasMore: page.hasMore,
-    cursor: { v: 2, mode: 'index', index, order, after: keys.at(-1) ?? after ?? END[order] },
+    cursor: { v: 3, mode: 'index', index, order, after: keys.at(-1) ?? after ?? END[order] },
   };
 }
 
@@ -214,8 +238,9 @@ async function fromSearch(
   listing: PersonListing,
   instanceId: string,
   q: string,
+  cursors: CursorCodec,
 ): Promise<Found> {
-  const cursor = cursorFor(request, 'search');
+  const cursor = cursorFor(request, 'search', cursors);
   if (cursor?.mode === 'search' && cursor.q !== q) {
     throw new ValidationError('cursor_id: it was issued for another q', [
       { field: 'cursor_id', error: 'issued for another q' },
@@ -223,16 +248,19 @@ async function fromSearch(
   }
   const after = cursor?.mode === 'search' ? cursor.after : undefined;
   const skip = cursor ? 0 : request.offset;
+  // Counted once, on the first page, and carried in the cursor.
   const [page, matches] = await Promise.all([
     listing.searchPage(instanceId, q, after, skip + request.limit),
-    listing.countSearch(instanceId, q),
+    cursor?.mode === 'search'
+      ? cursor.matches
+      : listing.countSearch(instanceId, q, MAX_COUNTED_MATCHES),
   ]);
   const keys = page.keys.slice(skip);
   return {
     ids: keys.map(idOf),
     hasMore: page.hasMore,
     matches,
-    cursor: { v: 2, mode: 'search', q, after: keys.at(-1) ?? after ?? END.asc },
+    cursor: { v: 3, mode: 'search', q, after: keys.at(-1) ?? after ?? END.asc, matches },
   };
 }
 
@@ -248,6 +276,7 @@ async function fromScan(
   listing: PersonListing,
   instanceId: string,
   size: number,
+  cursors: CursorCodec,
   options: ScanOptions,
 ): Promise<Found> {
   if (size > MAX_SCANNED_PEOPLE) {
@@ -261,7 +290,7 @@ async function fromScan(
       ],
     );
   }
-  const cursor = cursorFor(request, 'scan');
+  const cursor = cursorFor(request, 'scan', cursors);
   const offset = cursor?.mode === 'scan' ? cursor.offset : request.offset;
   const everyone = await listing.getPeople(instanceId, await listing.allIds(instanceId));
   const prefix = options.q ? searchRange(options.q).from : undefined;
@@ -284,7 +313,7 @@ async function fromScan(
     ids,
     hasMore: offset + ids.length < matches.length,
     matches: matches.length,
-    cursor: { v: 2, mode: 'scan', offset: offset + ids.length },
+    cursor: { v: 3, mode: 'scan', offset: offset + ids.length },
   };
 }
 

@@ -9,6 +9,8 @@ export interface Person {
   organization_id?: string;
   created_at: string;
   updated_at: string;
+  /** Counts the writes of the person: a whole-state write is conditioned on it. */
+  version?: number;
 }
 
 export const EMAIL = 'str::email';
@@ -18,16 +20,21 @@ export const EMAIL_PERMISSION = 'bol::p';
 export const SMS_PERMISSION = 'bol::sp';
 
 /**
- * The fields whose values identify a person and are unique per instance: email, external ID
- * and every field a data source of the instance merges by. Each value a person holds for
- * them is claimed with a conditional write, so two people can never hold the same one.
+ * The fields whose values are unique per instance: email, external ID and the custom fields
+ * declared unique (also while their existing values are still being claimed). Each value a
+ * person holds for them is claimed with a conditional write in the transaction that writes
+ * it, so two people can never come to hold the same one.
  */
 export function keyFieldsOf(instance: InstanceSchema): string[] {
-  const fields = new Set([EMAIL, EXTERNAL_ID]);
-  for (const source of instance.data_sources) {
-    for (const field of source.merge_by) if (field !== PERSON_ID) fields.add(field);
-  }
-  return [...fields];
+  return [EMAIL, EXTERNAL_ID, ...Object.keys(instance.key_fields ?? {})];
+}
+
+/** The fields a person can be merged by (with `str::person_id` alone): unique fields once claimed. */
+export function mergeKeysOf(instance: InstanceSchema): string[] {
+  const active = Object.entries(instance.key_fields ?? {}).filter(
+    ([, state]) => state === 'active',
+  );
+  return [EMAIL, EXTERNAL_ID, ...active.map(([field]) => field)];
 }
 
 export { claimsOf, normalizeKey } from '../merge/field-changes.js';

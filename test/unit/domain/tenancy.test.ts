@@ -44,6 +44,14 @@ class MemoryDirectory implements TenantDirectory, ConfigurationWriter {
     for (const marker of markers) this.keys.set(marker.key_hash, marker);
     return Promise.resolve();
   }
+  setKeyFieldState(instanceId: string, field: string, state: 'claiming' | 'active') {
+    const instance = this.instances.get(instanceId);
+    if (instance) instance.key_fields = { ...instance.key_fields, [field]: state };
+    return Promise.resolve();
+  }
+  ensureSigningSecret() {
+    return Promise.resolve();
+  }
 }
 
 const file = parseConfigurationFile({
@@ -143,7 +151,13 @@ describe('applying a configuration', () => {
   it('writes the instances of the region and markers for the others', async () => {
     const writer = new MemoryDirectory();
     const summary = await applyConfiguration(file, 'au', writer);
-    expect(summary).toEqual({ region: 'au', instances: ['koala'], foreignKeys: 1 });
+    expect(summary).toEqual({
+      region: 'au',
+      instances: ['koala'],
+      foreignKeys: 1,
+      claimed: [],
+      released: [],
+    });
     expect(writer.keys.get(hashApiKey('acme-key'))).toEqual({
       key_hash: hashApiKey('acme-key'),
       data_source: 'Web',

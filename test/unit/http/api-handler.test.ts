@@ -3,12 +3,14 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { z } from 'zod';
 import {
   InvalidTimeZoneError,
+  ServiceUnavailableError,
   UnknownApiKeyError,
   ValidationError,
 } from '../../../shared/domain/errors.js';
 import { apiHandler, publicHandler } from '../../../shared/http/api-handler.js';
 import { findRoute } from '../../../shared/routes.js';
 import { testTenant } from '../fixtures.js';
+import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 
 const tenant = testTenant();
 
@@ -52,8 +54,10 @@ const context = {
 
 function setup(
   run: (body: { people: unknown[] }) => Promise<unknown> = (body) => Promise.resolve(body),
+  idempotency = new MemoryIdempotencyStore(),
 ) {
   const seenKeys: (string | undefined)[] = [];
+  let runs = 0;
   const handler = apiHandler(
     findRoute('POST /v1/person/merge'),
     {
@@ -62,10 +66,14 @@ function setup(
         return key === 'good' ? Promise.resolve(tenant) : Promise.reject(new UnknownApiKeyError());
       },
       body: z.object({ people: z.array(z.unknown()).min(1).max(100) }),
+      idempotency,
     },
-    async ({ body }) => ({ body: await run(body) }),
+    async ({ body }) => {
+      runs += 1;
+      return { body: await run(body) };
+    },
   );
-  return { handler, seenKeys };
+  return { handler, seenKeys, idempotency, runs: () => runs };
 }
 
 function parse(response: { body: string }) {
@@ -183,5 +191,104 @@ describe('the HTTP stack', () => {
     const response = await handler(event(undefined), context);
     expect(response.statusCode).toBe(200);
     expect(parse(response)).toEqual({ status: 'ok' });
+  });
+
+  it('answers 503 with Retry-After when the store stays unavailable', async () => {
+    const { handler } = setup(() =>
+      Promise.reject(
+        new ServiceUnavailableError('store down', [{ index: 0, status: 'not_applied' }], 3),
+      ),
+    );
+    const response = await handler(event('{"people":[1]}', { 'x-api-key': 'good' }), context);
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toBe('3');
+    expect(parse(response)).toMatchObject({
+      code: 503,
+      details: [{ index: 0, status: 'not_applied' }],
+    });
+  });
+});
+
+describe('Idempotency-Key', () => {
+  const withKey = (body: string, key = 'k-1') =>
+    event(body, { 'x-api-key': 'good', 'idempotency-key': key });
+
+  it('replays the first answer to a repeat without running it again', async () => {
+    const { handler, runs } = setup();
+    const first = await handler(withKey('{"people":[{"a":1}]}'), context);
+    // The same request spelled differently (whitespace, key order) is the same request.
+    const again = await handler(withKey('{ "people" : [ { "a" : 1 } ] }'), context);
+    expect(first.statusCode).toBe(200);
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toBe(first.body);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect(runs()).toBe(1);
+  });
+
+  it('refuses the same key with another body (422) and keeps the first answer', async () => {
+    const { handler, runs } = setup();
+    await handler(withKey('{"people":[1]}'), context);
+    const other = await handler(withKey('{"people":[2]}'), context);
+    expect(other.statusCode).toBe(422);
+    expect(parse(other)).toMatchObject({
+      code: 422,
+      error: expect.stringMatching(/^Idempotency-Key: /) as unknown,
+    });
+    expect(runs()).toBe(1);
+    const again = await handler(withKey('{"people":[1]}'), context);
+    expect(parse(again)).toEqual({ people: [1] });
+  });
+
+  it('answers 409 to a repeat while the first is still running', async () => {
+    let finish: () => void = () => undefined;
+    const { handler } = setup(
+      (body) =>
+        new Promise((resolve) => {
+          finish = () => {
+            resolve(body);
+          };
+        }),
+    );
+    const first = handler(withKey('{"people":[1]}'), context);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const concurrent = await handler(withKey('{"people":[1]}'), context);
+    expect(concurrent.statusCode).toBe(409);
+    finish();
+    expect((await first).statusCode).toBe(200);
+  });
+
+  it('forgets a 5xx answer so that the retry runs, and keeps a 4xx one', async () => {
+    let fail = true;
+    const { handler, runs } = setup((body) =>
+      fail ? Promise.reject(new ServiceUnavailableError('down')) : Promise.resolve(body),
+    );
+    expect((await handler(withKey('{"people":[1]}'), context)).statusCode).toBe(503);
+    fail = false;
+    expect((await handler(withKey('{"people":[1]}'), context)).statusCode).toBe(200);
+    expect(runs()).toBe(2);
+
+    const refused = setup(() => Promise.reject(new ValidationError('people[0]: bad')));
+    const first = await refused.handler(withKey('{"people":[1]}', 'k-2'), context);
+    const repeat = await refused.handler(withKey('{"people":[1]}', 'k-2'), context);
+    expect([first.statusCode, repeat.statusCode]).toEqual([400, 400]);
+    expect(repeat.headers['idempotent-replayed']).toBe('true');
+    expect(refused.runs()).toBe(1);
+  });
+
+  it('keeps keys per instance', async () => {
+    const store = new MemoryIdempotencyStore();
+    const { handler, runs } = setup(undefined, store);
+    await handler(withKey('{"people":[1]}'), context);
+    const [id] = [...store.records.keys()];
+    expect(id).toMatch(new RegExp(`^${tenant.instance.id}#`));
+    expect(runs()).toBe(1);
+  });
+
+  it('refuses a malformed key naming the header', async () => {
+    const { handler } = setup();
+    const response = await handler(withKey('{"people":[1]}', 'has space'), context);
+    expect(response.statusCode).toBe(400);
+    expect(parse(response).error).toMatch(/^Idempotency-Key: /);
   });
 });

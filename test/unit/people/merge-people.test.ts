@@ -13,7 +13,8 @@ const tenant = testTenant({
     { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
     { name: 'Crm', merge_by: ['str:cm:crm-id', 'str::email'], merge_strategy: 2, find_strategy: 0 },
   ],
-  person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID' }],
+  person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID', unique: true }],
+  key_fields: { 'str:cm:crm-id': 'active' },
 });
 const { instance } = tenant;
 

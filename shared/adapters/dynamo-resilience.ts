@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ServiceUnavailableError } from '../domain/errors.js';
+import { logger } from '../lib/logger.js';
+import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
+
+/**
+ * Retries of every DynamoDB call beyond the SDK's own few attempts, within the time budget
+ * of the request (`shared/lib/time-budget.ts`), with exponential backoff and full jitter.
+ * One middleware on the client, above the SDK's retry layer, so that every call of every
+ * store is covered the same way:
+ *
+ * - **busy**: the call was refused and changed nothing: throttling, a transaction cancelled
+ *   only by conflicts with other transactions (`TransactionConflict`), a single-item write
+ *   that met a transaction. Retried for every command.
+ * - **unavailable**: the store failed or could not be reached, so a write may or may not
+ *   have happened. Retried only where repeating is safe: reads, and transactions, which
+ *   keep their `ClientRequestToken` (DynamoDB applies a token once within ten minutes).
+ *
+ * When the budget runs out the call fails with `ServiceUnavailableError` (503 with
+ * `Retry-After`). Anything else (a failed condition, a validation error) is the caller's.
+ */
+const THROTTLING = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'TooManyRequestsException',
+  'LimitExceededException',
+]);
+
+/** Cancellation reasons that mean "nothing was applied; the same transaction may succeed later". */
+const TRANSIENT_REASONS = new Set([
+  'None',
+  'TransactionConflict',
+  'ThrottlingError',
+  'ProvisionedThroughputExceeded',
+]);
+
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Commands whose repetition cannot apply anything twice. */
+const REPEATABLE = new Set([
+  'GetItemCommand',
+  'BatchGetItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'TransactGetItemsCommand',
+  'TransactWriteItemsCommand',
+  'DescribeTableCommand',
+]);
+
+export type StoreFailure = 'busy' | 'unavailable';
+
+interface SdkError {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+  CancellationReasons?: { Code?: string }[];
+  cause?: unknown;
+}
+
+/** What kind of store failure an error is, if it is one (see above). */
+export function classifyStoreError(error: unknown): StoreFailure | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const e = error as SdkError;
+  if (e.name !== undefined && THROTTLING.has(e.name)) return 'busy';
+  if (e.$metadata?.httpStatusCode === 429) return 'busy';
+  if (e.name === 'TransactionConflictException' || e.name === 'TransactionInProgressException') {
+    return 'busy';
+  }
+  if (e.name === 'TransactionCanceledException') {
+    const codes = (e.CancellationReasons ?? []).map((reason) => reason.Code ?? 'None');
+    const busy = codes.some((code) => code !== 'None');
+    return busy && codes.every((code) => TRANSIENT_REASONS.has(code)) ? 'busy' : undefined;
+  }
+  if (e.name === 'ServiceUnavailableError') return undefined; // already ours
+  const status = e.$metadata?.httpStatusCode ?? 0;
+  if (status >= 500) return 'unavailable';
+  if (e.code !== undefined && NETWORK_CODES.has(e.code)) return 'unavailable';
+  if (e.name === 'TimeoutError' || e.name === 'RequestTimeout' || e.name === 'AbortError') {
+    return 'unavailable';
+  }
+  if (e.cause !== undefined && e.cause !== error) return classifyStoreError(e.cause);
+  return undefined;
+}
+
+function unavailable(command: string, error: unknown): ServiceUnavailableError {
+  logger.warn('DynamoDB stayed unavailable through the retry budget', {
+    command,
+    error: error as Error,
+  });
+  return new ServiceUnavailableError(
+    'The data store is overloaded or unavailable: nothing more of this request was written; try again shortly',
+  );
+}
+
+/** Installs the retries on a client (its document clients share its middleware stack). */
+export function addStoreRetries(client: DynamoDBClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (initial) => {
+      const command = context.commandName ?? 'unknown';
+      const deadline = currentDeadline();
+      const transaction = command === 'TransactWriteItemsCommand';
+      const withToken = (args: typeof initial) =>
+        ({ ...args, input: { ...args.input, ClientRequestToken: randomUUID() } }) as typeof initial;
+      let args = transaction ? withToken(initial) : initial;
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          return await next(args);
+        } catch (error) {
+          const failure = classifyStoreError(error);
+          if (failure === undefined) throw error;
+          if (failure === 'unavailable' && !REPEATABLE.has(command)) {
+            throw unavailable(command, error);
+          }
+          const wait = backoffMs(attempt);
+          if (!canWait(wait, deadline)) throw unavailable(command, error);
+          // A refused transaction changed nothing: the next attempt is a new one. After an
+          // unknown outcome the same token makes a repeat apply at most once.
+          if (transaction && failure === 'busy') args = withToken(args);
+          await sleep(wait);
+        }
+      }
+    },
+    { step: 'initialize', priority: 'high', name: 'cdpStoreRetries', override: true },
+  );
+}

@@ -1,0 +1,38 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/**
+ * How long the work of one request (or one queue batch) may keep retrying. The HTTP stack
+ * sets a deadline from the function's remaining time, minus the time needed to answer;
+ * retries anywhere below (the DynamoDB client, the merge engine, memberships) stop waiting
+ * once the next wait would pass it, so a request answers before API Gateway gives up and
+ * no write of it runs after the answer. Work outside any request (the admin CLI, a
+ * benchmark) gets `DEFAULT_BUDGET_MS` per retried call.
+ */
+const storage = new AsyncLocalStorage<{ deadline: number }>();
+
+export const DEFAULT_BUDGET_MS = 20_000;
+
+/** Runs `work` with a deadline (epoch milliseconds) that every retry below it honours. */
+export function withDeadline<T>(deadline: number, work: () => Promise<T>): Promise<T> {
+  return storage.run({ deadline }, work);
+}
+
+/** The current deadline; outside a budgeted run, `DEFAULT_BUDGET_MS` from `startedAt`. */
+export function currentDeadline(startedAt = Date.now()): number {
+  return storage.getStore()?.deadline ?? startedAt + DEFAULT_BUDGET_MS;
+}
+
+/** Whether waiting `ms` now still ends before the deadline. */
+export function canWait(ms: number, deadline = currentDeadline()): boolean {
+  return Date.now() + ms < deadline;
+}
+
+/**
+ * Exponential backoff with full jitter (a random wait up to `base · 2^attempt`, capped), so
+ * that many clients retrying at once spread out instead of colliding again.
+ */
+export function backoffMs(attempt: number, baseMs = 25, capMs = 1_000): number {
+  return Math.random() * Math.min(capMs, baseMs * 2 ** attempt);
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
