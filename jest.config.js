@@ -1,5 +1,6 @@
-// Three projects: unit (no network), integration (against the local stack that
-// the global setup starts) and infra (CDK template assertions).
+// Four projects: unit (no network), integration (against the local stack that the global
+// setup starts), integration-faults (the same against a stack with DynamoDB faults) and
+// infra (CDK template assertions).
 const swc = [
   '@swc/jest',
   {
@@ -30,6 +31,24 @@ export default {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
+      globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+    },
+    {
+      // The same suite against a stack whose DynamoDB calls meet conflicts, throttling and
+      // stale reads (CDP_FAULTS): the results must not change. Tests of the process, the
+      // CLI and the queue pollers, and those that inject faults themselves, run once.
+      ...common,
+      displayName: 'integration-faults',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      testPathIgnorePatterns: [
+        '/lifecycle\\.test\\.ts$',
+        '/admin\\.test\\.ts$',
+        '/queue-poller\\.test\\.ts$',
+        '/fault-injection\\.test\\.ts$',
+        '/store-faults\\.test\\.ts$',
+      ],
+      setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
+      globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
     },
     {

@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { createSqsClient } from '../shared/adapters/aws-clients.js';
+import { injectedFaults } from '../shared/adapters/dynamo-faults.js';
 import type { HttpHandler } from '../shared/http/api-handler.js';
 import { isRegion } from '../shared/domain/regions.js';
 import { queueUrlVariable } from '../shared/resources.js';
@@ -64,6 +65,11 @@ async function main(): Promise<void> {
   });
 
   const stop = () => {
+    if (process.env.CDP_FAULTS) {
+      console.log(
+        `cdp: DynamoDB faults injected in the ${region} region: ${JSON.stringify(injectedFaults())}`,
+      );
+    }
     server.close();
     server.closeAllConnections();
     void Promise.all(pollers.map((poller) => poller.stop())).finally(() => process.exit(0));

@@ -14,6 +14,8 @@ export interface StackSettings {
   dataDir: string;
   ephemeral: boolean;
   seedFile: string | undefined;
+  /** `CDP_FAULTS`: DynamoDB faults the API and workers meet (see dynamo-faults.ts). */
+  faults: string | undefined;
 }
 
 function portFrom(name: string, fallback: number): number {
@@ -36,6 +38,7 @@ export function readStackSettings(): StackSettings {
     dataDir: resolve(process.env.CDP_DATA_DIR ?? '.data'),
     ephemeral: process.env.CDP_EPHEMERAL === '1' || process.env.CDP_EPHEMERAL === 'true',
     seedFile: process.env.CDP_SEED_FILE || undefined,
+    faults: process.env.CDP_FAULTS?.trim() || undefined,
   };
 }
 

@@ -15,6 +15,7 @@ import {
 } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
+import { parseFaults } from '../shared/adapters/dynamo-faults.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
 import { CdpError } from '../shared/domain/errors.js';
 import {
@@ -239,6 +240,7 @@ function printBanner(settings: StackSettings, configuration: ConfigurationFile, 
     `  DynamoDB Local:           http://${settings.host}:${settings.dynamodbPort}`,
     `  SQS and S3 (fauxqs):      http://${settings.host}:${settings.sqsPort}`,
     `  Data: ${settings.ephemeral ? 'in memory (CDP_EPHEMERAL=1)' : relative(process.cwd(), settings.dataDir) || '.'}`,
+    ...(settings.faults ? [`  DynamoDB faults injected (CDP_FAULTS): ${settings.faults}`] : []),
     '',
   );
   if (keys) {
@@ -273,6 +275,13 @@ async function main(): Promise<void> {
     await checkPortFree(port, variable);
   }
   const { configuration, demoKeys } = loadConfiguration(settings);
+  if (settings.faults) {
+    try {
+      parseFaults(settings.faults);
+    } catch (error) {
+      throw new StartupError((error as Error).message);
+    }
+  }
   Object.assign(process.env, localAwsEnv(settings));
 
   const dynamodb = await startDynamoDb(settings);

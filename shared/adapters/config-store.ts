@@ -19,6 +19,8 @@ import {
 } from '../domain/instance-config.js';
 import { REGIONS, type Region } from '../domain/regions.js';
 import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
+import { ServiceUnavailableError } from '../domain/errors.js';
+import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import { batchWrite, type WriteRequest } from './dynamo-helpers.js';
 
@@ -66,7 +68,12 @@ export class DynamoConfigStore implements TenantDirectory {
 
   async findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
     const { Item } = await this.db.send(
-      new GetCommand({ TableName: this.table, Key: { pk: keyPk(keyHash), sk: 'KEY' } }),
+      // Strongly consistent: a key minted a moment ago works at once (a miss is cached).
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: keyPk(keyHash), sk: 'KEY' },
+        ConsistentRead: true,
+      }),
     );
     return Item ? ApiKeyItem.parse(Item) : undefined;
   }
@@ -158,6 +165,7 @@ export class DynamoConfigStore implements TenantDirectory {
       new GetCommand({
         TableName: this.table,
         Key: { pk: instancePk(instanceId), sk: `${kind.toUpperCase()}#${id}` },
+        ConsistentRead: true,
       }),
     );
     return Item ? StoredTemplate.parse(Item.template) : undefined;
@@ -256,7 +264,8 @@ export class DynamoConfigStore implements TenantDirectory {
     instanceId: string,
     definition: ActivityDefinitionConfig,
   ): Promise<boolean> {
-    for (let attempt = 0; attempt < 5; attempt += 1) {
+    const deadline = currentDeadline();
+    for (let attempt = 0; ; attempt += 1) {
       const { Item } = await this.db.send(
         new GetCommand({
           TableName: this.table,
@@ -285,8 +294,15 @@ export class DynamoConfigStore implements TenantDirectory {
         if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException'))
           throw error;
       }
+      // The configuration changed meanwhile (another definition, an apply): read it again.
+      const wait = backoffMs(attempt);
+      if (!canWait(wait, deadline)) {
+        throw new ServiceUnavailableError(
+          'The instance configuration kept changing concurrently; try again shortly',
+        );
+      }
+      await sleep(wait);
     }
-    throw new Error('the instance configuration kept changing; try again');
   }
 
   /** Stores a newly minted key (its hash) for a data source of an instance of this region. */
@@ -342,6 +358,7 @@ export class DynamoConfigStore implements TenantDirectory {
           TableName: this.table,
           KeyConditionExpression: 'pk = :pk',
           ExpressionAttributeValues: { ':pk': pk },
+          ConsistentRead: true,
           ExclusiveStartKey,
         }),
       );

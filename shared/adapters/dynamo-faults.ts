@@ -26,7 +26,8 @@ import { z } from 'zod';
  * made stale: index lag is not modelled.
  *
  * `CDP_FAULTS` turns it on for every DynamoDB client of the API, the workers and the admin
- * CLI: `conflict=0.2,throttle=0.1,stale=0.3[,window=1000]` (rates from 0 to 1).
+ * CLI: `conflict=0.2,throttle=0.1,stale=0.3[,window=1000][,only=people]` (rates from 0 to
+ * 1; `only` limits the faults to calls on tables whose name contains it).
  */
 export interface FaultRates {
   conflict: number;
@@ -34,6 +35,8 @@ export interface FaultRates {
   stale: number;
   /** How long after a write a stale read may still return the version before it. */
   windowMs: number;
+  /** Only calls that touch a table whose name contains this meet faults. */
+  only?: string;
 }
 
 const rate = z.coerce.number().min(0).max(1);
@@ -42,6 +45,10 @@ const FaultSpec = z.strictObject({
   throttle: rate.default(0),
   stale: rate.default(0),
   window: z.coerce.number().int().min(0).max(600_000).default(1000),
+  only: z
+    .string()
+    .regex(/^[a-z0-9-]+$/, 'expected part of a table name')
+    .optional(),
 });
 
 /** Parses `conflict=0.2,throttle=0.1,stale=0.3[,window=1000]`; throws naming what is wrong. */
@@ -63,8 +70,8 @@ export function parseFaults(spec: string): FaultRates {
       `CDP_FAULTS: ${issue?.path.join('.') || 'spec'}: ${issue?.message ?? 'invalid'} (expected conflict=, throttle=, stale= between 0 and 1, window= in ms)`,
     );
   }
-  const { conflict, throttle, stale, window } = parsed.data;
-  return { conflict, throttle, stale, windowMs: window };
+  const { conflict, throttle, stale, window, only } = parsed.data;
+  return { conflict, throttle, stale, windowMs: window, ...(only ? { only } : {}) };
 }
 
 /** What the injector did, for tests and for the log of a faulty run. */
@@ -100,16 +107,46 @@ function plain(value: unknown): unknown {
   return value;
 }
 
+/**
+ * What the store held before recent writes, per item. Eventual consistency is the store's,
+ * not a client's: every client of the process shares one history, so a read through one
+ * function's client can be stale after a write through another's (as on AWS).
+ */
+export class VersionHistory {
+  readonly items = new Map<string, KeyHistory>();
+  readonly keyNames = new Map<string, string[]>();
+}
+
+const processHistory = new VersionHistory();
+
+/** Injectors installed from `CDP_FAULTS` in this process, for a summary of what they did. */
+const installed: FaultInjector[] = [];
+
+/** What every injector of the process injected so far. */
+export function injectedFaults(): FaultCounts {
+  const totals: FaultCounts = { throttled: 0, unprocessed: 0, conflicts: 0, stale: 0 };
+  for (const injector of installed) {
+    for (const name of Object.keys(totals) as (keyof FaultCounts)[]) {
+      totals[name] += injector.counts[name];
+    }
+  }
+  return totals;
+}
+
 export class FaultInjector {
   readonly counts: FaultCounts = { throttled: 0, unprocessed: 0, conflicts: 0, stale: 0 };
-  private readonly history = new Map<string, KeyHistory>();
-  private readonly keyNames = new Map<string, string[]>();
+  private readonly history: Map<string, KeyHistory>;
+  private readonly keyNames: Map<string, string[]>;
 
   constructor(
     readonly rates: FaultRates,
     private readonly random: () => number = Math.random,
     private readonly now: () => number = Date.now,
-  ) {}
+    versions: VersionHistory = processHistory,
+  ) {
+    this.history = versions.items;
+    this.keyNames = versions.keyNames;
+  }
 
   /** Adds the injector to a client's middleware stack, below the SDK's retries. */
   install(client: DynamoDBClient): this {
@@ -117,6 +154,7 @@ export class FaultInjector {
       (next, context) => async (args) => {
         const command = (context.commandName ?? '').replace(/Command$/, '');
         const input = args.input as Record<string, unknown>;
+        if (!this.targets(input)) return next(args);
         this.maybeRefuse(command, input);
         const result = await next(args);
         // The document client unmarshalls outputs before this middleware sees them.
@@ -134,6 +172,19 @@ export class FaultInjector {
       { step: 'finalizeRequest', priority: 'low', name: 'cdpFaultInjection', override: true },
     );
     return this;
+  }
+
+  /** Whether a call touches a table the faults are for. */
+  private targets(input: Record<string, unknown>): boolean {
+    const only = this.rates.only;
+    if (only === undefined) return true;
+    const tables = new Set<string>();
+    if (typeof input.TableName === 'string') tables.add(input.TableName);
+    for (const table of Object.keys(input.RequestItems ?? {})) tables.add(table);
+    for (const entry of (input.TransactItems ?? []) as Record<string, { TableName?: string }>[]) {
+      for (const op of Object.values(entry)) if (op.TableName) tables.add(op.TableName);
+    }
+    return [...tables].some((table) => table.includes(only));
   }
 
   private chance(probability: number): boolean {
@@ -361,5 +412,7 @@ export function injectFaultsFromSpec(
   spec: string | undefined,
 ): FaultInjector | undefined {
   if (spec === undefined || spec.trim() === '') return undefined;
-  return new FaultInjector(parseFaults(spec)).install(client);
+  const injector = new FaultInjector(parseFaults(spec)).install(client);
+  installed.push(injector);
+  return injector;
 }

@@ -75,11 +75,11 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     protected readonly table: string,
   ) {}
 
-  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.table, instanceId, keys, consistent);
   }
 
-  async getOrganizations(instanceId: string, ids: string[], consistent = false) {
+  async getOrganizations(instanceId: string, ids: string[], consistent = true) {
     const items = await batchGet(
       this.db,
       this.table,

@@ -160,11 +160,12 @@ export class DynamoPeopleStore
     private readonly tables: PeopleTables,
   ) {}
 
-  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = false) {
+  findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.tables.people, instanceId, keys, consistent);
   }
 
-  async getPeople(instanceId: string, ids: string[], consistent = false) {
+  /** People by ID; strongly consistent unless asked otherwise (a client reads its own writes). */
+  async getPeople(instanceId: string, ids: string[], consistent = true) {
     const items = await batchGet(
       this.db,
       this.tables.people,
@@ -327,7 +328,7 @@ export class DynamoPeopleStore
     const items = tags.map((name) => ({ pk: `${instanceId}#T#${name}`, sk: 'T', name }));
     const keys = items.map(({ pk, sk }) => ({ pk, sk }));
     const existing = new Set(
-      (await batchGet(this.db, this.tables.people, keys)).map((item) => String(item.pk)),
+      (await batchGet(this.db, this.tables.people, keys, true)).map((item) => String(item.pk)),
     );
     const created_at = new Date().toISOString();
     await batchWrite(
@@ -614,6 +615,7 @@ export class DynamoPeopleStore
           ExpressionAttributeNames: x.names,
           ExpressionAttributeValues: x.values,
           ScanIndexForward: false,
+          ConsistentRead: true,
           Limit: options.limit + 1 - found.length,
           ExclusiveStartKey,
         }),

@@ -81,7 +81,7 @@ export async function findClaimOwners(
   table: string,
   instanceId: string,
   keys: ClaimKey[],
-  consistent = false,
+  consistent = true,
 ): Promise<Map<string, string>> {
   const items = await batchGet(
     db,

@@ -25,6 +25,11 @@ export const ApiEnv = z.object({
   CONFIG_TABLE: tableName,
   /** Idempotency records; functions that answer POST/PUT under /v1 need it. */
   REQUESTS_TABLE: tableName.optional(),
+  /**
+   * How long a container keeps key lookups and instance configuration (unknown keys at most
+   * 5 s). `admin apply --settle` waits this long before its second pass of claims.
+   */
+  CDP_CONFIG_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
   BASE_URL_DEFAULT: z.url(),
   BASE_URL_AU: z.url(),
   BASE_URL_EU: z.url(),

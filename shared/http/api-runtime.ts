@@ -21,7 +21,11 @@ import type { Authenticator } from './api-handler.js';
  */
 export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const db = createDocumentClient();
-  const directory = new CachedTenantDirectory(new DynamoConfigStore(db, env.CONFIG_TABLE));
+  const directory = new CachedTenantDirectory(
+    new DynamoConfigStore(db, env.CONFIG_TABLE),
+    env.CDP_CONFIG_CACHE_MS,
+    Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
+  );
   const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
   const authenticator: Authenticator = (apiKey) =>
     authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });

@@ -2,8 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { tableName } from '../../shared/resources.js';
 import { localOnlyEnv, run } from './cli.js';
-import { KEYS, TEST_STACK, call } from './stack.js';
+import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
 
 const env = localOnlyEnv({ DYNAMODB_PORT: String(TEST_STACK.dynamodbPort) });
 const admin = (...args: string[]) => run(['local/admin.ts', ...args], env);
@@ -125,5 +127,164 @@ describe('npm run admin -- apply', () => {
     const result = await admin('frobnicate');
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/unknown command "frobnicate"[\s\S]*usage:/);
+  });
+});
+
+describe('unique fields (merge keys by declaration)', () => {
+  const claims = (unique: boolean, mergeBy = ['str::email']) => ({
+    instances: [
+      {
+        id: 'claims',
+        name: 'Claims',
+        region: 'default',
+        data_sources: [{ name: 'Web', api_key: 'claims-key', merge_by: mergeBy }],
+        person_fields: [
+          { id: 'str:cm:member-no', name: 'Member number', ...(unique ? { unique } : {}) },
+        ],
+      },
+    ],
+  });
+  const mergeClaims = (body: Record<string, unknown>) =>
+    call('/v1/person/merge', { key: 'claims-key', body });
+
+  it('refuses a data source that merges by a field that is not unique, saying why', async () => {
+    const result = await admin('apply', configFile(claims(false, ['str:cm:member-no'])));
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('instances[0].data_sources[0].merge_by[0]');
+    expect(result.stderr).toContain('its values are not unique per instance');
+    const last = await admin('apply', configFile(claims(false, ['str::last'])));
+    expect(last.stderr).toContain('"str::last" cannot be a merge field');
+  });
+
+  it('claims the values people already hold, reports the shared ones, then merges by the field', async () => {
+    expect((await admin('apply', configFile(claims(false)))).code).toBe(0);
+    const people = [
+      { 'str::email': 'ann@claims.test', 'str:cm:member-no': 'M-1' },
+      { 'str::email': 'bob@claims.test', 'str:cm:member-no': 'M-2' },
+      { 'str::email': 'cid@claims.test', 'str:cm:member-no': 'M-2' },
+      { 'str::email': 'dee@claims.test' },
+    ];
+    const created = await mergeClaims({ people: people.map((fields) => ({ fields })) });
+    const ids = (created.body.people as { person_id: string }[]).map((p) => p.person_id);
+    // Not unique yet: merging by it is refused, saying why.
+    const early = await mergeClaims({
+      merge_by: ['str:cm:member-no'],
+      people: [{ fields: { 'str:cm:member-no': 'M-1' } }],
+    });
+    expect(early.status).toBe(400);
+    expect(early.body.error).toMatch(/merge_by\[0\]: "str:cm:member-no" cannot be a merge field/);
+
+    const applied = await admin('apply', configFile(claims(true)), '--settle', '0');
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain(
+      'claims: str:cm:member-no is now unique: 2 value(s) claimed; 1 value(s) held by several people:',
+    );
+    const shared = applied.stdout.split('\n').find((line) => line.includes('"M-2"')) ?? '';
+    expect(shared).toContain(ids[1]);
+    expect(shared).toContain(ids[2]);
+
+    // Merging by the field finds the people who hold the values.
+    const [byNumber] = (
+      await mergeClaims({
+        merge_by: ['str:cm:member-no'],
+        // Found by the number (not the email, a new one that Ann takes).
+        people: [{ fields: { 'str:cm:member-no': 'M-1', 'str::email': 'ann.new@claims.test' } }],
+      })
+    ).body.people as { person_id: string; status: string }[];
+    expect(byNumber).toEqual({ person_id: ids[0], status: 'merged' });
+    // A value someone holds cannot be given to another person.
+    const taken = await mergeClaims({
+      people: [
+        { fields: { 'str::email': 'dee@claims.test', 'str:cm:member-no': 'M-1' } },
+        { fields: { 'str::email': 'eve@claims.test' } },
+      ],
+    });
+    expect((taken.body.people as { status: string; error: string }[])[0]).toMatchObject({
+      status: 'invalid',
+      error: expect.stringContaining('already belongs to another person') as unknown,
+    });
+    // Both people who shared M-2 (one holds the claim, one does not) can change it (no wedge).
+    for (const email of ['bob@claims.test', 'cid@claims.test']) {
+      const [moved] = (
+        await mergeClaims({
+          people: [{ fields: { 'str::email': email, 'str:cm:member-no': `M-${email[0] ?? ''}` } }],
+        })
+      ).body.people as { status: string }[];
+      expect(moved?.status).toBe('merged');
+    }
+    // Applying again changes nothing and claims nothing new.
+    const again = await admin('apply', configFile(claims(true)), '--settle', '0');
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toContain('is now unique');
+  });
+
+  it('gives the claims back when the field is no longer unique', async () => {
+    const result = await admin('apply', configFile(claims(false)));
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /claims: str:cm:member-no is no longer unique: \d+ claim\(s\) given back/,
+    );
+    // Two people may now share a value.
+    const response = await mergeClaims({
+      people: [{ fields: { 'str::email': 'fay@claims.test', 'str:cm:member-no': 'M-1' } }],
+    });
+    expect((response.body.people as { status: string }[])[0]?.status).toBe('created');
+  });
+});
+
+describe('npm run admin -- repair counts', () => {
+  it('recomputes the counters of an instance from its data and reports the drift', async () => {
+    const { db } = stackDb();
+    // Counters that drifted (as if requests had died between their writes).
+    await db.send(
+      new UpdateCommand({
+        TableName: tableName('default', 'people'),
+        Key: { pk: 'pager#C', sk: '3' },
+        UpdateExpression: 'ADD contacts :five, subscribers :minus',
+        ExpressionAttributeValues: { ':five': 5, ':minus': -2 },
+      }),
+    );
+    const before = (await call('/v1/person/get', { key: KEYS.pager, body: { limit: 1 } })).body
+      .meta as { total_contacts: number; total_subscribers: number };
+    const result = await admin('repair', 'counts', '--instance', 'pager');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      `fixed contacts: was ${before.total_contacts}, counted ${before.total_contacts - 5}`,
+    );
+    expect(result.stdout).toContain(
+      `fixed subscribers: was ${before.total_subscribers}, counted ${before.total_subscribers + 2}`,
+    );
+    expect(result.stdout).toMatch(/Counters corrected: 2\./);
+    const after = (await call('/v1/person/get', { key: KEYS.pager, body: { limit: 1 } })).body
+      .meta as { total_contacts: number; total_subscribers: number };
+    expect(after.total_contacts).toBe(before.total_contacts - 5);
+    expect(after.total_subscribers).toBe(before.total_subscribers + 2);
+    // A second run finds nothing to fix.
+    const again = await admin('repair', 'counts', '--instance', 'pager');
+    expect(again.stdout).toMatch(/Counters corrected: 0\./);
+  });
+
+  it('corrects member counts left too high', async () => {
+    const { db } = stackDb();
+    const organization = await call('/v1/organizations/merge', {
+      key: KEYS.members,
+      body: {
+        merge_by: ['str:o:name'],
+        organizations: [{ fields: { 'str:o:name': `Drift ${Date.now()}` } }],
+      },
+    });
+    const id =
+      (organization.body.organizations as { organization_id: string }[])[0]?.organization_id ?? '';
+    await db.send(
+      new UpdateCommand({
+        TableName: tableName('default', 'organizations'),
+        Key: { pk: `members#O#${id}`, sk: 'O' },
+        UpdateExpression: 'ADD members :seven',
+        ExpressionAttributeValues: { ':seven': 7 },
+      }),
+    );
+    const result = await admin('repair', 'counts', '--instance', 'members');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`fixed members of ${id}: was 7, counted 0`);
   });
 });

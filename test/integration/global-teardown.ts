@@ -2,7 +2,17 @@
 import type { startStack } from './stack-process.ts';
 import { stopStack } from './stack-process.ts';
 
+/**
+ * Stops the stacks the global setups started. A stack with fault injection reports, per
+ * region, how many faults its functions met: shown here so a run proves they happened.
+ */
 export default async function globalTeardown(): Promise<void> {
-  const stack = (globalThis as { cdpStack?: ReturnType<typeof startStack> }).cdpStack;
-  if (stack) await stopStack(stack.child);
+  const stacks = (globalThis as { cdpStacks?: ReturnType<typeof startStack>[] }).cdpStacks ?? [];
+  const stopping = stacks.splice(0);
+  await Promise.all(stopping.map((stack) => stopStack(stack.child)));
+  for (const stack of stopping) {
+    for (const line of stack.output().split('\n')) {
+      if (line.includes('DynamoDB faults injected in the')) console.warn(line);
+    }
+  }
 }

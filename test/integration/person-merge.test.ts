@@ -205,14 +205,19 @@ describe('person merge: find strategies and merge keys', () => {
   it('find_strategy 1 does not fall through when the first field is given', async () => {
     const email = uniqueEmail();
     await mergeOne(key, { fields: { 'str::email': email } });
-    const entry = await mergeOne(
-      KEYS.peopleByEi,
-      { fields: { 'str::ei': `other-${email}`, 'str::email': email } },
-      { find_strategy: 1 },
-    );
-    // A new person would need the email, which another person holds.
-    expect(entry.status).toBe('invalid');
-    expect(entry.error).toMatch(
+    const response = await call('/v1/person/merge', {
+      key: KEYS.peopleByEi,
+      body: {
+        people: [{ fields: { 'str::ei': `other-${email}`, 'str::email': email } }],
+        find_strategy: 1,
+      },
+    });
+    // A new person would need the email, which another person holds: the only record is
+    // invalid, so the request is a 400.
+    expect(response.status).toBe(400);
+    const [entry] = response.body.details as { status: string; error: string }[];
+    expect(entry?.status).toBe('invalid');
+    expect(entry?.error).toMatch(
       /people\[0\]\.fields\.str::email: the value ".*" already belongs to another person/,
     );
   });
@@ -237,12 +242,21 @@ describe('person merge: find strategies and merge keys', () => {
     );
     expect(entry).toEqual({ person_id, status: 'merged' });
     expect(await fieldsOf(key, person_id ?? '', ['str::first'])).toEqual({ 'str::first': 'ById' });
-    const unknown = await mergeOne(
+    const unknown = await call('/v1/person/merge', {
       key,
-      { fields: { 'str::person_id': 'ffffffffffffffffffffffff' } },
-      { merge_by: ['str::person_id'] },
-    );
-    expect(unknown.status).toBe('invalid');
+      body: {
+        people: [{ fields: { 'str::person_id': 'ffffffffffffffffffffffff' } }],
+        merge_by: ['str::person_id'],
+      },
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.details).toEqual([
+      {
+        index: 0,
+        status: 'invalid',
+        error: 'people[0].fields.str::person_id: no person has this ID',
+      },
+    ]);
     const skipped = await mergeOne(
       key,
       { fields: { 'str::person_id': 'ffffffffffffffffffffffff' } },
@@ -287,11 +301,14 @@ describe('person merge: find strategies and merge keys', () => {
       status: 'merged',
     });
     // B's address cannot move to A.
-    const refused = await mergeOne(KEYS.peopleByEi, {
-      fields: { 'str::ei': `ei-${a}`, 'str::email': b },
+    const [refused] = await merge(KEYS.peopleByEi, {
+      people: [
+        { fields: { 'str::ei': `ei-${a}`, 'str::email': b } },
+        { fields: { 'str::email': uniqueEmail('beside') } },
+      ],
     });
-    expect(refused.status).toBe('invalid');
-    expect(refused.error).toContain(`already belongs to another person (${personB})`);
+    expect(refused?.status).toBe('invalid');
+    expect(refused?.error).toContain(`already belongs to another person (${personB})`);
     expect(await fieldsOf(key, personA ?? '', ['str::email'])).toEqual({ 'str::email': moved });
   });
 });

@@ -13,12 +13,28 @@ export interface StackPorts {
   sesPort: number;
 }
 
-export const TEST_STACK: StackPorts = {
+export const PLAIN_STACK: StackPorts = {
   port: 3900,
   dynamodbPort: 8900,
   sqsPort: 4966,
   sesPort: 8905,
 };
+
+/**
+ * The same suite also runs against a stack whose DynamoDB calls meet injected faults
+ * (jest project `integration-faults`): every result must be the same, only slower.
+ */
+export const FAULTS_STACK: StackPorts = {
+  port: 3920,
+  dynamodbPort: 8920,
+  sqsPort: 4986,
+  sesPort: 8925,
+};
+export const FAULTS = 'conflict=0.2,throttle=0.1,stale=0.3';
+
+/** The stack the tests of this jest project talk to (the project's setup file says which). */
+export const TEST_STACK: StackPorts =
+  process.env.CDP_TEST_STACK === 'faults' ? FAULTS_STACK : PLAIN_STACK;
 
 export const SEED_FILE = 'test/fixtures/seed.json';
 
@@ -39,6 +55,8 @@ export const KEYS = {
   members: 'test-key-members',
   tracker: 'test-key-tracker',
   trackerSkip: 'test-key-tracker-skip',
+  safety: 'test-key-safety',
+  wide: 'test-key-wide',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -49,6 +67,8 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     SQS_PORT: String(ports.sqsPort),
     SES_PORT: String(ports.sesPort),
     POWERTOOLS_LOG_LEVEL: 'SILENT',
+    // Configuration applied by a test reaches the functions at once.
+    CDP_CONFIG_CACHE_MS: '0',
     ...extra,
   };
 }

@@ -1,5 +1,8 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import type { Region } from '../../shared/domain/regions.js';
-import { baseUrl } from './stack-process.js';
+import { baseUrl, TEST_STACK } from './stack-process.js';
 
 export * from './stack-process.js';
 
@@ -38,4 +41,22 @@ export async function call(
     headers: response.headers,
     body: JSON.parse(text) as Record<string, unknown>,
   };
+}
+
+/**
+ * A DynamoDB client on the test stack's DynamoDB Local (no injected faults unless given), for
+ * tests that set up states no request can make, or look at what requests left behind.
+ */
+export function stackDb(faults = ''): {
+  base: DynamoDBClient;
+  db: DynamoDBDocumentClient;
+} {
+  Object.assign(process.env, {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${TEST_STACK.dynamodbPort}`,
+  });
+  const base = createDynamoDbClient();
+  return { base, db: createDocumentClient(base, faults) };
 }

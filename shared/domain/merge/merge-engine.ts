@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../errors.js';
+import { ValidationError, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
@@ -404,4 +404,21 @@ export function mergeDetails(
       ...(outcome.error ? { error: outcome.error } : {}),
     };
   });
+}
+
+/** A request whose every record ended invalid (nothing was written) is a 400 (DESIGN.md). */
+export function everyRecordInvalid<T extends { status: string; error?: string }>(
+  results: T[],
+  what: string,
+): T[] {
+  if (results.some((result) => result.status !== 'invalid')) return results;
+  const details = results.map((result, index) => ({
+    index,
+    status: 'invalid' as const,
+    error: result.error ?? 'invalid',
+  }));
+  throw new ValidationError(
+    `${what}: every record is invalid (${details[0]?.error ?? ''})`,
+    details,
+  );
 }

@@ -8,7 +8,7 @@
 export const MAX_TAGS_PER_PERSON = 500;
 
 /** Stored field values (and tags) of one person, organization or activity, as UTF-8 JSON. */
-export const MAX_RECORD_BYTES = 256 * 1024;
+export const MAX_RECORD_BYTES = 300 * 1024;
 
 export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');

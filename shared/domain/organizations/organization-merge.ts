@@ -4,6 +4,7 @@ import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { claimChanges, claimsOf, planFieldChanges } from '../merge/field-changes.js';
 import {
+  everyRecordInvalid,
   IncompleteMergeError,
   mergeDetails,
   mergeRecords,
@@ -264,9 +265,10 @@ export async function mergeOrganizations(
     if (!(error instanceof IncompleteMergeError)) throw error;
     throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'organization_id'));
   }
-  return records.map((record): OrganizationMergeResult => {
+  const results = records.map((record): OrganizationMergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
     return id ? { organization_id: id, ...outcome } : outcome;
   });
+  return everyRecordInvalid(results, 'No organization was merged');
 }

@@ -6,6 +6,7 @@ import {
   type LocationServices,
 } from '../location.js';
 import {
+  everyRecordInvalid,
   IncompleteMergeError,
   mergeDetails,
   mergeRecords,
@@ -74,11 +75,12 @@ export async function mergePeople(
     if (!(error instanceof IncompleteMergeError)) throw error;
     throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'person_id'));
   }
-  return records.map((record): MergeResult => {
+  const results = records.map((record): MergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
     return id ? { person_id: id, ...outcome } : outcome;
   });
+  return everyRecordInvalid(results, 'No person was merged');
 }
 
 /**

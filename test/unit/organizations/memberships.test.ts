@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { ValidationError } from '../../../shared/domain/errors.js';
+import { ServiceUnavailableError, ValidationError } from '../../../shared/domain/errors.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import {
   addMembers,
@@ -111,5 +111,48 @@ describe('memberships', () => {
     };
     await addMembers({ organization_id: ORG_A, inclusion_ids: [id(1), id(2)] }, tenant, port);
     expect(memory.members.get(ORG_A)).toBe(1);
+  });
+
+  it('gives back the room of people it could not link, and says who was linked', async () => {
+    const { memory, port } = store(40);
+    const everyone = Array.from({ length: 40 }, (_, n) => id(n + 1));
+    let links = 0;
+    const failing: MembershipStore = {
+      ...port,
+      link: (i, p, f, t) => {
+        links += 1;
+        return links > 5
+          ? Promise.reject(new ServiceUnavailableError('down'))
+          : port.link(i, p, f, t);
+      },
+    };
+    const error = await addMembers(
+      { organization_id: ORG_A, inclusion_ids: everyone },
+      tenant,
+      failing,
+    ).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    const details = (error as ServiceUnavailableError).details ?? [];
+    const linked = details.filter((d) => d.status === 'linked').map((d) => d.person_id);
+    expect(linked).toHaveLength(5);
+    expect(details.filter((d) => d.status === 'not_applied')).toHaveLength(35);
+    // The count holds exactly the people linked: the other 35 reserved places were given back.
+    expect(memory.members.get(ORG_A)).toBe(5);
+    expect(everyone.filter((p) => memory.links.get(p) === ORG_A)).toEqual(linked);
+  });
+
+  it('counts a person someone else moved out meanwhile as removed', async () => {
+    const { memory, port } = store(2);
+    await addMembers({ organization_id: ORG_A, inclusion_ids: [id(1), id(2)] }, tenant, port);
+    const moving: MembershipStore = {
+      ...port,
+      unlink: (i, p, f) => {
+        if (p === id(1)) memory.links.set(id(1), ORG_B); // moved elsewhere just before
+        return port.unlink(i, p, f);
+      },
+    };
+    await removeMembers({ organization_id: ORG_A, inclusion_ids: [id(1), id(2)] }, tenant, moving);
+    expect(memory.links.get(id(1))).toBe(ORG_B);
+    expect(memory.links.get(id(2))).toBeUndefined();
   });
 });

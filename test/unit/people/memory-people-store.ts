@@ -1,6 +1,7 @@
 import type { CreatePlan, UpdatePlan } from '../../../shared/domain/people/merge-plan.js';
 import {
   claimId,
+  ClaimNotHeldError,
   ClaimTakenError,
   RecordChangedError,
   type ClaimKey,
@@ -23,6 +24,9 @@ export class MemoryPeopleStore implements PeopleStore {
   subscribers = 0;
   /** Runs before the next write, once: lets a test play a concurrent request. */
   beforeNextWrite: (() => void) | undefined;
+  /** Fails a write (thrown before it happens) when it returns an error. */
+  failWrite: ((call: number) => Error | undefined) | undefined;
+  private writes = 0;
 
   private count(name: string) {
     this.calls[name] = (this.calls[name] ?? 0) + 1;
@@ -32,6 +36,9 @@ export class MemoryPeopleStore implements PeopleStore {
     const hook = this.beforeNextWrite;
     this.beforeNextWrite = undefined;
     hook?.();
+    this.writes += 1;
+    const failure = this.failWrite?.(this.writes);
+    if (failure) throw failure;
   }
 
   findClaimOwners(_instance: string, keys: ClaimKey[]) {
@@ -86,14 +93,27 @@ export class MemoryPeopleStore implements PeopleStore {
       return owner !== undefined && owner !== plan.before.id;
     });
     if (taken.length > 0) return Promise.reject(new ClaimTakenError(taken.map(([field]) => field)));
+    if (plan.tagRoom !== undefined && current.tags.length > plan.tagRoom) {
+      return Promise.reject(new RecordChangedError());
+    }
+    // A release deletes our claim or finds none; another person's claim fails the write.
+    const notHeld = [...plan.claimsReleased].filter(([field, value]) => {
+      const owner = this.claims.get(claimId(field, value));
+      return owner !== undefined && owner !== plan.before.id;
+    });
+    if (notHeld.length > 0) {
+      return Promise.reject(
+        new ClaimNotHeldError(notHeld.map(([field, value]) => ({ field, value }))),
+      );
+    }
     for (const [field, value] of plan.claimsReleased) this.claims.delete(claimId(field, value));
     for (const [field, value] of plan.claimsAdded)
       this.claims.set(claimId(field, value), plan.before.id);
     const fields = { ...current.fields, ...plan.sets };
     for (const [field, value] of Object.entries(plan.setsIfAbsent)) fields[field] ??= value;
-    for (const field of plan.removes) Reflect.deleteProperty(fields, field);
+    for (const field of [...plan.removes, ...plan.clears]) Reflect.deleteProperty(fields, field);
     const tags = [
-      ...current.tags.filter((t) => !plan.removeTags.includes(t)),
+      ...current.tags.filter((t) => !plan.unsetTags.includes(t)),
       ...plan.addTags.filter((t) => !current.tags.includes(t)),
     ];
     this.people.set(plan.before.id, {

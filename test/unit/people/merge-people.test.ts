@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { InvalidTimeZoneError, ValidationError } from '../../../shared/domain/errors.js';
+import {
+  InvalidTimeZoneError,
+  ServiceUnavailableError,
+  ValidationError,
+} from '../../../shared/domain/errors.js';
 import { testTenant } from '../fixtures.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
@@ -159,5 +163,93 @@ describe('mergePeople', () => {
       run(store, { people: [{ fields: {} }, { fields: { 'str::email': 'bad' } }] }),
     ).rejects.toThrow(ValidationError);
     expect(store.calls).toEqual({});
+  });
+
+  it('clears a field and unsets a tag even when they were set after the read', async () => {
+    const store = new MemoryPeopleStore();
+    const [created] = await run(store, { people: [{ fields: { 'str::email': 'late@x.test' } }] });
+    const id = created?.person_id ?? '';
+    store.beforeNextWrite = () => {
+      // Another request sets them between our read and our write.
+      const person = store.people.get(id);
+      if (person) {
+        person.fields['str::postal'] = '3000';
+        person.tags.push('late');
+      }
+    };
+    await run(store, {
+      people: [
+        {
+          fields: { 'str::email': 'late@x.test', 'str::postal': null, 'str::first': 'New' },
+          unset_tags: ['late'],
+        },
+      ],
+    });
+    const person = store.people.get(id);
+    expect(person?.fields['str::postal']).toBeUndefined();
+    expect(person?.fields['str::first']).toBe('New');
+    expect(person?.tags).toEqual([]);
+  });
+
+  it('lets a person give up a key value another person holds the claim of', async () => {
+    const store = new MemoryPeopleStore();
+    const crm = { ...tenant, dataSource: instance.data_sources[1] ?? tenant.dataSource };
+    const [a] = await run(store, {
+      people: [{ fields: { 'str::email': 'holder@x.test', 'str:cm:crm-id': 'C-9' } }],
+    });
+    // Someone who held C-9 before the field became unique: the claim is not theirs.
+    const [b] = await run(store, { people: [{ fields: { 'str::email': 'sharer@x.test' } }] });
+    const sharer = store.people.get(b?.person_id ?? '');
+    if (sharer) sharer.fields['str:cm:crm-id'] = 'C-9';
+    const [moved] = await mergePeople(
+      PersonMergeRequest.parse({
+        people: [{ fields: { 'str::email': 'sharer@x.test', 'str:cm:crm-id': 'C-10' } }],
+        merge_by: ['str::email'],
+      }),
+      { tenant: crm, store, location },
+    );
+    expect(moved).toEqual({ person_id: b?.person_id, status: 'merged' });
+    expect(store.claims.get(claimId('str:cm:crm-id', 'C-9'))).toBe(a?.person_id);
+    expect(store.claims.get(claimId('str:cm:crm-id', 'C-10'))).toBe(b?.person_id);
+  });
+
+  it('refuses tags past the budget for that record only', async () => {
+    const store = new MemoryPeopleStore();
+    const tags = (from: number) => Array.from({ length: 100 }, (_, i) => `t${from + i}`);
+    for (let batch = 0; batch < 5; batch += 1) {
+      await run(store, {
+        people: [{ fields: { 'str::email': 'tagged@x.test' }, tags: tags(batch * 100) }],
+      });
+    }
+    const results = await run(store, {
+      people: [
+        { fields: { 'str::email': 'tagged@x.test' }, tags: ['one-too-many'] },
+        { fields: { 'str::email': 'other@x.test' }, tags: ['fine'] },
+      ],
+    });
+    expect(results[0]).toEqual({
+      status: 'invalid',
+      error:
+        'people[0].tags: the person would hold 501 tags; at most 500 are allowed (remove some with unset_tags)',
+    });
+    expect(results[1]?.status).toBe('created');
+  });
+
+  it('stops when the store stays unavailable: no new write starts, details say what was applied', async () => {
+    const store = new MemoryPeopleStore();
+    store.failWrite = (call) => (call >= 3 ? new ServiceUnavailableError('down') : undefined);
+    const people = Array.from({ length: 40 }, (_, i) => ({
+      fields: { 'str::email': `s${i}@x.test` },
+    }));
+    const error = await run(store, { people }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    const details = (error as ServiceUnavailableError).details ?? [];
+    expect(details.filter((d) => d.status === 'created')).toHaveLength(2);
+    expect(details.filter((d) => d.status === 'not_applied')).toHaveLength(38);
+    for (const detail of details.filter((d) => d.status === 'created')) {
+      expect(store.people.has(detail.person_id ?? '')).toBe(true);
+    }
+    // The 16 writers each stop at their first failure: at most 16 writes were tried.
+    expect(store.calls.createPerson).toBeLessThanOrEqual(2 + 16);
   });
 });
