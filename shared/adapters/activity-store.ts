@@ -13,7 +13,14 @@ import {
   type KeyState,
 } from '../domain/activities/record-activities.js';
 import { runBounded } from '../lib/bounded.js';
-import { batchGet, batchWrite, cancellationCodes, ExpressionBuilder } from './dynamo-helpers.js';
+import { logger } from '../lib/logger.js';
+import {
+  batchGet,
+  batchWrite,
+  cancellationCodes,
+  ExpressionBuilder,
+  isConditionFailure,
+} from './dynamo-helpers.js';
 import { personKey } from './people-store.js';
 
 /**
@@ -35,9 +42,6 @@ const KeyItem = z.object({
 });
 
 const keyOf = (instanceId: string, key: string) => ({ pk: `${instanceId}#KEY#${key}`, sk: 'KEY' });
-
-const isConditionFailure = (error: unknown) =>
-  error instanceof Error && error.name === 'ConditionalCheckFailedException';
 
 /** How many keys are claimed, and keyed activities written, at once. */
 const CONCURRENCY = 16;
@@ -216,7 +220,8 @@ export class DynamoActivityStore implements ActivityStore {
         new UpdateCommand({
           TableName: this.tables.people,
           Key: personKey(instanceId, personId),
-          UpdateExpression: `SET ${set.join(', ')}`,
+          // The version moves too, so a whole-state write planned before this one fails.
+          UpdateExpression: `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}`,
           ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
           ExpressionAttributeNames: x.names,
           ExpressionAttributeValues: x.values,
@@ -224,7 +229,14 @@ export class DynamoActivityStore implements ActivityStore {
       );
     } catch (error) {
       // A later touch is already recorded: last seen never moves back.
-      if (!isConditionFailure(error)) throw error;
+      if (isConditionFailure(error)) return;
+      logger.warn('Last seen was not moved forward (the activity stands)', {
+        instance: instanceId,
+        person: personId,
+        at,
+        error: error as Error,
+      });
+      throw error;
     }
   }
 }

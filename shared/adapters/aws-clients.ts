@@ -1,5 +1,4 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { ConfiguredRetryStrategy } from '@smithy/core/retry';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -13,19 +12,16 @@ import { addStoreRetries } from './dynamo-resilience.js';
  * stand-ins or LocalStack.
  */
 /**
- * A DynamoDB client with DynamoDB's customary retry timing: the SDK's own three attempts
- * back off from 50 ms with full jitter (its standard strategy waits from 500 ms on
- * throttling, which a request with a 29-second budget cannot afford many of); calls never
- * hang (a connection in 2 s, an answer in 10 s).
+ * A DynamoDB client whose calls are retried by our middleware only (`dynamo-resilience.ts`):
+ * the SDK's own retry layer makes one attempt, since it would also repeat writes whose
+ * outcome is unknown (a timeout, a 5xx), and an `ADD` repeated is an `ADD` applied twice.
+ * Calls never hang: a connection in 2 s, an answer in 5 s.
  */
 export function createDynamoDbClient(options: { region?: string } = {}): DynamoDBClient {
   return new DynamoDBClient({
     ...options,
-    retryStrategy: new ConfiguredRetryStrategy(
-      3,
-      (attempt) => Math.random() * Math.min(1_000, 50 * 2 ** attempt),
-    ),
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 10_000 },
+    maxAttempts: 1,
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
   });
 }
 

@@ -22,7 +22,7 @@ import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/te
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { TtlCache } from '../lib/ttl-cache.js';
-import { batchWrite, type WriteRequest } from './dynamo-helpers.js';
+import { batchWrite, isConditionFailure, type WriteRequest } from './dynamo-helpers.js';
 
 /**
  * The config table. Items:
@@ -150,7 +150,7 @@ export class DynamoConfigStore implements TenantDirectory {
         }),
       );
     } catch (error) {
-      if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) {
+      if (!isConditionFailure(error)) {
         throw error;
       }
     }
@@ -249,7 +249,7 @@ export class DynamoConfigStore implements TenantDirectory {
           }),
         );
       } catch (error) {
-        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException')) {
+        if (!isConditionFailure(error)) {
           throw error;
         }
       }
@@ -291,8 +291,7 @@ export class DynamoConfigStore implements TenantDirectory {
         );
         return true;
       } catch (error) {
-        if (!(error instanceof Error && error.name === 'ConditionalCheckFailedException'))
-          throw error;
+        if (!isConditionFailure(error)) throw error;
       }
       // The configuration changed meanwhile (another definition, an apply): read it again.
       const wait = backoffMs(attempt);

@@ -140,39 +140,70 @@ async function add(
   );
 }
 
+/**
+ * One count with the counters read before and after it; `undefined` when a write changed a
+ * counter meanwhile (every write that changes what is counted also changes a counter, in
+ * the same transaction).
+ */
+async function snapshot(db: DynamoDBDocumentClient, tables: Tables, instanceId: string) {
+  const before = await counters(db, tables, instanceId);
+  const organizationsBefore = await allKeys(
+    db,
+    tables.organizations,
+    (n) => `${instanceId}#L#${n}`,
+    ORGANIZATION_SHARDS,
+  );
+  const membersBefore = await memberCounts(
+    db,
+    tables.organizations,
+    instanceId,
+    organizationsBefore,
+  );
+  const counted = await count(db, tables, instanceId);
+  const after = await counters(db, tables, instanceId);
+  const membersAfter = await memberCounts(
+    db,
+    tables.organizations,
+    instanceId,
+    counted.organizationIds,
+  );
+  const stable =
+    JSON.stringify(before) === JSON.stringify(after) &&
+    JSON.stringify([...membersBefore].sort()) === JSON.stringify([...membersAfter].sort());
+  return stable ? { counters: after, counted, members: membersAfter } : undefined;
+}
+
+const fingerprint = (taken: Awaited<ReturnType<typeof snapshot>>) =>
+  JSON.stringify(
+    taken && {
+      counters: taken.counters,
+      people: taken.counted.people,
+      subscribers: taken.counted.subscribers,
+      organizations: [...taken.counted.organizationIds].sort(),
+      counted: [...taken.counted.members].sort(),
+      members: [...taken.members].sort(),
+    },
+  );
+
+/**
+ * People and organizations are found through the `list` indexes, which DynamoDB keeps
+ * eventually consistent: a record written a moment ago may be counted by its counter and not
+ * yet by the index. So the data is counted twice, `settleMs` apart, and drift is corrected
+ * only when both counts agree (run it when writes are quiet; it counts again otherwise).
+ */
 export async function repairCounts(
   db: DynamoDBDocumentClient,
   tables: Tables,
   instanceId: string,
+  settleMs = 2_000,
 ): Promise<RepairReport> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-    // Every write that changes what is counted also changes a counter (in one transaction):
-    // counters that read the same before and after the count saw no such write meanwhile.
-    const before = await counters(db, tables, instanceId);
-    const organizationsBefore = await allKeys(
-      db,
-      tables.organizations,
-      (n) => `${instanceId}#L#${n}`,
-      ORGANIZATION_SHARDS,
-    );
-    const membersBefore = await memberCounts(
-      db,
-      tables.organizations,
-      instanceId,
-      organizationsBefore,
-    );
-    const counted = await count(db, tables, instanceId);
-    const after = await counters(db, tables, instanceId);
-    const membersAfter = await memberCounts(
-      db,
-      tables.organizations,
-      instanceId,
-      counted.organizationIds,
-    );
-    const stable =
-      JSON.stringify(before) === JSON.stringify(after) &&
-      JSON.stringify([...membersBefore].sort()) === JSON.stringify([...membersAfter].sort());
-    if (!stable) continue; // written to meanwhile: count again
+    const first = await snapshot(db, tables, instanceId);
+    if (!first) continue;
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    const second = await snapshot(db, tables, instanceId);
+    if (!second || fingerprint(first) !== fingerprint(second)) continue;
+    const { counters: after, counted, members: membersAfter } = second;
     const fixed: CountDrift[] = [];
     const people = tables.people;
     const check = async (

@@ -21,8 +21,8 @@ import { z } from 'zod';
  *   from before its latest write (or no item, if the write created it), when that write is
  *   at most `window` milliseconds old. Strongly consistent reads are never stale.
  *
- * It sits in the client's middleware stack below the SDK's retry layer, so the SDK retries
- * injected throttles exactly as it retries real ones. Queries (and so index reads) are not
+ * It sits in the client's middleware stack below the SDK's retry layer (and ours, above it),
+ * so injected faults are retried exactly as real ones. Queries (and so index reads) are not
  * made stale: index lag is not modelled.
  *
  * `CDP_FAULTS` turns it on for every DynamoDB client of the API, the workers and the admin

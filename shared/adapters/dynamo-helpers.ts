@@ -86,6 +86,11 @@ function sameRequest(a: WriteRequest, b: WriteRequest): boolean {
   return x.pk === y.pk && x.sk === y.sk;
 }
 
+/** Whether a single-item write failed its condition (and so changed nothing). */
+export function isConditionFailure(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ConditionalCheckFailedException';
+}
+
 /** The cancellation reasons of a failed transaction, by item position; else undefined. */
 export function cancellationReasons(
   error: unknown,

@@ -5,10 +5,10 @@ import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 
 /**
- * Retries of every DynamoDB call beyond the SDK's own few attempts, within the time budget
- * of the request (`shared/lib/time-budget.ts`), with exponential backoff and full jitter.
- * One middleware on the client, above the SDK's retry layer, so that every call of every
- * store is covered the same way:
+ * Retries of every DynamoDB call, within the time budget of the request
+ * (`shared/lib/time-budget.ts`), with exponential backoff (from 25 ms) and full jitter. One
+ * middleware on the client, above the SDK's retry layer (which the clients set to a single
+ * attempt), so that every call of every store is covered the same way:
  *
  * - **busy**: the call was refused and changed nothing: throttling, a transaction cancelled
  *   only by conflicts with other transactions (`TransactionConflict`), a single-item write
@@ -113,6 +113,9 @@ export function addStoreRetries(client: DynamoDBClient): void {
       const withToken = (args: typeof initial) =>
         ({ ...args, input: { ...args.input, ClientRequestToken: randomUUID() } }) as typeof initial;
       let args = transaction ? withToken(initial) : initial;
+      // Once an attempt's outcome is unknown, every later one keeps its token, so that the
+      // transaction applies at most once whatever happened to that attempt.
+      let uncertain = false;
       for (let attempt = 0; ; attempt += 1) {
         try {
           return await next(args);
@@ -124,9 +127,9 @@ export function addStoreRetries(client: DynamoDBClient): void {
           }
           const wait = backoffMs(attempt);
           if (!canWait(wait, deadline)) throw unavailable(command, error);
-          // A refused transaction changed nothing: the next attempt is a new one. After an
-          // unknown outcome the same token makes a repeat apply at most once.
-          if (transaction && failure === 'busy') args = withToken(args);
+          if (failure === 'unavailable') uncertain = true;
+          // A refused transaction changed nothing: the next attempt may be a new one.
+          else if (transaction && !uncertain) args = withToken(args);
           await sleep(wait);
         }
       }

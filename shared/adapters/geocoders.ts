@@ -3,7 +3,9 @@ import {
   type LocationClient,
   type SearchPlaceIndexForTextCommandOutput,
 } from '@aws-sdk/client-location';
+import { ServiceUnavailableError } from '../domain/errors.js';
 import type { AddressQuery, Geocoder, ResolvedLocation } from '../domain/location.js';
+import { classifyStoreError } from './dynamo-resilience.js';
 
 /**
  * Address geocoding through AWS Location Service (a place index). `country` filters with
@@ -22,15 +24,24 @@ export class AwsLocationGeocoder implements Geocoder {
       query.country && /^[A-Za-z]{3}$/.test(query.country)
         ? query.country.toUpperCase()
         : undefined;
-    const output: SearchPlaceIndexForTextCommandOutput = await this.client.send(
-      new SearchPlaceIndexForTextCommand({
-        IndexName: this.placeIndex,
-        Text: query.address,
-        MaxResults: 5,
-        ...(alpha3 ? { FilterCountries: [alpha3] } : {}),
-        ...(query.language ? { Language: query.language } : {}),
-      }),
-    );
+    let output: SearchPlaceIndexForTextCommandOutput;
+    try {
+      output = await this.client.send(
+        new SearchPlaceIndexForTextCommand({
+          IndexName: this.placeIndex,
+          Text: query.address,
+          MaxResults: 5,
+          ...(alpha3 ? { FilterCountries: [alpha3] } : {}),
+          ...(query.language ? { Language: query.language } : {}),
+        }),
+      );
+    } catch (error) {
+      // Throttled or unreachable (after the SDK's retries): a 503, nothing written yet.
+      if (classifyStoreError(error) === undefined) throw error;
+      throw new ServiceUnavailableError(
+        'Address lookup (AWS Location Service) is unavailable; try again shortly',
+      );
+    }
     for (const result of output.Results ?? []) {
       const place = result.Place;
       if (!place) continue;

@@ -6,6 +6,7 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
+import { isConditionFailure } from './dynamo-helpers.js';
 import {
   IDEMPOTENCY_TTL_SECONDS,
   type BeginResult,
@@ -32,9 +33,6 @@ const keyOf = (instanceId: string, keyHash: string) => ({
   pk: `${instanceId}#IDEM#${keyHash}`,
   sk: 'IDEM',
 });
-
-const isConditionFailure = (error: unknown) =>
-  error instanceof Error && error.name === 'ConditionalCheckFailedException';
 
 export class DynamoIdempotencyStore implements IdempotencyStore {
   constructor(

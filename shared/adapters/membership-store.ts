@@ -9,7 +9,7 @@ import {
   type MembershipStore,
 } from '../domain/organizations/memberships.js';
 import { logger } from '../lib/logger.js';
-import { batchGet, cancellationCodes } from './dynamo-helpers.js';
+import { batchGet, cancellationCodes, isConditionFailure } from './dynamo-helpers.js';
 import { organizationKey } from './organization-store.js';
 import { personKey } from './people-store.js';
 
@@ -63,7 +63,7 @@ export class DynamoMembershipStore implements MembershipStore {
       );
       return true;
     } catch (error) {
-      if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return false;
+      if (isConditionFailure(error)) return false;
       throw error;
     }
   }

@@ -20,10 +20,10 @@ import { batchGet, ExpressionBuilder, sumCounters, type Item } from './dynamo-he
 import {
   claimWrites,
   findClaimOwners,
+  fieldLevelExpressions,
   fieldUpdate,
-  fitsExpressionLimit,
   mergeWriteError,
-  updateExpression,
+  wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
 
@@ -164,15 +164,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const before = nameToken(plan.before.fields[ORGANIZATION_NAME]);
     const after = nameToken(plan.after.fields[ORGANIZATION_NAME]);
     if (before !== after) set.push(`${x.name('nsk')} = ${x.value(`${after}#${id}`)}`);
-    const UpdateExpression = updateExpression(x, set, remove);
-    const ConditionExpression = conditions.join(' AND ');
-    if (!fitsExpressionLimit(UpdateExpression, ConditionExpression)) return undefined;
-    return {
-      UpdateExpression,
-      ConditionExpression,
-      ExpressionAttributeNames: x.names,
-      ExpressionAttributeValues: x.values,
-    };
+    return fieldLevelExpressions(x, set, remove, conditions);
   }
 
   /** The whole new state, conditioned on the version it was planned from. */
@@ -184,16 +176,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
       `${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`,
       `${x.name('nsk')} = ${x.value(`${nameToken(plan.after.fields[ORGANIZATION_NAME])}#${id}`)}`,
     ];
-    const version = plan.before.version;
-    return {
-      UpdateExpression: updateExpression(x, set, []),
-      ConditionExpression:
-        version === undefined
-          ? `attribute_exists(pk) AND attribute_not_exists(${x.name('version')})`
-          : `${x.name('version')} = ${x.value(version)}`,
-      ExpressionAttributeNames: x.names,
-      ExpressionAttributeValues: x.values,
-    };
+    return wholeStateExpressions(x, set, plan.before.version);
   }
 
   private indexQuery(

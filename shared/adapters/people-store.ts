@@ -31,7 +31,9 @@ import type { Person, RecordedActivity } from '../domain/people/person.js';
 import {
   batchGet,
   batchWrite,
+  cancellationCodes,
   ExpressionBuilder,
+  isConditionFailure,
   sumCounters,
   type Item,
 } from './dynamo-helpers.js';
@@ -40,10 +42,10 @@ import {
   claimKey,
   claimWrites,
   findClaimOwners,
+  fieldLevelExpressions,
   fieldUpdate,
-  fitsExpressionLimit,
   mergeWriteError,
-  updateExpression,
+  wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
 
@@ -56,8 +58,6 @@ import {
  * - tag `<inst>#T#<tag>` / `T`: the instance's tags.
  * Activities recorded with a change go to the activities table in the same transaction.
  */
-const isConditionFailure = (error: unknown) =>
-  error instanceof Error && error.name === 'ConditionalCheckFailedException';
 
 export const COUNTER_SHARDS = 16;
 export const LIST_SHARDS = 16;
@@ -283,15 +283,7 @@ export class DynamoPeopleStore
         set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
       }
     }
-    const UpdateExpression = updateExpression(x, set, remove);
-    const ConditionExpression = conditions.join(' AND ');
-    if (!fitsExpressionLimit(UpdateExpression, ConditionExpression)) return undefined;
-    return {
-      UpdateExpression,
-      ConditionExpression,
-      ExpressionAttributeNames: x.names,
-      ExpressionAttributeValues: x.values,
-    };
+    return fieldLevelExpressions(x, set, remove, conditions);
   }
 
   /**
@@ -312,16 +304,7 @@ export class DynamoPeopleStore
       const { sortKey } = INDEX_ATTRIBUTES[index];
       set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(tokens[index], personId))}`);
     }
-    const version = plan.before.version;
-    return {
-      UpdateExpression: updateExpression(x, set, []),
-      ConditionExpression:
-        version === undefined
-          ? `attribute_exists(pk) AND attribute_not_exists(${x.name('version')})`
-          : `${x.name('version')} = ${x.value(version)}`,
-      ExpressionAttributeNames: x.names,
-      ExpressionAttributeValues: x.values,
-    };
+    return wholeStateExpressions(x, set, plan.before.version);
   }
 
   async ensureTags(instanceId: string, tags: string[]) {
@@ -417,18 +400,10 @@ export class DynamoPeopleStore
     const range = searchRange(q);
     const counts = await Promise.all(
       SEARCH_INDEXES.map((index, position) => {
-        const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
         const earlier = SEARCH_INDEXES.slice(0, position);
         return countRange(
           this.db,
-          {
-            table: this.tables.people,
-            index,
-            partitionKey,
-            sortKey,
-            partition: (n) => indexPk(instanceId, index, n),
-            between: [range.from, range.to],
-          },
+          { ...this.indexOf(instanceId, index), between: [range.from, range.to] },
           LIST_SHARDS,
           cap,
           earlier.length === 0
@@ -463,25 +438,25 @@ export class DynamoPeopleStore
     return perShard.flat().map((item) => String(item.lsk));
   }
 
+  /** Where an index of an instance lives: its table, key attributes and shard partitions. */
+  private indexOf(instanceId: string, index: ListIndex) {
+    const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
+    return {
+      table: this.tables.people,
+      index,
+      partitionKey,
+      sortKey,
+      partition: (n: number) => indexPk(instanceId, index, n),
+    };
+  }
+
   private queryShard(
     instanceId: string,
     index: ListIndex,
     shard: number,
     options: Pick<ShardQuery, 'order' | 'after' | 'between' | 'count' | 'keep'>,
   ): Promise<Item[]> {
-    const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
-    return queryShard(
-      this.db,
-      {
-        table: this.tables.people,
-        index,
-        partitionKey,
-        sortKey,
-        partition: (n) => indexPk(instanceId, index, n),
-        ...options,
-      },
-      shard,
-    );
+    return queryShard(this.db, { ...this.indexOf(instanceId, index), ...options }, shard);
   }
 
   /** Every person holding a value for `field`, 100 at a time (strongly consistent reads). */
@@ -498,26 +473,51 @@ export class DynamoPeopleStore
     }
   }
 
-  async claimValue(instanceId: string, field: string, value: string, personId: string) {
+  async claimValue(
+    instanceId: string,
+    field: string,
+    value: string,
+    personId: string,
+    held: FieldValue,
+  ) {
     const key = claimKey(instanceId, field, value);
     for (let attempt = 0; attempt < 3; attempt += 1) {
       try {
+        // One transaction: the claim, and a check that the person still holds the value.
         await this.db.send(
-          new PutCommand({
-            TableName: this.tables.people,
-            Item: { ...key, field, value, owner_id: personId },
-            ConditionExpression: 'attribute_not_exists(pk) OR owner_id = :me',
-            ExpressionAttributeValues: { ':me': personId },
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Put: {
+                  TableName: this.tables.people,
+                  Item: { ...key, field, value, owner_id: personId },
+                  ConditionExpression: 'attribute_not_exists(pk) OR owner_id = :me',
+                  ExpressionAttributeValues: { ':me': personId },
+                },
+              },
+              {
+                ConditionCheck: {
+                  TableName: this.tables.people,
+                  Key: personKey(instanceId, personId),
+                  ConditionExpression: '#fields.#field = :held',
+                  ExpressionAttributeNames: { '#fields': 'fields', '#field': field },
+                  ExpressionAttributeValues: { ':held': held },
+                },
+              },
+            ],
           }),
         );
-        return undefined;
+        return { kind: 'claimed' as const };
       } catch (error) {
-        if (!isConditionFailure(error)) throw error;
+        const codes = cancellationCodes(error);
+        if (!codes) throw error;
+        if (codes[1] === 'ConditionalCheckFailed') return { kind: 'moved' as const };
+        if (codes[0] !== 'ConditionalCheckFailed') throw error;
       }
       const owner = (await this.findClaimOwners(instanceId, [{ field, value }], true)).get(
         claimId(field, value),
       );
-      if (owner !== undefined) return owner;
+      if (owner !== undefined) return { kind: 'held-by' as const, owner };
     }
     throw new ServiceUnavailableError(`the claim of ${field} "${value}" kept changing; try again`);
   }

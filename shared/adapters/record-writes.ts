@@ -68,6 +68,44 @@ export function updateExpression(x: ExpressionBuilder, set: string[], remove: st
   );
 }
 
+/** A field-level update's expressions; `undefined` when they pass DynamoDB's 4 KB limit. */
+export function fieldLevelExpressions(
+  x: ExpressionBuilder,
+  set: string[],
+  remove: string[],
+  conditions: string[],
+) {
+  const UpdateExpression = updateExpression(x, set, remove);
+  const ConditionExpression = conditions.join(' AND ');
+  if (!fitsExpressionLimit(UpdateExpression, ConditionExpression)) return undefined;
+  return {
+    UpdateExpression,
+    ConditionExpression,
+    ExpressionAttributeNames: x.names,
+    ExpressionAttributeValues: x.values,
+  };
+}
+
+/**
+ * An update that writes a record's whole new state (`set`), conditioned on the version it
+ * was planned from: a concurrent write makes it fail, and the engine plans it again.
+ */
+export function wholeStateExpressions(
+  x: ExpressionBuilder,
+  set: string[],
+  version: number | undefined,
+) {
+  return {
+    UpdateExpression: updateExpression(x, set, []),
+    ConditionExpression:
+      version === undefined
+        ? `attribute_exists(pk) AND attribute_not_exists(${x.name('version')})`
+        : `${x.name('version')} = ${x.value(version)}`,
+    ExpressionAttributeNames: x.names,
+    ExpressionAttributeValues: x.values,
+  };
+}
+
 export const claimKey = (instanceId: string, field: string, value: string) => ({
   pk: `${instanceId}#K#${field}#${value}`,
   sk: 'K',

@@ -22,6 +22,18 @@ export interface ShardQuery {
   keep?: (item: Item) => boolean;
 }
 
+/** `pk = <shard's partition>`, and `sk BETWEEN from AND to` when a range is given. */
+function keyCondition(
+  x: ExpressionBuilder,
+  query: Pick<ShardQuery, 'partitionKey' | 'sortKey' | 'partition'>,
+  shard: number,
+  between?: [string, string],
+): string {
+  const partition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))}`;
+  if (!between) return partition;
+  return `${partition} AND ${x.name(query.sortKey)} BETWEEN ${x.value(between[0])} AND ${x.value(between[1])}`;
+}
+
 export async function queryShard(
   db: DynamoDBDocumentClient,
   query: ShardQuery,
@@ -30,10 +42,8 @@ export async function queryShard(
   // A range that ends before it starts (a position past its end) holds nothing.
   if (query.between && query.between[0] > query.between[1]) return [];
   const x = new ExpressionBuilder();
-  let condition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))}`;
-  if (query.between) {
-    condition += ` AND ${x.name(query.sortKey)} BETWEEN ${x.value(query.between[0])} AND ${x.value(query.between[1])}`;
-  } else if (query.after !== undefined) {
+  let condition = keyCondition(x, query, shard, query.between);
+  if (!query.between && query.after !== undefined) {
     condition += ` AND ${x.name(query.sortKey)} ${query.order === 'desc' ? '<' : '>'} ${x.value(query.after)}`;
   }
   const kept: Item[] = [];
@@ -88,7 +98,7 @@ export async function countRange(
   await Promise.all(
     Array.from({ length: shards }, async (_, shard) => {
       const x = new ExpressionBuilder();
-      const condition = `${x.name(query.partitionKey)} = ${x.value(query.partition(shard))} AND ${x.name(query.sortKey)} BETWEEN ${x.value(query.between[0])} AND ${x.value(query.between[1])}`;
+      const condition = keyCondition(x, query, shard, query.between);
       const filterExpression = filter?.(x);
       let ExclusiveStartKey: Record<string, unknown> | undefined;
       do {

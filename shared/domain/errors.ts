@@ -144,9 +144,12 @@ export class NotImplementedError extends CdpError {
 
 /**
  * The error of a request that stopped part-way: 503 (with `Retry-After`) when the store
- * stayed unavailable, a 500 for anything else; `details` report every record.
+ * stayed unavailable, bad input as itself (with the records' details), a 500 for anything
+ * else; `details` report every record.
  */
 export function stoppedPartWay(cause: unknown, details: ErrorDetail[]): CdpError {
+  if (cause instanceof ValidationError) return new ValidationError(cause.message, details);
+  if (cause instanceof ForbiddenError || cause instanceof InvalidTimeZoneError) return cause;
   if (cause instanceof ServiceUnavailableError) {
     return new ServiceUnavailableError(
       'The data store is overloaded or unavailable: the request stopped part-way and nothing more of it will be written; details says which records were applied; send the others again shortly',

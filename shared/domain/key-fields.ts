@@ -1,5 +1,9 @@
 import type { FieldValue } from './fields/field-values.js';
+import { runBounded } from '../lib/bounded.js';
 import { normalizeKey } from './merge/field-changes.js';
+
+/** How many claims are written at once. */
+const CONCURRENCY = 16;
 
 /**
  * Making a custom field unique on an instance that already has people: every value people
@@ -18,13 +22,18 @@ export interface KeyClaimStore {
     instanceId: string,
     field: string,
   ): AsyncIterable<{ id: string; value: FieldValue }[]>;
-  /** Claims a value for a person: `undefined` once it is theirs, else who holds it now. */
+  /**
+   * Claims a value for a person, provided they still hold `held` (the stored value it was
+   * normalized from): `claimed` once it is theirs, `held-by` another person, or `moved` when
+   * the person changed the value meanwhile (a merge claims the new one: the field is a key).
+   */
   claimValue(
     instanceId: string,
     field: string,
     value: string,
     personId: string,
-  ): Promise<string | undefined>;
+    held: FieldValue,
+  ): Promise<{ kind: 'claimed' } | { kind: 'held-by'; owner: string } | { kind: 'moved' }>;
   /** Moves a claim from `from` (who no longer holds the value) to `to`; false if it moved. */
   takeOverClaim(
     instanceId: string,
@@ -61,15 +70,16 @@ export async function claimExistingValues(
   const shared = new Map<string, Set<string>>();
   for await (const page of store.peopleWithValues(instanceId, field)) {
     const clashes: { personId: string; value: string; holder: string }[] = [];
-    await Promise.all(
-      page.map(async ({ id, value }) => {
-        const normalized = normalizeKey(field, value);
-        if (normalized === undefined || normalized === '') return;
-        const holder = await store.claimValue(instanceId, field, normalized, id);
-        if (holder === undefined) claimed += 1;
-        else clashes.push({ personId: id, value: normalized, holder });
-      }),
-    );
+    const run = await runBounded(page, CONCURRENCY, async ({ id, value }) => {
+      const normalized = normalizeKey(field, value);
+      if (normalized === undefined || normalized === '') return;
+      const result = await store.claimValue(instanceId, field, normalized, id, value);
+      if (result.kind === 'claimed') claimed += 1;
+      else if (result.kind === 'held-by') {
+        clashes.push({ personId: id, value: normalized, holder: result.owner });
+      }
+    });
+    if (run.failure) throw run.failure.error;
     if (clashes.length === 0) continue;
     const holders = await store.valuesOf(
       instanceId,
@@ -107,14 +117,13 @@ export async function releaseClaims(
 ): Promise<number> {
   let released = 0;
   for await (const page of store.peopleWithValues(instanceId, field)) {
-    await Promise.all(
-      page.map(async ({ id, value }) => {
-        const normalized = normalizeKey(field, value);
-        if (normalized === undefined || normalized === '') return;
-        await store.releaseValue(instanceId, field, normalized, id);
-        released += 1;
-      }),
-    );
+    const run = await runBounded(page, CONCURRENCY, async ({ id, value }) => {
+      const normalized = normalizeKey(field, value);
+      if (normalized === undefined || normalized === '') return;
+      await store.releaseValue(instanceId, field, normalized, id);
+      released += 1;
+    });
+    if (run.failure) throw run.failure.error;
   }
   return released;
 }

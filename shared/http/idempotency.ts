@@ -16,9 +16,10 @@ import type { HttpResponse } from './responses.js';
  * with another request (another body or endpoint) is a 422; a repeat while the first is
  * still running is a 409.
  *
- * Answers a retry could change are not kept: a 5xx (the store was unavailable, a fault) is
- * forgotten so that the retry runs, and so is an answer over `MAX_KEPT_BYTES` (a large
- * listing, which changes nothing anyway). A request that dies without answering holds the
+ * Answers a retry could change are not kept: a 5xx that applied nothing (the store was
+ * unavailable, a fault) is forgotten so that the retry runs, and so is an answer over
+ * `MAX_KEPT_BYTES` (a large listing, which changes nothing anyway). A 5xx that reports
+ * records applied is kept, so that repeating it cannot apply them twice. A request that dies without answering holds the
  * key until its lease (its time budget) runs out; a repeat then runs it again.
  *
  * Why not Powertools' idempotency utility: its newest version in the registry (2.35.0) has
@@ -104,6 +105,22 @@ export interface IdempotentCall {
 
 const REPLAYED = 'idempotent-replayed';
 
+/** Statuses of records a request that stopped part-way did not apply. */
+const UNAPPLIED = new Set(['invalid', 'not_applied', 'unchanged']);
+
+/**
+ * Which error answers are kept: every one below 500, and a 5xx that reports records already
+ * applied (so that a repeat does not apply them again: send the rest with a new key). A 5xx
+ * that applied nothing is forgotten, so that a retry with the same key runs again.
+ */
+function isKept(error: unknown): error is CdpError {
+  if (!(error instanceof CdpError)) return false;
+  if (statusOf(error) < 500) return true;
+  return (error.details ?? []).some(
+    (detail) => detail.status !== undefined && !UNAPPLIED.has(detail.status),
+  );
+}
+
 /**
  * Runs `answer` at most once per instance and key. `answer` returns the HTTP response;
  * domain errors it throws are kept like answers (below 500) or forgotten (5xx), then thrown
@@ -144,7 +161,7 @@ export async function runIdempotent(
   }
   const settle = async (response: KeptResponse | undefined) => {
     try {
-      if (response && response.statusCode < 500 && response.body.length <= MAX_KEPT_BYTES) {
+      if (response && Buffer.byteLength(response.body) <= MAX_KEPT_BYTES) {
         await call.store.complete(call.instanceId, keyHash, token, response);
       } else {
         await call.store.release(call.instanceId, keyHash, token);
@@ -161,10 +178,7 @@ export async function runIdempotent(
   try {
     response = await answer();
   } catch (error) {
-    const kept =
-      error instanceof CdpError && statusOf(error) < 500
-        ? errorResponse(error, call.requestId, false)
-        : undefined;
+    const kept = isKept(error) ? errorResponse(error, call.requestId, false) : undefined;
     await settle(kept ? { statusCode: kept.statusCode, body: kept.body } : undefined);
     throw error;
   }

@@ -333,17 +333,19 @@ export async function recordActivities(
     }
     // Keys of activities whose person was invalid were not recorded: they are given back.
     const lost = new Set(await context.activities.write(instanceId, written, token));
+    for (const activity of written) {
+      if (activity.key === undefined || !lost.has(activity.key)) answerWritten(activity);
+    }
+    // Our lease ran out and another request took these keys over: its records answer.
     const lostStates =
       lost.size > 0
-        ? await context.activities.readKeys(instanceId, [...lost])
+        ? await context.activities
+            .readKeys(instanceId, [...lost])
+            .catch(() => new Map<string, KeyState>())
         : new Map<string, KeyState>();
     for (const activity of written) {
+      if (activity.key === undefined || !lost.has(activity.key)) continue;
       const index = indexOf.get(activity) ?? -1;
-      if (activity.key === undefined || !lost.has(activity.key)) {
-        answerWritten(activity);
-        continue;
-      }
-      // Our lease ran out and another request took the key over: its record answers.
       unrecorded.delete(activity.key);
       const state = lostStates.get(activity.key);
       entries[index] =
@@ -398,15 +400,11 @@ export async function recordActivities(
       touches.set(activity.person_id, { at: activity.created_at, ...(place ? { place } : {}) });
     }
   }
-  const touched = await runBounded([...touches], 16, ([personId, touch]) =>
+  // Last seen is a side effect of recorded activities: if the store fails it, the activities
+  // stand and the answer says so (the store logs what was not touched).
+  await runBounded([...touches], 16, ([personId, touch]) =>
     context.activities.touch(instanceId, personId, touch.at, touch.place),
   );
-  if (touched.failure) {
-    throw stoppedPartWay(
-      touched.failure.error,
-      activityDetails(request.activities.length, entries),
-    );
-  }
   return request.activities.map(
     (_, index) =>
       entries[index] ?? { person_status: 'invalid', status: 'invalid', error: 'not recorded' },
@@ -432,28 +430,32 @@ async function claimKeys(
   if (keys.length === 0) return states;
   const leaseUntil = currentDeadline() + KEY_LEASE_MARGIN_MS;
   let waiting = keys;
-  for (let attempt = 0; waiting.length > 0; attempt += 1) {
-    if (attempt > 0) {
-      const wait = backoffMs(attempt, 20, KEY_POLL_CAP_MS);
-      if (!canWait(wait)) {
-        const mine = keys.filter((key) => states.get(key)?.kind === 'claimed');
-        if (mine.length > 0)
-          await store.releaseKeys(instanceId, mine, token).catch(() => undefined);
-        throw new ServiceUnavailableError(
-          `activities: another request is still recording the key "${waiting[0] ?? ''}"; try again shortly`,
-        );
+  try {
+    for (let attempt = 0; waiting.length > 0; attempt += 1) {
+      if (attempt > 0) {
+        const wait = backoffMs(attempt, 20, KEY_POLL_CAP_MS);
+        if (!canWait(wait)) {
+          throw new ServiceUnavailableError(
+            `activities: another request is still recording the key "${waiting[0] ?? ''}"; try again shortly`,
+          );
+        }
+        await sleep(wait);
+        // Keys done meanwhile answer at once; only keys nobody holds are claimed again.
+        const now = await store.readKeys(instanceId, waiting);
+        for (const [key, state] of now) if (state.kind === 'done') states.set(key, state);
+        waiting = waiting.filter((key) => !states.has(key));
+        const free = waiting.filter((key) => !now.has(key));
+        if (free.length === 0) continue;
       }
-      await sleep(wait);
-      // Keys done meanwhile answer at once; only keys nobody holds are claimed again.
-      const now = await store.readKeys(instanceId, waiting);
-      for (const [key, state] of now) if (state.kind === 'done') states.set(key, state);
+      const claimed = await store.claimKeys(instanceId, waiting, token, leaseUntil);
+      for (const [key, state] of claimed) if (state.kind !== 'pending') states.set(key, state);
       waiting = waiting.filter((key) => !states.has(key));
-      const free = waiting.filter((key) => !now.has(key));
-      if (free.length === 0) continue;
     }
-    const claimed = await store.claimKeys(instanceId, waiting, token, leaseUntil);
-    for (const [key, state] of claimed) if (state.kind !== 'pending') states.set(key, state);
-    waiting = waiting.filter((key) => !states.has(key));
+  } catch (error) {
+    // Nothing of these activities happened: the keys this request claimed are given back.
+    const mine = keys.filter((key) => states.get(key)?.kind === 'claimed');
+    if (mine.length > 0) await store.releaseKeys(instanceId, mine, token).catch(() => undefined);
+    throw error;
   }
   return states;
 }

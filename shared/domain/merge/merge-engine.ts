@@ -1,4 +1,4 @@
-import { ValidationError, type ErrorDetail } from '../errors.js';
+import { ServiceUnavailableError, ValidationError, type ErrorDetail } from '../errors.js';
 import { newId } from '../ids.js';
 import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
@@ -132,8 +132,8 @@ export class IncompleteMergeError extends Error {
 
 /** How many records of one request are written at once. */
 const WRITE_CONCURRENCY = 16;
-/** How often one record is re-resolved after losing a race before it is reported invalid. */
-const MAX_ATTEMPTS = 10;
+/** How often one record is re-resolved after losing a race (within the time budget). */
+const MAX_ATTEMPTS = 20;
 
 /** Which record a request record names, and the key field it was found by. */
 export function findRecordMatch(
@@ -269,7 +269,10 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     private readonly now: () => Date,
   ) {}
 
-  /** One record's outcome; throws only when the store is unavailable or something is broken. */
+  /**
+   * One record's outcome; throws when the store stays unavailable, when the record keeps
+   * losing races through the time budget, or when something is broken.
+   */
   async merge(record: R): Promise<MergeOutcome> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       if (attempt > 0) {
@@ -293,10 +296,10 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
         } else throw error;
       }
     }
-    return {
-      status: 'invalid',
-      error: `${this.kind.list}[${record.index}]: the ${this.kind.noun} kept changing concurrently; try again`,
-    };
+    // Not the record's fault: the request stops (503) and says what it applied.
+    throw new ServiceUnavailableError(
+      `${this.kind.list}[${record.index}]: the ${this.kind.noun} kept changing concurrently; try again shortly`,
+    );
   }
 
   private conflictOf(record: R, claims: Map<string, string>, self?: string) {

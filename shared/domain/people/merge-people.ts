@@ -28,6 +28,7 @@ import {
 import { mergeOptions, type PersonMergeRequest } from './merge-request.js';
 import type { PeopleStore } from './people-store.js';
 import { PERSON_ID, type Person } from './person.js';
+import { runBounded } from '../../lib/bounded.js';
 import { overRecordBudget } from '../merge/record-budget.js';
 
 export type { MergeStatus };
@@ -172,14 +173,15 @@ async function applyLocations(
   services: LocationServices,
   now: Date,
 ): Promise<void> {
-  const pending = records.filter((record) => record.location);
-  const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
-    for (let record = pending.shift(); record; record = pending.shift()) {
+  const { failure } = await runBounded(
+    records.filter((record) => record.location),
+    8,
+    async (record) => {
       const resolved = await resolveLocation(record.location, instanceId, services, now);
       for (const [field, value] of Object.entries(locationFields(resolved))) {
         if (!(field in record.values)) record.values[field] = value;
       }
-    }
-  });
-  await Promise.all(workers);
+    },
+  );
+  if (failure) throw failure.error;
 }

@@ -300,7 +300,11 @@ export function planUpdate(
     removeTags,
     unsetTags: record.unsetTags,
     expected,
-    ...(addTags.length > 0 ? { tagRoom: MAX_TAGS_PER_PERSON - addTags.length } : {}),
+    // Tags this write removes make room too (if another request removed them first, the
+    // person holds fewer anyway).
+    ...(addTags.length > 0
+      ? { tagRoom: MAX_TAGS_PER_PERSON - addTags.length + removeTags.length }
+      : {}),
     claimsAdded,
     claimsReleased,
     activities,

@@ -276,6 +276,23 @@ describe('Idempotency-Key', () => {
     expect(refused.runs()).toBe(1);
   });
 
+  it('keeps a 5xx that reports records applied, so a repeat cannot apply them twice', async () => {
+    const { handler, runs } = setup(() =>
+      Promise.reject(
+        new ServiceUnavailableError('stopped', [
+          { index: 0, status: 'created', person_id: 'a'.repeat(24) },
+          { index: 1, status: 'not_applied' },
+        ]),
+      ),
+    );
+    const first = await handler(withKey('{"people":[1,2]}', 'k-3'), context);
+    const repeat = await handler(withKey('{"people":[1,2]}', 'k-3'), context);
+    expect([first.statusCode, repeat.statusCode]).toEqual([503, 503]);
+    expect(repeat.body).toBe(first.body);
+    expect(repeat.headers['idempotent-replayed']).toBe('true');
+    expect(runs()).toBe(1);
+  });
+
   it('keeps keys per instance', async () => {
     const store = new MemoryIdempotencyStore();
     const { handler, runs } = setup(undefined, store);
