@@ -9,7 +9,7 @@ import {
 } from '../errors.js';
 import { runBounded } from '../../lib/bounded.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../../lib/time-budget.js';
-import { IncompleteMergeError } from '../merge/merge-engine.js';
+import { everyRecordInvalid, IncompleteMergeError } from '../merge/merge-engine.js';
 import { jsonBytes, MAX_RECORD_BYTES } from '../merge/record-budget.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { parseTimestamp } from '../fields/field-values.js';
@@ -405,9 +405,12 @@ export async function recordActivities(
   await runBounded([...touches], 16, ([personId, touch]) =>
     context.activities.touch(instanceId, personId, touch.at, touch.place),
   );
-  return request.activities.map(
-    (_, index) =>
-      entries[index] ?? { person_status: 'invalid', status: 'invalid', error: 'not recorded' },
+  return everyRecordInvalid(
+    request.activities.map(
+      (_, index): ActivityEntry =>
+        entries[index] ?? { person_status: 'invalid', status: 'invalid', error: 'not recorded' },
+    ),
+    'No activity was recorded',
   );
 }
 
