@@ -46,6 +46,7 @@ export default {
         '/queue-poller\\.test\\.ts$',
         '/fault-injection\\.test\\.ts$',
         '/store-faults\\.test\\.ts$',
+        '/ingest-worker\\.test\\.ts$',
       ],
       setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
       globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',

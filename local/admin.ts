@@ -1,9 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createDocumentClient, createDynamoDbClient } from '../shared/adapters/aws-clients.js';
+import {
+  createDocumentClient,
+  createDynamoDbClient,
+  createSqsClient,
+} from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { repairCounts } from '../shared/adapters/counter-repair.js';
+import { DynamoRequestStore } from '../shared/adapters/request-store.js';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { listDeadLetters, redriveDeadLetters } from './dead-letters.js';
 import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
@@ -11,7 +18,7 @@ import { CdpError } from '../shared/domain/errors.js';
 import { parseConfigurationFile } from '../shared/domain/instance-config.js';
 import { isRegion, REGIONS, type Region } from '../shared/domain/regions.js';
 import { awsRegionOf } from '../shared/deployment.js';
-import { tableName } from '../shared/resources.js';
+import { QUEUES, queueName, tableName, type QueueName } from '../shared/resources.js';
 import { localAwsEnv, readStackSettings } from './settings.js';
 
 /**
@@ -20,6 +27,8 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   key create --instance <id> --data-source <name> [--region default|au|eu]
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  *   repair counts [--instance <id>] [--region default|au|eu]
+ *   dlq list [--queue ingest] [--region default|au|eu]
+ *   dlq redrive [--queue ingest] [--message <message or request ID>] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
  * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name.
  */
@@ -27,7 +36,9 @@ const USAGE = `usage:
   npm run admin -- apply <file> [--region default|au|eu] [--settle <seconds>]
   npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]
   npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
-  npm run admin -- repair counts [--instance <id>] [--region default|au|eu]`;
+  npm run admin -- repair counts [--instance <id>] [--region default|au|eu]
+  npm run admin -- dlq list [--queue ingest] [--region default|au|eu]
+  npm run admin -- dlq redrive [--queue ingest] [--message <id>] [--region default|au|eu]`;
 
 class UsageError extends Error {}
 
@@ -50,6 +61,50 @@ function documents(region: Region) {
   }
   Object.assign(process.env, localAwsEnv(readStackSettings()));
   return createDocumentClient(createDynamoDbClient());
+}
+
+/** An SQS client for the deployment (the local stand-in without AWS settings). */
+function queues(region: Region): SQSClient {
+  if (targetsAws(process.env)) process.env.AWS_REGION ??= awsRegionOf(region);
+  else Object.assign(process.env, localAwsEnv(readStackSettings()));
+  return createSqsClient();
+}
+
+function queueOption(value: string | undefined): QueueName {
+  const name = value ?? 'ingest';
+  if (!QUEUES.some((queue) => queue.name === name)) {
+    throw new UsageError(`--queue must be one of ${QUEUES.map((q) => q.name).join(', ')}`);
+  }
+  return name as QueueName;
+}
+
+async function deadLetters(
+  action: string | undefined,
+  queue: QueueName,
+  region: Region,
+  only: string | undefined,
+): Promise<void> {
+  const sqs = queues(region);
+  if (action === 'list') {
+    const requests = new DynamoRequestStore(documents(region), tableName(region, 'requests'));
+    const letters = await listDeadLetters(sqs, requests, region, queue);
+    console.log(`Dead letters of ${queueName(region, queue)}: ${letters.length}`);
+    for (const letter of letters) {
+      console.log(
+        `  ${letter.messageId}  request ${letter.requestId ?? '?'} (${letter.kind ?? '?'}, instance ${letter.instance ?? '?'}, accepted ${letter.acceptedAt ?? '?'}), received ${letter.receives} times${letter.reason ? `: ${letter.reason}` : ''}`,
+      );
+    }
+    return;
+  }
+  if (action === 'redrive') {
+    const moved = await redriveDeadLetters(sqs, region, queue, only);
+    console.log(`Moved back to ${queueName(region, queue)}: ${moved.length}`);
+    for (const letter of moved) {
+      console.log(`  ${letter.messageId}  request ${letter.requestId ?? '?'}`);
+    }
+    return;
+  }
+  throw new UsageError('dlq needs list or redrive');
 }
 
 function configStore(region: Region): DynamoConfigStore {
@@ -184,12 +239,17 @@ async function main(): Promise<void> {
       'data-source': { type: 'string' },
       month: { type: 'string' },
       settle: { type: 'string' },
+      queue: { type: 'string' },
+      message: { type: 'string' },
     },
   });
   const region = regionOption(values.region);
   const [command, ...rest] = positionals;
   if (command === 'apply') return apply(rest[0], region, settleOption(values.settle));
   if (command === 'repair' && rest[0] === 'counts') return repair(values.instance, region);
+  if (command === 'dlq') {
+    return deadLetters(rest[0], queueOption(values.queue), region, values.message);
+  }
   if (command === 'key' && rest[0] === 'create') {
     if (!values.instance || !values['data-source']) {
       throw new UsageError('key create needs --instance <id> and --data-source <name>');

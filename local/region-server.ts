@@ -45,17 +45,21 @@ async function main(): Promise<void> {
     const { Attributes } = await sqs.send(
       new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }),
     );
-    pollers.push(
-      startQueuePoller({
-        sqs,
-        queueUrl,
-        queueArn: Attributes?.QueueArn ?? queueUrl,
-        handler: await loadHandler<SqsHandler>(worker.function),
-        functionName: worker.function,
-        batchSize: worker.batchSize,
-        timeoutSeconds: worker.timeoutSeconds,
-      }),
-    );
+    const handler = await loadHandler<SqsHandler>(worker.function);
+    // As many pollers as the event source's maximum concurrency: batches run that many at once.
+    for (let n = 0; n < worker.maxConcurrency; n += 1) {
+      pollers.push(
+        startQueuePoller({
+          sqs,
+          queueUrl,
+          queueArn: Attributes?.QueueArn ?? queueUrl,
+          handler,
+          functionName: worker.function,
+          batchSize: worker.batchSize,
+          timeoutSeconds: worker.timeoutSeconds,
+        }),
+      );
+    }
   }
 
   const server = createRegionServer({ routes, fallback });

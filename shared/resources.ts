@@ -58,7 +58,7 @@ export const TABLES: readonly TableDefinition[] = [
   },
   {
     name: 'requests',
-    purpose: 'idempotency records of requests (24 hours)',
+    purpose: 'idempotency records (24 hours), asynchronous requests and their ledgers (7 days)',
     indexes: [],
     ttlAttribute: 'expires_at',
   },
@@ -78,7 +78,8 @@ export const QUEUES: readonly QueueDefinition[] = [
   {
     name: 'ingest',
     purpose: 'async person merges, organization merges and activities',
-    visibilityTimeoutSeconds: 180,
+    // Six times the worker's timeout, as AWS advises for an event source.
+    visibilityTimeoutSeconds: 360,
     maxReceiveCount: 5,
   },
   {

@@ -15,8 +15,16 @@ export type Access =
   | 'organizations:read'
   | 'activities'
   | 'activities:read'
-  /** Idempotency records (every POST/PUT under /v1). */
+  /** Idempotency records (every POST/PUT under /v1) and asynchronous requests. */
   | 'requests'
+  /** Storing (and taking back) the claim-check payloads of large asynchronous requests. */
+  | 'payloads:put'
+  /** Reading claim-check payloads (the ingest worker). */
+  | 'payloads:get'
+  /** Sending to the ingest queue (the API). */
+  | 'queue:ingest'
+  /** Putting a failed message of the ingest queue back later (its worker's backoff). */
+  | 'queue:ingest:retry'
   /** Location lookups: the IP database in the bundle and the region's place index. */
   | 'geo';
 
@@ -65,11 +73,19 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
   api('POST', '/v1/person/merge', 'person-merge', {
     maxBodyBytes: 2 * MB,
-    access: ['config:read', 'people', 'activities', 'organizations:read', 'geo'],
+    access: [
+      'config:read',
+      'people',
+      'activities',
+      'organizations:read',
+      'geo',
+      'queue:ingest',
+      'payloads:put',
+    ],
   }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', {
     maxBodyBytes: 2 * MB,
-    access: ['config:read', 'organizations'],
+    access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
   }),
   api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', {
     access: ['config:read', 'people', 'organizations'],
@@ -79,8 +95,17 @@ export const ROUTES: readonly RouteDefinition[] = [
   }),
   api('POST', '/v1/activities/create', 'activities-create', {
     maxBodyBytes: 2 * MB,
-    access: ['config:read', 'people', 'activities', 'organizations:read', 'geo'],
+    access: [
+      'config:read',
+      'people',
+      'activities',
+      'organizations:read',
+      'geo',
+      'queue:ingest',
+      'payloads:put',
+    ],
   }),
+  api('POST', '/v1/async/get', 'async-get', { access: ['config:read', 'requests'] }),
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
     access: ['config:write'],
   }),

@@ -11,9 +11,37 @@ export interface WorkerDefinition {
   readonly function: string;
   readonly queue: QueueName;
   readonly batchSize: number;
+  /**
+   * How many batches run at once at most: the SQS event source's maximum concurrency (not
+   * reserved concurrency, which would throttle messages into the dead-letter queue). The
+   * local pollers run as many.
+   */
+  readonly maxConcurrency: number;
   readonly memoryMb: number;
   readonly timeoutSeconds: number;
   readonly access: readonly Access[];
 }
 
-export const WORKERS: readonly WorkerDefinition[] = [];
+export const WORKERS: readonly WorkerDefinition[] = [
+  {
+    // A batch of 10 requests of up to 100 records each, one request after the other; at most
+    // 5 batches at once: ~16 writes in flight per batch, ~80 for async ingestion in all,
+    // which leaves the tables and the account's Lambda concurrency to synchronous traffic.
+    function: 'ingest-worker',
+    queue: 'ingest',
+    batchSize: 10,
+    maxConcurrency: 5,
+    memoryMb: 1024,
+    timeoutSeconds: 60,
+    access: [
+      'config:read',
+      'people',
+      'organizations',
+      'activities',
+      'requests',
+      'geo',
+      'payloads:get',
+      'queue:ingest:retry',
+    ],
+  },
+];

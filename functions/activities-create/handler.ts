@@ -3,11 +3,14 @@ import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
 import { PeopleEnv, readEnv } from '../../shared/config/env.js';
 import {
   ActivitiesCreateRequest,
+  prepareActivities,
   recordActivities,
 } from '../../shared/domain/activities/record-activities.js';
+import { acceptIngest } from '../../shared/domain/ingest/ingest.js';
 import { apiHandler } from '../../shared/http/api-handler.js';
 import {
   createApiRuntime,
+  createIngestPorts,
   createLocationServices,
   createPeopleStore,
 } from '../../shared/http/api-runtime.js';
@@ -22,27 +25,34 @@ const activities = new DynamoActivityStore(db, {
   people: tables.PEOPLE_TABLE,
 });
 const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+const ingest = createIngestPorts(db);
 
-/** `POST /v1/activities/create`: record 1 to 100 activities against people. */
+/** `POST /v1/activities/create`: record 1 to 100 activities against people (or queue them). */
 export const handler = apiHandler(
   findRoute('POST /v1/activities/create'),
   { ...http, body: ActivitiesCreateRequest },
   async ({ body, tenant }) => {
-    const entries = await recordActivities(body, {
+    const context = {
       tenant,
       people,
       activities,
       location,
       freshDefinitions: async () =>
         (await config.getInstance(tenant.instance.id))?.activities ?? [],
-    });
-    // Until asynchronous ingestion lands, `async: true` is recorded at once.
+    };
     return {
-      body: {
-        activities: body.async
-          ? entries.map(() => ({ person_status: 'queued', status: 'queued' }))
-          : entries,
-      },
+      body: body.async
+        ? await acceptIngest(
+            {
+              kind: 'activities-create',
+              body,
+              records: body.activities.length,
+              check: () => prepareActivities(body, context, new Date()),
+            },
+            tenant,
+            ingest,
+          )
+        : { activities: await recordActivities(body, context) },
     };
   },
 );

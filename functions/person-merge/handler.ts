@@ -1,8 +1,10 @@
-import { mergePeople } from '../../shared/domain/people/merge-people.js';
+import { acceptIngest } from '../../shared/domain/ingest/ingest.js';
+import { mergePeople, preparePeopleMerge } from '../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../shared/domain/people/merge-request.js';
 import { apiHandler } from '../../shared/http/api-handler.js';
 import {
   createApiRuntime,
+  createIngestPorts,
   createLocationServices,
   createPeopleStore,
 } from '../../shared/http/api-runtime.js';
@@ -11,15 +13,24 @@ import { findRoute } from '../../shared/routes.js';
 const { http, db } = createApiRuntime();
 const store = createPeopleStore(db);
 const location = createLocationServices(store);
+const ingest = createIngestPorts(db);
 
-/** `POST /v1/person/merge`: create or update 1 to 100 people. */
+/** `POST /v1/person/merge`: create or update 1 to 100 people (or queue them: `async`). */
 export const handler = apiHandler(
   findRoute('POST /v1/person/merge'),
   { ...http, body: PersonMergeRequest },
-  async ({ body, tenant }) => {
-    const people = await mergePeople(body, { tenant, store, location });
-    // Until asynchronous ingestion lands, `async: true` is ingested at once and answered
-    // in the queued shape clients expect.
-    return { body: { people: body.async ? people.map(() => ({ status: 'queued' })) : people } };
-  },
+  async ({ body, tenant }) => ({
+    body: body.async
+      ? await acceptIngest(
+          {
+            kind: 'person-merge',
+            body,
+            records: body.people.length,
+            check: () => preparePeopleMerge(body, tenant),
+          },
+          tenant,
+          ingest,
+        )
+      : { people: await mergePeople(body, { tenant, store, location }) },
+  }),
 );

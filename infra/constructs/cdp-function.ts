@@ -7,7 +7,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { tableVariable } from '../../shared/resources.js';
+import { bucketVariable, queueUrlVariable, tableVariable } from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 
@@ -111,6 +111,12 @@ export class CdpFunction extends Construct {
             'Queries on the indexes of a table the function is granted (table ARN + /index/*).',
           appliesTo: [{ regex: '/^Resource::.*\\/index\\/\\*$/g' }],
         },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'Claim-check payloads are one object per request under the ingest/ prefix of the payloads bucket.',
+          appliesTo: [{ regex: '/^Resource::.*payloads.*\\/ingest\\/\\*$/g' }],
+        },
       ],
       true,
     );
@@ -133,6 +139,31 @@ export class CdpFunction extends Construct {
         case 'requests':
           data.tables[need].grantReadWriteData(this.fn);
           this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
+          break;
+        case 'payloads:put':
+        case 'payloads:get':
+          // Only the claim-check objects (`ingest/…`), and only what each side does with them.
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions:
+                need === 'payloads:put' ? ['s3:PutObject', 's3:DeleteObject'] : ['s3:GetObject'],
+              resources: [data.buckets.payloads.arnForObjects('ingest/*')],
+            }),
+          );
+          this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
+          break;
+        case 'queue:ingest':
+          data.queues.ingest.grantSendMessages(this.fn);
+          this.fn.addEnvironment(queueUrlVariable('ingest'), data.queues.ingest.queueUrl);
+          break;
+        case 'queue:ingest:retry':
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['sqs:ChangeMessageVisibility'],
+              resources: [data.queues.ingest.queueArn],
+            }),
+          );
+          this.fn.addEnvironment(queueUrlVariable('ingest'), data.queues.ingest.queueUrl);
           break;
         case 'geo':
           this.fn.addToRolePolicy(

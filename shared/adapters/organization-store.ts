@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
-import type { ClaimKey } from '../domain/merge/merge-engine.js';
+import type { ClaimKey, RecordMarker } from '../domain/merge/merge-engine.js';
 import {
   ORGANIZATION_NAME,
   type Organization,
@@ -22,6 +22,7 @@ import {
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
+  markerPut,
   mergeWriteError,
   wholeStateExpressions,
   type TransactItem,
@@ -73,7 +74,15 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
   constructor(
     protected readonly db: DynamoDBDocumentClient,
     protected readonly table: string,
+    /** Where queued requests record their records' outcomes (the ingest worker's). */
+    protected readonly requestsTable?: string,
   ) {}
+
+  private markers(instanceId: string, marker: RecordMarker | undefined): TransactItem[] {
+    if (!marker) return [];
+    if (!this.requestsTable) throw new Error('recording outcomes needs the requests table');
+    return [markerPut(this.requestsTable, instanceId, marker)];
+  }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.table, instanceId, keys, consistent);
@@ -89,7 +98,11 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     return new Map(items.map((item) => [String(item.id), organizationFromItem(item)]));
   }
 
-  async createOrganization(instanceId: string, plan: OrganizationCreatePlan) {
+  async createOrganization(
+    instanceId: string,
+    plan: OrganizationCreatePlan,
+    marker?: RecordMarker,
+  ) {
     const { organization } = plan;
     const claims = [...plan.claims];
     const shard = shardOf(organization.id);
@@ -119,15 +132,20 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
           ExpressionAttributeValues: { ':one': 1 },
         },
       },
+      ...this.markers(instanceId, marker),
     ];
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, { released: [], added: claims });
+      throw mergeWriteError(error, { released: [], added: claims }, marker !== undefined);
     }
   }
 
-  async updateOrganization(instanceId: string, plan: OrganizationUpdatePlan) {
+  async updateOrganization(
+    instanceId: string,
+    plan: OrganizationUpdatePlan,
+    marker?: RecordMarker,
+  ) {
     const id = plan.before.id;
     const added = [...plan.claimsAdded];
     const released = [...plan.claimsReleased];
@@ -145,11 +163,12 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
             },
             ...claims.released,
             ...claims.added,
+            ...this.markers(instanceId, marker),
           ],
         }),
       );
     } catch (error) {
-      throw mergeWriteError(error, { released, added });
+      throw mergeWriteError(error, { released, added }, marker !== undefined);
     }
   }
 

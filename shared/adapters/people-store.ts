@@ -10,7 +10,7 @@ import {
 import { ServiceUnavailableError } from '../domain/errors.js';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import type { KeyClaimStore } from '../domain/key-fields.js';
-import { claimId } from '../domain/merge/merge-engine.js';
+import { claimId, type RecordMarker } from '../domain/merge/merge-engine.js';
 import { z } from 'zod';
 import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
@@ -44,6 +44,7 @@ import {
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
+  markerPut,
   mergeWriteError,
   wholeStateExpressions,
   type TransactItem,
@@ -150,6 +151,8 @@ export interface PeopleTables {
   people: string;
   activities: string;
   organizations: string;
+  /** Where queued requests record their records' outcomes (the ingest worker's). */
+  requests?: string;
 }
 
 export class DynamoPeopleStore
@@ -175,7 +178,19 @@ export class DynamoPeopleStore
     return new Map(items.map((item) => [String(item.id), personFromItem(item)]));
   }
 
-  async createPerson(instanceId: string, plan: CreatePlan, dataSource: string) {
+  /** The marker of a queued request's record, put in the record's transaction. */
+  private markers(instanceId: string, marker: RecordMarker | undefined): TransactItem[] {
+    if (!marker) return [];
+    if (!this.tables.requests) throw new Error('recording outcomes needs the requests table');
+    return [markerPut(this.tables.requests, instanceId, marker)];
+  }
+
+  async createPerson(
+    instanceId: string,
+    plan: CreatePlan,
+    dataSource: string,
+    marker?: RecordMarker,
+  ) {
     const { person } = plan;
     const claims = [...plan.claims];
     const counters = new ExpressionBuilder();
@@ -207,15 +222,21 @@ export class DynamoPeopleStore
         },
       },
       ...this.activityPuts(instanceId, person.id, plan.activities, person.created_at, dataSource),
+      ...this.markers(instanceId, marker),
     ];
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, { released: [], added: claims });
+      throw mergeWriteError(error, { released: [], added: claims }, marker !== undefined);
     }
   }
 
-  async updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string) {
+  async updatePerson(
+    instanceId: string,
+    plan: UpdatePlan,
+    dataSource: string,
+    marker?: RecordMarker,
+  ) {
     const personId = plan.before.id;
     const update = this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan);
     const added = [...plan.claimsAdded];
@@ -250,11 +271,12 @@ export class DynamoPeopleStore
         plan.after.updated_at,
         dataSource,
       ),
+      ...this.markers(instanceId, marker),
     ];
     try {
       await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
     } catch (error) {
-      throw mergeWriteError(error, { released, added });
+      throw mergeWriteError(error, { released, added }, marker !== undefined);
     }
   }
 

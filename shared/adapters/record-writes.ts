@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk
 import { z } from 'zod';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import {
+  AlreadyAppliedError,
   claimId,
   ClaimNotHeldError,
   ClaimTakenError,
@@ -9,7 +10,9 @@ import {
   RecordTooLargeError,
   WriteConflictError,
   type ClaimKey,
+  type RecordMarker,
 } from '../domain/merge/merge-engine.js';
+import { markerKey, MARKER_TTL_SECONDS } from './request-store.js';
 import { batchGet, cancellationReasons, type ExpressionBuilder } from './dynamo-helpers.js';
 
 /**
@@ -172,13 +175,32 @@ const isSizeProblem = (message: string | undefined) =>
   /item size|size has exceeded/i.test(message ?? '');
 
 /**
+ * The marker of a queued request's record (requests table), put only if it is not there:
+ * the record's outcome, recorded in the transaction that applies it. Goes last.
+ */
+export function markerPut(table: string, instanceId: string, marker: RecordMarker): TransactItem {
+  return {
+    Put: {
+      TableName: table,
+      Item: {
+        ...markerKey(instanceId, marker.requestId, marker.index),
+        outcome: marker.outcome,
+        expires_at: Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS,
+      },
+      ConditionExpression: 'attribute_not_exists(pk)',
+    },
+  };
+}
+
+/**
  * Turns a failed write of a merged record into the engine's errors. The transaction's items
- * are, in order: the record itself, the released claims, the added claims, then items
- * without conditions (counters, activities).
+ * are, in order: the record itself, the released claims, the added claims, items without
+ * conditions (counters, activities), and last the marker of a queued request's record.
  */
 export function mergeWriteError(
   error: unknown,
   claims: { released: [string, string][]; added: [string, string][] },
+  marked = false,
 ): unknown {
   if (
     error instanceof Error &&
@@ -190,6 +212,8 @@ export function mergeWriteError(
   const reasons = cancellationReasons(error);
   if (!reasons) return error;
   const codes = reasons.map((reason) => reason.Code);
+  // Another delivery of the request recorded this record's outcome: nothing was applied.
+  if (marked && codes.at(-1) === 'ConditionalCheckFailed') return new AlreadyAppliedError();
   if (
     reasons.some((reason) => reason.Code === 'ValidationError' && isSizeProblem(reason.Message))
   ) {

@@ -56,3 +56,18 @@ export const PeopleEnv = z.object({
   ACTIVITIES_TABLE: tableName,
   ORGANIZATIONS_TABLE: tableName,
 });
+
+/** Functions that queue asynchronous requests (and the worker that reads them). */
+export const IngestEnv = z.object({
+  INGEST_QUEUE_URL: z.url(),
+  PAYLOADS_BUCKET: z.string().min(3),
+  REQUESTS_TABLE: tableName,
+});
+
+/** The ingest worker: everything the domain writes, and how fast it retries a message. */
+export const IngestWorkerEnv = IngestEnv.extend({
+  CONFIG_TABLE: tableName,
+  CDP_CONFIG_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** A failed message comes back after `base · 2^(receives − 1)` seconds. */
+  INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(2),
+}).extend(PeopleEnv.shape);

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /**
  * IDs of people, organizations and activities: 24 lowercase hex characters, time-ordered.
@@ -36,4 +36,14 @@ export function isId(value: unknown): value is string {
 /** The creation time an ID carries. */
 export function idTime(id: string): Date {
   return new Date(parseInt(id.slice(0, 12), 16));
+}
+
+/**
+ * A deterministic ID: the time of `at`, then 12 hex digits of a hash of `seed`. A queued
+ * request applied twice gives its records the same IDs (so writing them again changes
+ * nothing).
+ */
+export function derivedId(seed: string, at: number): string {
+  const tail = createHash('sha256').update(seed).digest('hex').slice(0, 12);
+  return Math.max(0, at).toString(16).padStart(12, '0') + tail;
 }

@@ -72,9 +72,20 @@ export async function authenticate(
   if (record.home_region !== region) {
     throw new WrongRegionError(record.home_region, baseUrls[record.home_region]);
   }
-  const instance = await directory.getInstance(record.instance_id);
-  const dataSource = instance?.data_sources.find((source) => source.name === record.data_source);
-  if (!instance || !dataSource) throw new UnknownApiKeyError();
+  const tenant = await tenantOf(directory, record.instance_id, record.data_source);
+  if (!tenant) throw new UnknownApiKeyError();
+  return tenant;
+}
+
+/** The tenant of a data source of an instance (a queued request names both), if they exist. */
+export async function tenantOf(
+  directory: Pick<TenantDirectory, 'getInstance'>,
+  instanceId: string,
+  dataSourceName: string,
+): Promise<Tenant | undefined> {
+  const instance = await directory.getInstance(instanceId);
+  const dataSource = instance?.data_sources.find((source) => source.name === dataSourceName);
+  if (!instance || !dataSource) return undefined;
   return { instance, dataSource, ...catalogsOf(instance) };
 }
 

@@ -1,11 +1,13 @@
 import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
-import { createDocumentClient } from '../adapters/aws-clients.js';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
+import { SqsIngestQueue } from '../adapters/ingest-queue.js';
+import { DynamoRequestStore } from '../adapters/request-store.js';
 import { DynamoPeopleStore } from '../adapters/people-store.js';
 import { DynamoIdempotencyStore } from '../adapters/idempotency-store.js';
 import { LocationClient } from '@aws-sdk/client-location';
 import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
-import { ApiEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
+import { ApiEnv, IngestEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
@@ -80,4 +82,18 @@ export function createLocationServices(meter: GeocodingMeter): LocationServices 
       ? new AwsLocationGeocoder(new LocationClient({}), env.PLACE_INDEX_NAME)
       : new OfflineGeocoder();
   return { ipLocator: new MaxmindIpLocator(), geocoder, meter };
+}
+
+/** The ingest queue and request states of functions that accept asynchronous requests. */
+export function createIngestPorts(db: DynamoDBDocumentClient) {
+  const env = readEnv(IngestEnv);
+  return {
+    queue: new SqsIngestQueue(
+      createSqsClient(),
+      env.INGEST_QUEUE_URL,
+      createS3Client(),
+      env.PAYLOADS_BUCKET,
+    ),
+    requests: new DynamoRequestStore(db, env.REQUESTS_TABLE),
+  };
 }

@@ -555,6 +555,9 @@ describe('person merge: counters and concurrency', () => {
       key,
       body: { async: true, people: [{ fields: { 'str::email': uniqueEmail() } }] },
     });
-    expect(response.body).toEqual({ people: [{ status: 'queued' }] });
+    expect(response.body).toEqual({
+      people: [{ status: 'queued' }],
+      request_id: expect.stringMatching(/^[0-9a-f]{24}$/) as unknown,
+    });
   });
 });

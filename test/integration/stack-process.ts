@@ -69,6 +69,8 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     POWERTOOLS_LOG_LEVEL: 'SILENT',
     // Configuration applied by a test reaches the functions at once.
     CDP_CONFIG_CACHE_MS: '0',
+    // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).
+    INGEST_RETRY_BASE_SECONDS: '0.5',
     ...extra,
   };
 }

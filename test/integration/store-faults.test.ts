@@ -174,6 +174,8 @@ describe('a store that stays unavailable', () => {
       BASE_URL_AU: `http://127.0.0.1:${TEST_STACK.port + 1}`,
       BASE_URL_EU: `http://127.0.0.1:${TEST_STACK.port + 2}`,
       GEOCODER: 'offline',
+      INGEST_QUEUE_URL: `http://127.0.0.1:${TEST_STACK.sqsPort}/000000000000/cdp-default-ingest`,
+      PAYLOADS_BUCKET: 'cdp-default-payloads',
       // Every call on the people table is throttled; the request may retry for 1.5 s.
       CDP_FAULTS: 'throttle=1,only=people',
       CDP_REQUEST_BUDGET_MS: '1500',

@@ -9,11 +9,15 @@ import {
 } from '../errors.js';
 import { runBounded } from '../../lib/bounded.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../../lib/time-budget.js';
-import { everyRecordInvalid, IncompleteMergeError } from '../merge/merge-engine.js';
+import {
+  everyRecordInvalid,
+  IncompleteMergeError,
+  type RecordLedger,
+} from '../merge/merge-engine.js';
 import { jsonBytes, MAX_RECORD_BYTES } from '../merge/record-budget.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { parseTimestamp } from '../fields/field-values.js';
-import { isId, newId } from '../ids.js';
+import { derivedId, isId, newId } from '../ids.js';
 import type { ActivityDefinitionConfig } from '../instance-config.js';
 import {
   checkAddressLookups,
@@ -143,6 +147,61 @@ export interface ActivityContext {
   /** Reads the instance's activity definitions afresh (the tenant's may be cached). */
   freshDefinitions: () => Promise<ActivityDefinitionConfig[]>;
   now?: () => Date;
+  /**
+   * For a queued request: its ledger (each activity takes effect once, with an ID derived
+   * from the request and its index) and when it was accepted (the time of activities sent
+   * without `created`, and the time the 90-day window is measured from).
+   */
+  queued?: { ledger: RecordLedger; acceptedAt: Date };
+}
+
+/**
+ * What `POST /v1/activities/create` checks before anything is written: the dates (the whole
+ * request fails on one too old or in the future), the merge preferences, every activity
+ * (definitions read afresh when the cached ones lack an ID), the address-lookup plan. A
+ * request whose every activity is invalid is a 400. An asynchronous request is checked with
+ * it before it is queued.
+ */
+export async function prepareActivities(
+  request: ActivitiesCreateRequest,
+  context: Pick<ActivityContext, 'tenant' | 'freshDefinitions'>,
+  at: Date,
+) {
+  const { tenant } = context;
+  checkDates(request.activities, at);
+  const options = mergeOptions(request, tenant);
+  let definitions = new Map(tenant.instance.activities.map((d) => [d.id, compileDefinition(d)]));
+  const named = request.activities.map(
+    (entry) => (entry as { activity_id?: unknown } | null)?.activity_id,
+  );
+  if (named.some((id) => typeof id === 'string' && !definitions.has(id))) {
+    definitions = new Map(
+      (await context.freshDefinitions()).map((d) => [d.id, compileDefinition(d)]),
+    );
+  }
+  const entries: (ActivityEntry | undefined)[] = [];
+  const valid: Pending[] = [];
+  request.activities.forEach((raw, index) => {
+    const prepared = prepareActivity(raw, index, definitions, options, tenant, at);
+    if ('error' in prepared)
+      entries[index] = { person_status: 'invalid', status: 'invalid', error: prepared.error };
+    else valid.push(prepared);
+  });
+  if (valid.length === 0) {
+    throw new ValidationError(
+      `No activity was recorded: every activity is invalid (${entries[0]?.error ?? ''})`,
+      entries.map((entry, index) => ({
+        index,
+        status: 'invalid' as const,
+        error: entry?.error ?? '',
+      })),
+    );
+  }
+  checkAddressLookups(
+    valid.map((p) => p.location),
+    tenant.instance.plan,
+  );
+  return { options, definitions, entries, valid };
 }
 
 interface Pending {
@@ -203,44 +262,18 @@ export async function recordActivities(
   request: ActivitiesCreateRequest,
   context: ActivityContext,
 ): Promise<ActivityEntry[]> {
-  const { tenant } = context;
+  const { tenant, queued } = context;
   const instanceId = tenant.instance.id;
   const now = context.now ?? (() => new Date());
-  const started = now();
-  checkDates(request.activities, started);
-  const options = mergeOptions(request, tenant);
-  let definitions = new Map(tenant.instance.activities.map((d) => [d.id, compileDefinition(d)]));
-  const named = request.activities.map(
-    (entry) => (entry as { activity_id?: unknown } | null)?.activity_id,
-  );
-  if (named.some((id) => typeof id === 'string' && !definitions.has(id))) {
-    definitions = new Map(
-      (await context.freshDefinitions()).map((d) => [d.id, compileDefinition(d)]),
-    );
-  }
-
-  const entries: (ActivityEntry | undefined)[] = [];
-  const valid: Pending[] = [];
-  request.activities.forEach((raw, index) => {
-    const prepared = prepareActivity(raw, index, definitions, options, tenant, started);
-    if ('error' in prepared)
-      entries[index] = { person_status: 'invalid', status: 'invalid', error: prepared.error };
-    else valid.push(prepared);
-  });
-  if (valid.length === 0) {
-    throw new ValidationError(
-      `No activity was recorded: every activity is invalid (${entries[0]?.error ?? ''})`,
-      entries.map((entry, index) => ({
-        index,
-        status: 'invalid' as const,
-        error: entry?.error ?? '',
-      })),
-    );
-  }
-  checkAddressLookups(
-    valid.map((p) => p.location),
-    tenant.instance.plan,
-  );
+  const started = queued?.acceptedAt ?? now();
+  const prepared = await prepareActivities(request, context, started);
+  const { definitions, entries, valid } = prepared;
+  const options = queued ? { ...prepared.options, ledger: queued.ledger } : prepared.options;
+  // A queued request's activity IDs derive from the request and the activity's index.
+  const activityId = (index: number, createdAt: string) =>
+    queued
+      ? derivedId(`${queued.ledger.requestId}#${index}`, Date.parse(createdAt))
+      : newId(Date.parse(createdAt));
 
   // Keys first: nothing of an activity happens before its key is ours.
   const token = randomUUID();
@@ -316,7 +349,7 @@ export async function recordActivities(
       }
       const location = located.get(p.index);
       const activity: ActivityToWrite = {
-        id: newId(Date.parse(p.createdAt)),
+        id: activityId(p.index, p.createdAt),
         person_id: person.personId,
         person_status: person.status,
         field_id: p.definition.config.id,

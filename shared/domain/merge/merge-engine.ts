@@ -47,7 +47,37 @@ export interface MergeOptions {
   skipNonExisting: boolean;
   /** Fields whose values are claimed (unique per instance) when records are written. */
   keyFields: string[];
+  /** A queued request's ledger: each record takes effect once, however often it is applied. */
+  ledger?: RecordLedger;
 }
+
+/**
+ * Exactly-once effect for a queued (asynchronous) request, which a queue may deliver more
+ * than once: each record's outcome is recorded under the request's ID and the record's
+ * index, in the same transaction as the record's write (`marker`), or on its own when the
+ * record wrote nothing. Records with an outcome are not applied again; their outcome is the
+ * answer. A write that finds its outcome already recorded (a concurrent duplicate delivery)
+ * changes nothing (`AlreadyAppliedError`) and answers with that outcome.
+ */
+export interface RecordLedger {
+  readonly requestId: string;
+  /** Outcomes already recorded, by record index. */
+  recorded(): Promise<Map<number, MergeOutcome>>;
+  /** Records the outcomes of records that wrote nothing (first one wins). */
+  note(outcomes: [number, MergeOutcome][]): Promise<void>;
+  /** The outcome recorded for a record. */
+  outcomeOf(index: number): Promise<MergeOutcome | undefined>;
+}
+
+/** What a store writes with a record so that its outcome is recorded with its effect. */
+export interface RecordMarker {
+  requestId: string;
+  index: number;
+  outcome: MergeOutcome;
+}
+
+/** The record's outcome was already recorded (another delivery applied it): nothing changed. */
+export class AlreadyAppliedError extends Error {}
 
 /** A key value is already claimed by someone else: the write made no change. */
 export class ClaimTakenError extends Error {
@@ -113,8 +143,9 @@ export interface MergeKind<R extends MergeRecord, T extends StoredRecord, C, U> 
   overBudget(record: T, index: number): string | undefined;
   findClaimOwners(keys: ClaimKey[], consistent?: boolean): Promise<Map<string, string>>;
   read(ids: string[], consistent?: boolean): Promise<Map<string, T>>;
-  create(plan: C): Promise<void>;
-  update(plan: U): Promise<void>;
+  /** Writes a new record (with its marker, for a queued request). */
+  create(plan: C, marker?: RecordMarker): Promise<void>;
+  update(plan: U, marker?: RecordMarker): Promise<void>;
 }
 
 /**
@@ -182,17 +213,43 @@ export async function mergeRecords<R extends MergeRecord, T extends StoredRecord
 ): Promise<Map<number, MergeOutcome>> {
   const state = new MergeState<T>();
   const outcomes = new Map<number, MergeOutcome>();
+  let pending = records;
   try {
-    await readAhead(kind, records, options, state);
+    if (options.ledger) {
+      // Records an earlier delivery of the request applied answer with what they did.
+      const recorded = await options.ledger.recorded();
+      for (const [index, outcome] of recorded) outcomes.set(index, outcome);
+      pending = records.filter((record) => !recorded.has(record.index));
+    }
+    await readAhead(kind, pending, options, state);
   } catch (error) {
     throw new IncompleteMergeError(outcomes, error);
   }
   const merger = new RecordMerger(kind, state, options, now);
-  const groups = groupByShared(records, options, state);
+  const groups = groupByShared(pending, options, state);
+  const unwritten: [number, MergeOutcome][] = [];
   const { failure } = await runBounded(groups, WRITE_CONCURRENCY, async (group) => {
-    for (const record of group) outcomes.set(record.index, await merger.merge(record));
+    for (const record of group) {
+      const { outcome, wrote } = await merger.merge(record);
+      outcomes.set(record.index, outcome);
+      if (!wrote) unwritten.push([record.index, outcome]);
+    }
   });
   if (failure) throw new IncompleteMergeError(outcomes, failure.error);
+  if (options.ledger && unwritten.length > 0) {
+    try {
+      await options.ledger.note(unwritten);
+      // A duplicate delivery running at the same time may have applied some of these records
+      // (this one then found nothing to do): the outcome of the write is the answer.
+      const recorded = await options.ledger.recorded();
+      for (const [index] of unwritten) {
+        const outcome = recorded.get(index);
+        if (outcome) outcomes.set(index, outcome);
+      }
+    } catch (error) {
+      throw new IncompleteMergeError(outcomes, error);
+    }
+  }
   return outcomes;
 }
 
@@ -273,7 +330,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
    * One record's outcome; throws when the store stays unavailable, when the record keeps
    * losing races through the time budget, or when something is broken.
    */
-  async merge(record: R): Promise<MergeOutcome> {
+  async merge(record: R): Promise<{ outcome: MergeOutcome; wrote: boolean }> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       if (attempt > 0) {
         const wait = backoffMs(attempt, 10, 500);
@@ -285,9 +342,17 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       } catch (error) {
         if (error instanceof RecordTooLargeError) {
           return {
-            status: 'invalid',
-            error: `${this.kind.list}[${record.index}]: the ${this.kind.noun} would be larger than the store allows (400 KB); send fewer or shorter values`,
+            outcome: {
+              status: 'invalid',
+              error: `${this.kind.list}[${record.index}]: the ${this.kind.noun} would be larger than the store allows (400 KB); send fewer or shorter values`,
+            },
+            wrote: false,
           };
+        }
+        if (error instanceof AlreadyAppliedError) {
+          const recorded = await this.options.ledger?.outcomeOf(record.index);
+          if (recorded) return { outcome: recorded, wrote: true };
+          throw error;
         }
         if (error instanceof ClaimTakenError) await this.refresh(record);
         else if (error instanceof ClaimNotHeldError) await this.refreshClaims(error.claims);
@@ -312,31 +377,38 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     return undefined;
   }
 
-  private async attempt(record: R): Promise<MergeOutcome> {
+  private marker(index: number, outcome: MergeOutcome): RecordMarker | undefined {
+    const ledger = this.options.ledger;
+    return ledger ? { requestId: ledger.requestId, index, outcome } : undefined;
+  }
+
+  private async attempt(record: R): Promise<{ outcome: MergeOutcome; wrote: boolean }> {
     const { kind, options, state } = this;
+    const unwritten = (outcome: MergeOutcome) => ({ outcome, wrote: false });
     const match = findRecordMatch(record, options, state.owner);
     const id = match?.id;
     const timestamp = this.now().toISOString();
 
     if (id === undefined || (options.byId && !state.records.has(id))) {
-      if (options.skipNonExisting) return { status: 'skipped' };
+      if (options.skipNonExisting) return unwritten({ status: 'skipped' });
       if (options.byId) {
-        return {
+        return unwritten({
           status: 'invalid',
           error: `${kind.list}[${record.index}].fields.${kind.idField}: no ${kind.noun} has this ID`,
-        };
+        });
       }
       const plan = kind.planCreate(record, newId(), timestamp);
       const created = kind.created(plan);
       const conflict = this.conflictOf(record, created.claims);
-      if (conflict) return { status: 'invalid', error: conflict };
+      if (conflict) return unwritten({ status: 'invalid', error: conflict });
       const tooLarge = kind.overBudget(created.record, record.index);
-      if (tooLarge) return { status: 'invalid', error: tooLarge };
-      await kind.create(plan);
+      if (tooLarge) return unwritten({ status: 'invalid', error: tooLarge });
+      const outcome: MergeOutcome = { id: created.record.id, status: 'created' };
+      await kind.create(plan, this.marker(record.index, outcome));
       for (const [field, value] of created.claims)
         state.owners.set(claimId(field, value), created.record.id);
       state.records.set(created.record.id, created.record);
-      return { id: created.record.id, status: 'created' };
+      return { outcome, wrote: true };
     }
 
     let stored = state.records.get(id);
@@ -345,23 +417,24 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       if (!stored) throw new RecordChangedError();
       state.records.set(id, stored);
     }
-    if (options.strategy === 3) return { id, status: 'skipped' };
+    if (options.strategy === 3) return unwritten({ id, status: 'skipped' });
     const plan = kind.planUpdate(stored, record, timestamp, match?.field ? [match.field] : []);
-    if (!plan) return { id, status: 'merged' };
+    if (!plan) return unwritten({ id, status: 'merged' });
     const updated = kind.updated(plan);
     const conflict = this.conflictOf(record, updated.claimsAdded, id);
-    if (conflict) return { status: 'invalid', error: conflict };
+    if (conflict) return unwritten({ status: 'invalid', error: conflict });
     const tooLarge = kind.overBudget(updated.after, record.index);
-    if (tooLarge) return { status: 'invalid', error: tooLarge };
+    if (tooLarge) return unwritten({ status: 'invalid', error: tooLarge });
     for (const [field, value] of [...updated.claimsReleased]) {
       const owner = state.owner(field, value);
       if (owner !== undefined && owner !== id) updated.claimsReleased.delete(field);
     }
-    await kind.update(plan);
+    const outcome: MergeOutcome = { id, status: 'merged' };
+    await kind.update(plan, this.marker(record.index, outcome));
     for (const [field, value] of updated.claimsReleased) state.owners.delete(claimId(field, value));
     for (const [field, value] of updated.claimsAdded) state.owners.set(claimId(field, value), id);
     state.records.set(id, updated.after);
-    return { id, status: 'merged' };
+    return { outcome, wrote: true };
   }
 
   private async refreshClaims(keys: ClaimKey[]): Promise<void> {

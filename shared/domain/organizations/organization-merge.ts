@@ -13,6 +13,8 @@ import {
   type MergeOptions,
   type MergeRecord,
   type MergeStatus,
+  type RecordLedger,
+  type RecordMarker,
 } from '../merge/merge-engine.js';
 import { MERGE_PREFERENCES } from '../people/merge-request.js';
 import { overRecordBudget } from '../merge/record-budget.js';
@@ -98,8 +100,16 @@ export interface OrganizationStore {
     ids: string[],
     consistent?: boolean,
   ): Promise<Map<string, Organization>>;
-  createOrganization(instanceId: string, plan: OrganizationCreatePlan): Promise<void>;
-  updateOrganization(instanceId: string, plan: OrganizationUpdatePlan): Promise<void>;
+  createOrganization(
+    instanceId: string,
+    plan: OrganizationCreatePlan,
+    marker?: RecordMarker,
+  ): Promise<void>;
+  updateOrganization(
+    instanceId: string,
+    plan: OrganizationUpdatePlan,
+    marker?: RecordMarker,
+  ): Promise<void>;
 }
 
 export interface OrganizationMergeResult {
@@ -152,14 +162,11 @@ function prepare(
  * `merge_by` is required, strategy 3 leaves existing organizations untouched, and
  * `str:o:source` is the data source's name when a new organization does not set it.
  */
-export async function mergeOrganizations(
-  request: OrganizationMergeRequest,
-  {
-    tenant,
-    store,
-    now = () => new Date(),
-  }: { tenant: Tenant; store: OrganizationStore; now?: () => Date },
-): Promise<OrganizationMergeResult[]> {
+/**
+ * What `POST /v1/organizations/merge` checks before anything is read or written (pure: an
+ * asynchronous request is checked with it before it is queued).
+ */
+export function prepareOrganizationMerge(request: OrganizationMergeRequest, tenant: Tenant) {
   if (request.merge_by.length === 2 && request.merge_by[0] === request.merge_by[1]) {
     throw new ValidationError('merge_by: the two merge fields must differ', [
       { field: 'merge_by', error: 'duplicate field' },
@@ -186,6 +193,21 @@ export async function mergeOrganizations(
       details,
     );
   }
+  return { options, records, valid };
+}
+
+export async function mergeOrganizations(
+  request: OrganizationMergeRequest,
+  {
+    tenant,
+    store,
+    now = () => new Date(),
+    ledger,
+  }: { tenant: Tenant; store: OrganizationStore; now?: () => Date; ledger?: RecordLedger },
+): Promise<OrganizationMergeResult[]> {
+  const prepared = prepareOrganizationMerge(request, tenant);
+  const { records, valid } = prepared;
+  const options = ledger ? { ...prepared.options, ledger } : prepared.options;
   const instanceId = tenant.instance.id;
   const isStored = (fieldId: string) => tenant.organizationFields.get(fieldId)?.stored ?? false;
   const kind: MergeKind<
@@ -255,8 +277,8 @@ export async function mergeOrganizations(
       overRecordBudget(`organizations[${index}]`, 'organization', organization.fields),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getOrganizations(instanceId, ids, consistent),
-    create: (plan) => store.createOrganization(instanceId, plan),
-    update: (plan) => store.updateOrganization(instanceId, plan),
+    create: (plan, marker) => store.createOrganization(instanceId, plan, marker),
+    update: (plan, marker) => store.updateOrganization(instanceId, plan, marker),
   };
   let outcomes: Awaited<ReturnType<typeof mergeRecords>>;
   try {

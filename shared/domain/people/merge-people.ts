@@ -14,6 +14,7 @@ import {
   type MergeOptions,
   type MergeOutcome,
   type MergeStatus,
+  type RecordLedger,
 } from '../merge/merge-engine.js';
 import type { Tenant } from '../tenancy.js';
 import {
@@ -44,17 +45,17 @@ export interface MergeContext {
   store: PeopleStore;
   location: LocationServices;
   now?: () => Date;
+  /** For a queued request: records its outcomes so that each applies once. */
+  ledger?: RecordLedger;
 }
 
 /**
- * `POST /v1/person/merge`: validates every record before writing anything (an invalid time
- * zone fails the request, an address lookup below the Business plan is refused), resolves
- * locations, then merges with the shared engine; tags are registered last.
+ * What `POST /v1/person/merge` checks before anything is read or written: the merge
+ * preferences, every record (an invalid time zone throws), the address-lookup plan. A
+ * request whose every record is invalid is a 400. Pure: an asynchronous request is checked
+ * with it before it is queued.
  */
-export async function mergePeople(
-  request: PersonMergeRequest,
-  { tenant, store, location, now = () => new Date() }: MergeContext,
-): Promise<MergeResult[]> {
+export function preparePeopleMerge(request: PersonMergeRequest, tenant: Tenant) {
   const options = mergeOptions(request, tenant);
   const records = request.people.map((raw, index) => prepareRecord(raw, index, options, tenant));
   const valid = records.filter((record): record is PreparedRecord => 'values' in record);
@@ -69,9 +70,31 @@ export async function mergePeople(
       details,
     );
   }
+  checkAddressLookups(
+    valid.map((record) => record.location),
+    tenant.instance.plan,
+  );
+  return { options, records, valid };
+}
+
+/**
+ * `POST /v1/person/merge`: validates every record before writing anything (an invalid time
+ * zone fails the request, an address lookup below the Business plan is refused), resolves
+ * locations, then merges with the shared engine; tags are registered last.
+ */
+export async function mergePeople(
+  request: PersonMergeRequest,
+  { tenant, store, location, now = () => new Date(), ledger }: MergeContext,
+): Promise<MergeResult[]> {
+  const { options, records, valid } = preparePeopleMerge(request, tenant);
   let outcomes: Map<number, MergeOutcome>;
   try {
-    outcomes = await mergePreparedPeople(valid, options, { tenant, store, location, now });
+    outcomes = await mergePreparedPeople(valid, ledger ? { ...options, ledger } : options, {
+      tenant,
+      store,
+      location,
+      now,
+    });
   } catch (error) {
     if (!(error instanceof IncompleteMergeError)) throw error;
     throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'person_id'));
@@ -158,8 +181,8 @@ function peopleKind(
       overRecordBudget(`${list}[${index}]`, 'person', person.fields, person.tags),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getPeople(instanceId, ids, consistent),
-    create: (plan) => store.createPerson(instanceId, plan, source),
-    update: (plan) => store.updatePerson(instanceId, plan, source),
+    create: (plan, marker) => store.createPerson(instanceId, plan, source, marker),
+    update: (plan, marker) => store.updatePerson(instanceId, plan, source, marker),
   };
 }
 

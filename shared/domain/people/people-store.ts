@@ -2,7 +2,7 @@ import type { CreatePlan, UpdatePlan } from './merge-plan.js';
 import type { Person } from './person.js';
 
 export { claimId, type ClaimKey } from '../merge/merge-engine.js';
-import type { ClaimKey } from '../merge/merge-engine.js';
+import type { ClaimKey, RecordMarker } from '../merge/merge-engine.js';
 
 /** What person merge reads and writes. Every call is scoped to one instance. */
 export interface PeopleStore {
@@ -13,10 +13,23 @@ export interface PeopleStore {
     consistent?: boolean,
   ): Promise<Map<string, string>>;
   getPeople(instanceId: string, ids: string[], consistent?: boolean): Promise<Map<string, Person>>;
-  /** Creates the person with its claims, counters and activities in one transaction. */
-  createPerson(instanceId: string, plan: CreatePlan, dataSource: string): Promise<void>;
+  /**
+   * Creates the person with its claims, counters and activities in one transaction (and the
+   * record's marker, for a queued request: `AlreadyAppliedError` if it exists).
+   */
+  createPerson(
+    instanceId: string,
+    plan: CreatePlan,
+    dataSource: string,
+    marker?: RecordMarker,
+  ): Promise<void>;
   /** Applies an update in one transaction, conditioned on the values the plan relied on. */
-  updatePerson(instanceId: string, plan: UpdatePlan, dataSource: string): Promise<void>;
+  updatePerson(
+    instanceId: string,
+    plan: UpdatePlan,
+    dataSource: string,
+    marker?: RecordMarker,
+  ): Promise<void>;
   /** Makes sure the named tags exist in the instance's tag list. */
   ensureTags(instanceId: string, tags: string[]): Promise<void>;
 }

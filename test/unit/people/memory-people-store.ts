@@ -1,10 +1,14 @@
 import type { CreatePlan, UpdatePlan } from '../../../shared/domain/people/merge-plan.js';
 import {
+  AlreadyAppliedError,
   claimId,
   ClaimNotHeldError,
   ClaimTakenError,
   RecordChangedError,
   type ClaimKey,
+  type MergeOutcome,
+  type RecordLedger,
+  type RecordMarker,
 } from '../../../shared/domain/merge/merge-engine.js';
 import type { PeopleStore } from '../../../shared/domain/people/people-store.js';
 import type { Person, RecordedActivity } from '../../../shared/domain/people/person.js';
@@ -20,6 +24,8 @@ export class MemoryPeopleStore implements PeopleStore {
   readonly activities: { personId: string; activity: RecordedActivity }[] = [];
   readonly tags = new Set<string>();
   readonly calls: Record<string, number> = {};
+  /** Outcomes of queued requests' records, by `<request>#<index>` (the ledger). */
+  readonly markers = new Map<string, MergeOutcome>();
   contacts = 0;
   subscribers = 0;
   /** Runs before the next write, once: lets a test play a concurrent request. */
@@ -61,9 +67,44 @@ export class MemoryPeopleStore implements PeopleStore {
     return Promise.resolve(found);
   }
 
-  createPerson(_instance: string, plan: CreatePlan) {
+  /** A write's marker: refused if the record's outcome is there already. */
+  private mark(marker: RecordMarker | undefined): Error | undefined {
+    if (!marker) return undefined;
+    const id = `${marker.requestId}#${marker.index}`;
+    if (this.markers.has(id)) return new AlreadyAppliedError();
+    this.markers.set(id, marker.outcome);
+    return undefined;
+  }
+
+  /** The ledger of a request, kept with the people (as the requests table is, in one transaction). */
+  ledger(requestId: string): RecordLedger {
+    const prefix = `${requestId}#`;
+    const own = () =>
+      new Map(
+        [...this.markers]
+          .filter(([id]) => id.startsWith(prefix))
+          .map(([id, outcome]) => [Number(id.slice(prefix.length)), outcome]),
+      );
+    return {
+      requestId,
+      recorded: () => Promise.resolve(own()),
+      note: (outcomes) => {
+        for (const [index, outcome] of outcomes) {
+          if (!this.markers.has(`${prefix}${index}`))
+            this.markers.set(`${prefix}${index}`, outcome);
+        }
+        return Promise.resolve();
+      },
+      outcomeOf: (index) => Promise.resolve(this.markers.get(`${prefix}${index}`)),
+    };
+  }
+
+  createPerson(_instance: string, plan: CreatePlan, _source?: string, marker?: RecordMarker) {
     this.count('createPerson');
     this.interfere();
+    if (marker && this.markers.has(`${marker.requestId}#${marker.index}`)) {
+      return Promise.reject(new AlreadyAppliedError());
+    }
     const taken = [...plan.claims].filter(([field, value]) =>
       this.claims.has(claimId(field, value)),
     );
@@ -73,14 +114,18 @@ export class MemoryPeopleStore implements PeopleStore {
     this.people.set(plan.person.id, structuredClone(plan.person));
     this.contacts += 1;
     if (plan.subscribed) this.subscribers += 1;
+    this.mark(marker);
     for (const activity of plan.activities)
       this.activities.push({ personId: plan.person.id, activity });
     return Promise.resolve();
   }
 
-  updatePerson(_instance: string, plan: UpdatePlan) {
+  updatePerson(_instance: string, plan: UpdatePlan, _source?: string, marker?: RecordMarker) {
     this.count('updatePerson');
     this.interfere();
+    if (marker && this.markers.has(`${marker.requestId}#${marker.index}`)) {
+      return Promise.reject(new AlreadyAppliedError());
+    }
     const current = this.people.get(plan.before.id);
     if (!current) return Promise.reject(new RecordChangedError());
     for (const [field, expected] of Object.entries(plan.expected)) {
@@ -123,6 +168,7 @@ export class MemoryPeopleStore implements PeopleStore {
       updated_at: plan.after.updated_at,
     });
     this.subscribers += plan.subscriberDelta;
+    this.mark(marker);
     for (const activity of plan.activities)
       this.activities.push({ personId: plan.before.id, activity });
     return Promise.resolve();

@@ -252,4 +252,61 @@ describe('mergePeople', () => {
     // The 16 writers each stop at their first failure: at most 16 writes were tried.
     expect(store.calls.createPerson).toBeLessThanOrEqual(2 + 16);
   });
+
+  it('applies a queued request once, however often it is delivered', async () => {
+    const store = new MemoryPeopleStore();
+    const body = {
+      people: [
+        { fields: { 'str::email': 'q1@x.test' }, tags: ['queued'] },
+        { fields: { 'str::email': 'q2@x.test', 'bol::p': false } },
+        { fields: { 'str::email': 'q1@x.test', 'str::first': 'Same' } },
+      ],
+    };
+    const ledger = store.ledger('r-1');
+    const first = await mergePeople(PersonMergeRequest.parse(body), {
+      tenant,
+      store,
+      location,
+      ledger,
+    });
+    const writes = { ...store.calls };
+    const again = await mergePeople(PersonMergeRequest.parse(body), {
+      tenant,
+      store,
+      location,
+      ledger: store.ledger('r-1'),
+    });
+    expect(again).toEqual(first);
+    expect(first.map((r) => r.status)).toEqual(['created', 'created', 'merged']);
+    // Nothing was read or written for records with an outcome: only the ledger answered.
+    expect(store.calls.createPerson).toBe(writes.createPerson);
+    expect(store.calls.updatePerson).toBe(writes.updatePerson);
+    expect(store.contacts).toBe(2);
+    expect(store.activities).toHaveLength(2);
+  });
+
+  it('answers with the recorded outcome when a duplicate delivery applied the record first', async () => {
+    const store = new MemoryPeopleStore();
+    const body = { people: [{ fields: { 'str::email': 'dup@x.test' } }] };
+    store.beforeNextWrite = () => {
+      // A duplicate delivery creates the person (and records it) between our read and write.
+      store.people.set('bbbbbbbbbbbbbbbbbbbbbbbb', {
+        id: 'bbbbbbbbbbbbbbbbbbbbbbbb',
+        fields: { 'str::email': 'dup@x.test', 'bol::p': true, 'bol::sp': false },
+        tags: [],
+        created_at: '2024-01-01T00:00:00.000Z',
+        updated_at: '2024-01-01T00:00:00.000Z',
+      });
+      store.claims.set(claimId('str::email', 'dup@x.test'), 'bbbbbbbbbbbbbbbbbbbbbbbb');
+      store.markers.set('r-2#0', { id: 'bbbbbbbbbbbbbbbbbbbbbbbb', status: 'created' });
+    };
+    const [result] = await mergePeople(PersonMergeRequest.parse(body), {
+      tenant,
+      store,
+      location,
+      ledger: store.ledger('r-2'),
+    });
+    expect(result).toEqual({ person_id: 'bbbbbbbbbbbbbbbbbbbbbbbb', status: 'created' });
+    expect(store.people.size).toBe(1);
+  });
 });

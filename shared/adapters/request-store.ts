@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import type { MergeOutcome, RecordLedger } from '../domain/merge/merge-engine.js';
+import {
+  REQUEST_KINDS,
+  type RequestFailure,
+  type RequestState,
+  type RequestStatus,
+  type RequestStore,
+} from '../domain/ingest/request-status.js';
+import { isConditionFailure } from './dynamo-helpers.js';
+
+/**
+ * Asynchronous requests in the requests table (see docs/data-model.md):
+ * - `<inst>#REQ#<request_id>` / `REQ`: the request's state, its answer when done (JSON), or
+ *   why it failed;
+ * - `<inst>#REQ#<request_id>` / `R#<index>`: the outcome of each record that was applied
+ *   (the ledger), written in the record's own transaction, so a record applies once;
+ * - `<inst>#REQ#<request_id>` / `N#<uuid>`: outcomes of records that wrote nothing.
+ * Everything expires (DynamoDB TTL on `expires_at`) 7 days after its last change.
+ */
+export const MARKER_TTL_SECONDS = 7 * 24 * 3600;
+
+const pk = (instanceId: string, requestId: string) => `${instanceId}#REQ#${requestId}`;
+const statusKey = (instanceId: string, requestId: string) => ({
+  pk: pk(instanceId, requestId),
+  sk: 'REQ',
+});
+
+export const markerKey = (instanceId: string, requestId: string, index: number) => ({
+  pk: pk(instanceId, requestId),
+  sk: `R#${String(index).padStart(3, '0')}`,
+});
+
+const expiry = () => Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS;
+
+const Outcome = z.object({
+  id: z.string().optional(),
+  status: z.enum(['created', 'merged', 'skipped', 'invalid']),
+  error: z.string().optional(),
+});
+
+const Notes = z.record(z.string(), Outcome);
+
+const StatusItem = z.object({
+  request_id: z.string(),
+  kind: z.enum(REQUEST_KINDS),
+  status: z.enum(['queued', 'processing', 'done', 'failed']),
+  records: z.number(),
+  accepted_at: z.string(),
+  result_json: z.string().optional(),
+  failure: z
+    .object({
+      error: z.string(),
+      code: z.number(),
+      details: z.array(z.record(z.string(), z.unknown())).optional(),
+    })
+    .optional(),
+});
+
+export class DynamoRequestStore implements RequestStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  async queued(instanceId: string, request: Omit<RequestStatus, 'status'>) {
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            ...statusKey(instanceId, request.request_id),
+            ...request,
+            status: 'queued',
+            updated_at: new Date().toISOString(),
+            expires_at: expiry(),
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error; // a worker was quicker
+    }
+  }
+
+  async start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<RequestState> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: statusKey(instanceId, request.request_id),
+          UpdateExpression:
+            'SET #status = :processing, request_id = :id, kind = :kind, records = :records, accepted_at = :at, updated_at = :now, expires_at = :expires ADD attempts :one',
+          ConditionExpression: 'attribute_not_exists(pk) OR #status <> :done',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':processing': 'processing',
+            ':done': 'done',
+            ':id': request.request_id,
+            ':kind': request.kind,
+            ':records': request.records,
+            ':at': request.accepted_at,
+            ':now': new Date().toISOString(),
+            ':expires': expiry(),
+            ':one': 1,
+          },
+        }),
+      );
+      return 'processing';
+    } catch (error) {
+      if (isConditionFailure(error)) return 'done';
+      throw error;
+    }
+  }
+
+  async finish(instanceId: string, requestId: string, result: unknown) {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: statusKey(instanceId, requestId),
+        UpdateExpression:
+          'SET #status = :done, result_json = :result, updated_at = :now, expires_at = :expires REMOVE failure',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':done': 'done',
+          ':result': JSON.stringify(result),
+          ':now': new Date().toISOString(),
+          ':expires': expiry(),
+        },
+      }),
+    );
+  }
+
+  async fail(instanceId: string, requestId: string, failure: RequestFailure) {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: statusKey(instanceId, requestId),
+          UpdateExpression:
+            'SET #status = :failed, failure = :failure, updated_at = :now, expires_at = :expires',
+          ConditionExpression: 'attribute_not_exists(pk) OR #status <> :done',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':failed': 'failed',
+            ':done': 'done',
+            ':failure': failure,
+            ':now': new Date().toISOString(),
+            ':expires': expiry(),
+          },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error; // done meanwhile: done stands
+    }
+  }
+
+  async get(instanceId: string, requestId: string): Promise<RequestStatus | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: statusKey(instanceId, requestId),
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return undefined;
+    const item = StatusItem.parse(Item);
+    return {
+      request_id: item.request_id,
+      kind: item.kind,
+      status: item.status,
+      records: item.records,
+      accepted_at: item.accepted_at,
+      ...(item.result_json !== undefined
+        ? { result: JSON.parse(item.result_json) as unknown }
+        : {}),
+      ...(item.failure ? { failure: item.failure } : {}),
+    };
+  }
+
+  ledger(instanceId: string, requestId: string): RecordLedger {
+    return new DynamoLedger(this.db, this.table, instanceId, requestId);
+  }
+}
+
+/** The outcomes of a request's records: one item each, beside the request's state. */
+class DynamoLedger implements RecordLedger {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+    private readonly instanceId: string,
+    readonly requestId: string,
+  ) {}
+
+  async recorded(): Promise<Map<number, MergeOutcome>> {
+    const written = new Map<number, MergeOutcome>();
+    const noted = new Map<number, MergeOutcome>();
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          // Notes (`N#…`) and markers (`R#…`), not the request's own item (`REQ`).
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          ExpressionAttributeValues: {
+            ':pk': pk(this.instanceId, this.requestId),
+            ':from': 'N#',
+            ':to': 'R#~',
+          },
+          ConsistentRead: true,
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const sk = String(item.sk);
+        if (sk.startsWith('R#')) written.set(Number(sk.slice(2)), Outcome.parse(item.outcome));
+        else if (sk.startsWith('N#')) {
+          for (const [index, outcome] of Object.entries(Notes.parse(item.outcomes))) {
+            if (!noted.has(Number(index))) noted.set(Number(index), outcome);
+          }
+        }
+      }
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey);
+    // A record's own marker (written with its effect) wins over a note of no effect.
+    return new Map([...noted, ...written]);
+  }
+
+  /**
+   * Outcomes of records that wrote nothing, in one item per call (a note): cheaper than an
+   * item per record, and as safe: a record noted twice (a duplicate delivery) had no effect
+   * either time, and a record's own marker wins over any note.
+   */
+  async note(outcomes: [number, MergeOutcome][]) {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.table,
+        Item: {
+          pk: pk(this.instanceId, this.requestId),
+          sk: `N#${randomUUID()}`,
+          outcomes: Object.fromEntries(outcomes),
+          expires_at: expiry(),
+        },
+      }),
+    );
+  }
+
+  async outcomeOf(index: number) {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: markerKey(this.instanceId, this.requestId, index),
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? Outcome.parse(Item.outcome) : undefined;
+  }
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import {
+  CdpError,
+  ForbiddenError,
+  InvalidTimeZoneError,
+  NotFoundError,
+  ValidationError,
+} from '../errors.js';
+import { newId } from '../ids.js';
+import type { RecordLedger } from '../merge/merge-engine.js';
+import type { Tenant } from '../tenancy.js';
+import {
+  REQUEST_KINDS,
+  type RequestFailure,
+  type RequestKind,
+  type RequestStore,
+} from './request-status.js';
+
+/**
+ * Asynchronous ingestion (`async: true` on person merge, organizations merge and activities
+ * create). Accepting checks the request as the synchronous call would before writing
+ * anything, queues it (answering only once it is durably queued), and records it `queued`.
+ * A worker then applies it with the same domain code, under a ledger that makes each record
+ * take effect once however often the queue delivers the message (`RecordLedger`), and
+ * records the answer the synchronous call would have given.
+ */
+export const IngestMessage = z.object({
+  v: z.literal(1),
+  request_id: z.string().min(1),
+  instance_id: z.string().min(1),
+  data_source: z.string().min(1),
+  kind: z.enum(REQUEST_KINDS),
+  accepted_at: z.iso.datetime(),
+  records: z.number().int().min(0),
+  body: z.record(z.string(), z.unknown()),
+});
+export type IngestMessage = z.infer<typeof IngestMessage>;
+
+/** The ingest queue (a payload too large for a message travels by S3: the adapter's affair). */
+export interface IngestQueue {
+  /** Queues the message durably, or throws (`ServiceUnavailableError`: nothing queued). */
+  send(message: IngestMessage): Promise<void>;
+}
+
+/** The answer of an accepted request: the synchronous shape, every entry `queued`. */
+function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
+  const entries = (entry: object) => Array.from({ length: records }, () => ({ ...entry }));
+  switch (kind) {
+    case 'person-merge':
+      return { people: entries({ status: 'queued' }), request_id: requestId };
+    case 'organizations-merge':
+      return { organizations: entries({ status: 'queued' }), request_id: requestId };
+    case 'activities-create':
+      return {
+        activities: entries({ person_status: 'queued', status: 'queued' }),
+        request_id: requestId,
+      };
+  }
+}
+
+export interface AcceptedRequest {
+  kind: RequestKind;
+  body: Record<string, unknown>;
+  records: number;
+  /** The synchronous call's checks (throws what it would answer before writing). */
+  check: () => unknown;
+}
+
+/**
+ * Accepts an asynchronous request: checks it, queues it, records it `queued`, and answers
+ * with `queued` entries and its `request_id`. If the queue cannot be reached the answer is
+ * 503 and nothing is queued.
+ */
+export async function acceptIngest(
+  request: AcceptedRequest,
+  tenant: Tenant,
+  ports: { queue: IngestQueue; requests: RequestStore; now?: () => Date },
+) {
+  await request.check();
+  const requestId = newId();
+  const acceptedAt = (ports.now ?? (() => new Date()))().toISOString();
+  const { async: _async, ...body } = request.body;
+  const message: IngestMessage = {
+    v: 1,
+    request_id: requestId,
+    instance_id: tenant.instance.id,
+    data_source: tenant.dataSource.name,
+    kind: request.kind,
+    accepted_at: acceptedAt,
+    records: request.records,
+    body,
+  };
+  await ports.queue.send(message);
+  // Queued first, then recorded: a worker that is quicker records the request itself.
+  await ports.requests
+    .queued(tenant.instance.id, {
+      request_id: requestId,
+      kind: request.kind,
+      records: request.records,
+      accepted_at: acceptedAt,
+    })
+    .catch(() => {
+      // The request is queued and will be applied; the worker records its state.
+    });
+  return queuedAnswer(request.kind, request.records, requestId);
+}
+
+/** What applying a request needs: the tenant it came from, and each kind's domain call. */
+export interface IngestPorts {
+  requests: RequestStore;
+  tenantOf(instanceId: string, dataSource: string): Promise<Tenant | undefined>;
+  apply: Record<
+    RequestKind,
+    (
+      body: Record<string, unknown>,
+      tenant: Tenant,
+      queued: { ledger: RecordLedger; acceptedAt: Date },
+    ) => Promise<unknown>
+  >;
+}
+
+/** Errors the request itself causes: applying it again cannot succeed. */
+function failureOf(error: unknown): RequestFailure | undefined {
+  if (!(error instanceof CdpError)) return undefined;
+  const code =
+    error instanceof ValidationError
+      ? 400
+      : error instanceof ForbiddenError
+        ? 403
+        : error instanceof NotFoundError
+          ? 404
+          : error instanceof InvalidTimeZoneError
+            ? 500
+            : undefined;
+  if (code === undefined) return undefined;
+  return { error: error.message, code, ...(error.details ? { details: error.details } : {}) };
+}
+
+/**
+ * Applies a queued request (a worker, for each message). A request an earlier delivery
+ * finished is left alone; one whose input cannot be applied (as the synchronous call would
+ * have refused it) is recorded `failed` with the reason and not retried; anything else
+ * (the store unavailable, say) is thrown, so that the message is delivered again.
+ */
+export async function applyIngest(message: IngestMessage, ports: IngestPorts): Promise<void> {
+  const instanceId = message.instance_id;
+  const tenant = await ports.tenantOf(instanceId, message.data_source);
+  const summary = {
+    request_id: message.request_id,
+    kind: message.kind,
+    records: message.records,
+    accepted_at: message.accepted_at,
+  };
+  const state = await ports.requests.start(instanceId, summary);
+  if (state === 'done') return;
+  if (!tenant) {
+    await ports.requests.fail(instanceId, message.request_id, {
+      error: `the data source "${message.data_source}" of instance ${instanceId} no longer exists`,
+      code: 401,
+    });
+    return;
+  }
+  const ledger = ports.requests.ledger(instanceId, message.request_id);
+  let result: unknown;
+  try {
+    result = await ports.apply[message.kind](message.body, tenant, {
+      ledger,
+      acceptedAt: new Date(message.accepted_at),
+    });
+  } catch (error) {
+    const failure = failureOf(error);
+    if (!failure) throw error;
+    await ports.requests.fail(instanceId, message.request_id, failure);
+    return;
+  }
+  await ports.requests.finish(instanceId, message.request_id, result);
+}

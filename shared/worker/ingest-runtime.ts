@@ -1,0 +1,144 @@
+import type { SQSRecord } from 'aws-lambda';
+import { DynamoActivityStore } from '../adapters/activity-store.js';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
+import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
+import { SqsIngestQueue } from '../adapters/ingest-queue.js';
+import { DynamoOrganizationStore } from '../adapters/organization-store.js';
+import { DynamoPeopleStore } from '../adapters/people-store.js';
+import { DynamoRequestStore } from '../adapters/request-store.js';
+import { IngestWorkerEnv, readEnv } from '../config/env.js';
+import {
+  ActivitiesCreateRequest,
+  recordActivities,
+} from '../domain/activities/record-activities.js';
+import { applyIngest, type IngestPorts } from '../domain/ingest/ingest.js';
+import {
+  mergeOrganizations,
+  OrganizationMergeRequest,
+} from '../domain/organizations/organization-merge.js';
+import { mergePeople } from '../domain/people/merge-people.js';
+import { PersonMergeRequest } from '../domain/people/merge-request.js';
+import { tenantOf, type TenantDirectory } from '../domain/tenancy.js';
+import type { ActivityStore } from '../domain/activities/record-activities.js';
+import type { RequestStore } from '../domain/ingest/request-status.js';
+import type { GeocodingMeter, LocationServices } from '../domain/location.js';
+import type { OrganizationStore } from '../domain/organizations/organization-merge.js';
+import type { PeopleStore } from '../domain/people/people-store.js';
+import { parseWith } from '../domain/validation.js';
+import { createLocationServices } from '../http/api-runtime.js';
+import { QUEUES } from '../resources.js';
+import { sqsWorker } from './sqs-worker.js';
+
+/** What applying queued requests reads and writes. */
+export interface IngestStores {
+  requests: RequestStore;
+  config: Pick<DynamoConfigStore, 'getInstance'>;
+  directory: Pick<TenantDirectory, 'getInstance'>;
+  people: PeopleStore & GeocodingMeter;
+  organizations: OrganizationStore;
+  activities: ActivityStore;
+  location: LocationServices;
+}
+
+/** Each kind of queued request applied with the same domain call as its synchronous endpoint. */
+export function ingestPorts(stores: IngestStores): IngestPorts {
+  const { requests, config, directory, people, organizations, activities, location } = stores;
+  return {
+    requests,
+    tenantOf: (instanceId, dataSource) => tenantOf(directory, instanceId, dataSource),
+    apply: {
+      'person-merge': async (body, tenant, { ledger }) => ({
+        people: await mergePeople(parseWith(PersonMergeRequest, body, 'request body'), {
+          tenant,
+          store: people,
+          location,
+          ledger,
+        }),
+      }),
+      'organizations-merge': async (body, tenant, { ledger }) => ({
+        organizations: await mergeOrganizations(
+          parseWith(OrganizationMergeRequest, body, 'request body'),
+          { tenant, store: organizations, ledger },
+        ),
+      }),
+      'activities-create': async (body, tenant, queued) => ({
+        activities: await recordActivities(
+          parseWith(ActivitiesCreateRequest, body, 'request body'),
+          {
+            tenant,
+            people,
+            activities,
+            location,
+            freshDefinitions: async () =>
+              (await config.getInstance(tenant.instance.id))?.activities ?? [],
+            queued,
+          },
+        ),
+      }),
+    },
+  };
+}
+
+/**
+ * The ingest worker's composition root: the stores of every kind of asynchronous request,
+ * the same domain calls as the synchronous endpoints (under the request's ledger), and the
+ * SQS worker stack around them.
+ */
+export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
+  const db = createDocumentClient();
+  const sqs = createSqsClient();
+  const queue = new SqsIngestQueue(
+    sqs,
+    env.INGEST_QUEUE_URL,
+    createS3Client(),
+    env.PAYLOADS_BUCKET,
+  );
+  const requests = new DynamoRequestStore(db, env.REQUESTS_TABLE);
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const people = new DynamoPeopleStore(db, {
+    people: env.PEOPLE_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+    organizations: env.ORGANIZATIONS_TABLE,
+    requests: env.REQUESTS_TABLE,
+  });
+  const ports = ingestPorts({
+    requests,
+    config,
+    directory: new CachedTenantDirectory(
+      config,
+      env.CDP_CONFIG_CACHE_MS,
+      Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
+    ),
+    people,
+    organizations: new DynamoOrganizationStore(db, env.ORGANIZATIONS_TABLE, env.REQUESTS_TABLE),
+    activities: new DynamoActivityStore(db, {
+      activities: env.ACTIVITIES_TABLE,
+      people: env.PEOPLE_TABLE,
+    }),
+    location: createLocationServices(people),
+  });
+  const maxReceiveCount = QUEUES.find((q) => q.name === 'ingest')?.maxReceiveCount ?? 5;
+  return sqsWorker({
+    sqs,
+    queueUrl: env.INGEST_QUEUE_URL,
+    maxReceiveCount,
+    backoffBaseSeconds: env.INGEST_RETRY_BASE_SECONDS,
+    process: async (record: SQSRecord) => applyIngest(await queue.open(record.body), ports),
+    onLastFailure: async (record: SQSRecord, error: unknown) => {
+      const message = queue.envelope(record.body);
+      const state = await requests.start(message.instance_id, {
+        request_id: message.request_id,
+        kind: message.kind,
+        records: message.records,
+        accepted_at: message.accepted_at,
+      });
+      if (state === 'done') return;
+      await requests.fail(message.instance_id, message.request_id, {
+        error: `could not be applied after ${maxReceiveCount} attempts (${
+          error instanceof Error ? error.name : 'error'
+        }); it is in the dead-letter queue, and is applied when redriven`,
+        code: 503,
+      });
+    },
+  });
+}

@@ -1,0 +1,86 @@
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { logger } from '../lib/logger.js';
+import { withDeadline } from '../lib/time-budget.js';
+
+/**
+ * The one SQS worker stack: Powertools' batch processor reports partial batch failures, so
+ * a failed message comes back alone. A failed message is retried with backoff: its
+ * visibility is set to `backoffBaseSeconds · 2^(receives − 1)` (capped at 15 minutes); on
+ * its last receive (`maxReceiveCount`) `onLastFailure` records why it is going to the
+ * dead-letter queue, and the reason is logged. Nothing is dropped silently. Messages of a
+ * batch are processed one after the other (the event source's maximum concurrency bounds
+ * how many batches run at once). Each batch runs within the function's time budget.
+ */
+export interface WorkerOptions {
+  sqs: SQSClient;
+  /** The queue the function reads (to change a failed message's visibility). */
+  queueUrl: string;
+  maxReceiveCount: number;
+  backoffBaseSeconds: number;
+  process(record: SQSRecord): Promise<void>;
+  onLastFailure(record: SQSRecord, error: unknown): Promise<void>;
+}
+
+const ANSWER_MARGIN_MS = 5_000;
+const MAX_VISIBILITY_SECONDS = 900;
+
+export type SqsWorkerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
+
+export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
+  const handleRecord = async (record: SQSRecord) => {
+    try {
+      await options.process(record);
+    } catch (error) {
+      const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+      const last = receives >= options.maxReceiveCount;
+      if (last) {
+        logger.error('Message failed for the last time: it goes to the dead-letter queue', {
+          messageId: record.messageId,
+          receives,
+          error: error as Error,
+        });
+        await options.onLastFailure(record, error).catch((cause: unknown) => {
+          logger.error('Could not record the failure', { error: cause as Error });
+        });
+      } else {
+        logger.warn('Message failed; it will be retried', {
+          messageId: record.messageId,
+          receives,
+          error: error as Error,
+        });
+      }
+      // Back off before the next receive; after the last one, at once: that receive moves
+      // the message to the dead-letter queue.
+      const seconds = last
+        ? 0
+        : Math.min(MAX_VISIBILITY_SECONDS, options.backoffBaseSeconds * 2 ** (receives - 1));
+      await options.sqs
+        .send(
+          new ChangeMessageVisibilityCommand({
+            QueueUrl: options.queueUrl,
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: Math.round(seconds),
+          }),
+        )
+        .catch(() => {
+          // Then it comes back after the queue's own visibility timeout.
+        });
+      throw error;
+    }
+  };
+  return (event, context) => {
+    const remaining =
+      typeof context.getRemainingTimeInMillis === 'function'
+        ? context.getRemainingTimeInMillis()
+        : 60_000;
+    return withDeadline(Date.now() + Math.max(remaining - ANSWER_MARGIN_MS, 0), () =>
+      processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+        context,
+        processInParallel: false,
+        throwOnFullBatchFailure: false,
+      }),
+    );
+  };
+}

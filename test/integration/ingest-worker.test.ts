@@ -1,0 +1,362 @@
+import { describe, expect, it } from '@jest/globals';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
+import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
+import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
+import { OfflineGeocoder } from '../../shared/adapters/geocoders.js';
+import { DynamoOrganizationStore } from '../../shared/adapters/organization-store.js';
+import { DynamoPeopleStore } from '../../shared/adapters/people-store.js';
+import { DynamoRequestStore } from '../../shared/adapters/request-store.js';
+import { ServiceUnavailableError } from '../../shared/domain/errors.js';
+import {
+  acceptIngest,
+  applyIngest,
+  type IngestMessage,
+} from '../../shared/domain/ingest/ingest.js';
+import type { LocationServices } from '../../shared/domain/location.js';
+import { preparePeopleMerge } from '../../shared/domain/people/merge-people.js';
+import { PersonMergeRequest } from '../../shared/domain/people/merge-request.js';
+import { tenantOf } from '../../shared/domain/tenancy.js';
+import type { HttpHandler } from '../../shared/http/api-handler.js';
+import { withDeadline } from '../../shared/lib/time-budget.js';
+import { localBucketName, queueName, tableName } from '../../shared/resources.js';
+import { ingestPorts } from '../../shared/worker/ingest-runtime.js';
+import { localOnlyEnv, run } from './cli.js';
+import { activitiesOf, meta } from './people.js';
+import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
+
+/**
+ * The ingest worker's guarantees, run in-process against the test stack's tables (so a
+ * delivery can be repeated, or made to fail part-way, at will), and the dead-letter path
+ * through the stack's own queues and the admin CLI.
+ */
+const { db } = stackDb();
+const tables = {
+  people: tableName('default', 'people'),
+  activities: tableName('default', 'activities'),
+  organizations: tableName('default', 'organizations'),
+  requests: tableName('default', 'requests'),
+};
+const requests = new DynamoRequestStore(db, tables.requests);
+const config = new DynamoConfigStore(db, tableName('default', 'config'));
+const location: LocationServices = {
+  ipLocator: { locate: () => Promise.resolve(undefined) },
+  geocoder: new OfflineGeocoder(),
+  meter: { record: () => Promise.resolve() },
+};
+
+function ports(people = new DynamoPeopleStore(db, tables), requestStore = requests) {
+  return ingestPorts({
+    requests: requestStore,
+    config,
+    directory: config,
+    people,
+    organizations: new DynamoOrganizationStore(db, tables.organizations, tables.requests),
+    activities: new DynamoActivityStore(db, tables),
+    location,
+  });
+}
+
+let n = 0;
+const requestId = () =>
+  `${Date.now().toString(16).padStart(12, '0')}${(n += 1).toString(16).padStart(12, '0')}`;
+const email = (label: string) => `${label}-${Date.now().toString(36)}-${(n += 1)}@worker.test`;
+
+function message(
+  kind: IngestMessage['kind'],
+  body: Record<string, unknown>,
+  records: number,
+): IngestMessage {
+  return {
+    v: 1,
+    request_id: requestId(),
+    instance_id: 'safety',
+    data_source: 'Web',
+    kind,
+    accepted_at: new Date().toISOString(),
+    records,
+    body,
+  };
+}
+
+async function status(id: string) {
+  return (await call('/v1/async/get', { key: KEYS.safety, body: { request_id: id } })).body;
+}
+
+async function claimOwner(address: string) {
+  const { Item } = await db.send(
+    new GetCommand({
+      TableName: tables.people,
+      Key: { pk: `safety#K#str::email#${address}`, sk: 'K' },
+      ConsistentRead: true,
+    }),
+  );
+  return Item?.owner_id as string | undefined;
+}
+
+describe('the status of an asynchronous request', () => {
+  it('is queued, then processing, then done with the answer', async () => {
+    const tenant = await tenantOf(config, 'safety', 'Web');
+    if (!tenant) throw new Error('no tenant');
+    const sent: IngestMessage[] = [];
+    const body = PersonMergeRequest.parse({
+      async: true,
+      people: [{ fields: { 'str::email': email('st') } }],
+    });
+    const accepted = await acceptIngest(
+      { kind: 'person-merge', body, records: 1, check: () => preparePeopleMerge(body, tenant) },
+      tenant,
+      { queue: { send: (m) => Promise.resolve(void sent.push(m)) }, requests },
+    );
+    const [queued] = sent;
+    if (!queued) throw new Error('nothing queued');
+    expect(queued.body).not.toHaveProperty('async');
+    expect(await status(accepted.request_id)).toEqual({
+      request_id: accepted.request_id,
+      status: 'queued',
+    });
+    await requests.start('safety', { ...queued, request_id: queued.request_id });
+    expect((await status(accepted.request_id)).status).toBe('processing');
+    await applyIngest(queued, ports());
+    const done = await status(accepted.request_id);
+    expect(done).toMatchObject({ status: 'done', result: { people: [{ status: 'created' }] } });
+  });
+
+  it('is failed, with the reason, when the request cannot be applied', async () => {
+    const gone = {
+      ...message('person-merge', { people: [{ fields: { 'str::email': email('gone') } }] }, 1),
+      data_source: 'Removed',
+    };
+    await applyIngest(gone, ports());
+    expect(await status(gone.request_id)).toEqual({
+      request_id: gone.request_id,
+      status: 'failed',
+      code: 401,
+      error: 'the data source "Removed" of instance safety no longer exists',
+    });
+  });
+});
+
+describe('exactly-once effect', () => {
+  it('changes nothing when a message is delivered again, even at the same time', async () => {
+    const addresses = [email('twice'), email('twice')];
+    const queued = message(
+      'person-merge',
+      {
+        people: addresses.map((address) => ({ fields: { 'str::email': address }, tags: ['once'] })),
+      },
+      2,
+    );
+    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    await Promise.all([applyIngest(queued, ports()), applyIngest(queued, ports())]);
+    await applyIngest(queued, ports());
+    const after = (await meta(KEYS.safety)).total_contacts ?? 0;
+    expect(after - before).toBe(2);
+    const result = (await status(queued.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    expect(result.people.map((p) => p.status)).toEqual(['created', 'created']);
+    for (const [i, address] of addresses.entries()) {
+      expect(await claimOwner(address)).toBe(result.people[i]?.person_id);
+    }
+  });
+
+  it('leaves one copy of everything when a delivery fails half-way and comes again', async () => {
+    const addresses = Array.from({ length: 20 }, () => email('halfway'));
+    const queued = message(
+      'person-merge',
+      { people: addresses.map((address) => ({ fields: { 'str::email': address } })) },
+      20,
+    );
+    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const failing = new DynamoPeopleStore(db, tables);
+    const createPerson = failing.createPerson.bind(failing);
+    let creates = 0;
+    failing.createPerson = async (...args) => {
+      creates += 1;
+      if (creates > 7) throw new ServiceUnavailableError('the store went away');
+      await createPerson(...args);
+    };
+    const first = await withDeadline(Date.now() + 2_000, () =>
+      applyIngest(queued, ports(failing)),
+    ).catch((error: unknown) => error);
+    expect(first).toBeInstanceOf(ServiceUnavailableError);
+    expect((await status(queued.request_id)).status).toBe('processing');
+    const partial = (await meta(KEYS.safety)).total_contacts ?? 0;
+    expect(partial - before).toBe(7);
+
+    await applyIngest(queued, ports());
+    const after = (await meta(KEYS.safety)).total_contacts ?? 0;
+    expect(after - before).toBe(20);
+    const result = (await status(queued.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    expect(result.people.map((p) => p.status)).toEqual(addresses.map(() => 'created'));
+    const owners = await Promise.all(addresses.map(claimOwner));
+    expect(owners).toEqual(result.people.map((p) => p.person_id));
+  });
+
+  it('records each activity once however often its message is applied', async () => {
+    const address = email('acts');
+    const queued = message(
+      'activities-create',
+      {
+        activities: Array.from({ length: 3 }, (_, i) => ({
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': address },
+          attributes: { 'str:cm:plan': `plan-${i}` },
+        })),
+      },
+      3,
+    );
+    // The first delivery dies before it can record its answer: the next applies it again.
+    const crashing = new DynamoRequestStore(db, tables.requests);
+    crashing.finish = () => Promise.reject(new Error('crashed'));
+    await expect(applyIngest(queued, ports(undefined, crashing))).rejects.toThrow('crashed');
+    await applyIngest(queued, ports());
+    await applyIngest(queued, ports());
+    const result = (await status(queued.request_id)).result as {
+      activities: { person_id: string; activity_id: string; status: string }[];
+    };
+    expect(result.activities.map((a) => a.status)).toEqual(['ingested', 'ingested', 'ingested']);
+    expect(new Set(result.activities.map((a) => a.activity_id)).size).toBe(3);
+    const timeline = await activitiesOf(KEYS.safety, result.activities[0]?.person_id ?? '');
+    expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
+  });
+});
+
+describe('dead letters', () => {
+  it('sends a poisoned message to the dead-letter queue after 5 receives while the rest of its batch lands, and redrive applies it once it can be', async () => {
+    Object.assign(process.env, {
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
+      AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
+    });
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'ingest') }),
+    );
+    const good = [0, 1].map(() =>
+      message('person-merge', { people: [{ fields: { 'str::email': email('good') } }] }, 1),
+    );
+    const poisoned = message('person-merge', {}, 1);
+    const payloadKey = `ingest/safety/${poisoned.request_id}.json`;
+    const { body: _body, ...envelope } = poisoned;
+    for (const body of [good[0], { ...envelope, payload: { key: payloadKey } }, good[1]]) {
+      await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(body) }));
+    }
+    for (const m of good) {
+      const deadline = Date.now() + 30_000;
+      while ((await status(m.request_id)).status !== 'done' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect((await status(m.request_id)).status).toBe('done');
+    }
+    const env = localOnlyEnv({
+      SQS_PORT: String(TEST_STACK.sqsPort),
+      DYNAMODB_PORT: String(TEST_STACK.dynamodbPort),
+    });
+    const admin = (...args: string[]) => run(['local/admin.ts', ...args], env);
+    let listed = '';
+    const deadline = Date.now() + 60_000;
+    while (!listed.includes(poisoned.request_id) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      listed = (await admin('dlq', 'list')).stdout;
+    }
+    expect(listed).toContain(`request ${poisoned.request_id} (person-merge, instance safety`);
+    expect(listed).toContain('could not be applied after 5 attempts (NoSuchKey)');
+    expect(await status(poisoned.request_id)).toMatchObject({ status: 'failed', code: 503 });
+
+    // Once its payload is there, a redrive applies it, once.
+    const address = email('redriven');
+    await createS3Client().send(
+      new PutObjectCommand({
+        Bucket: localBucketName('default', 'payloads'),
+        Key: payloadKey,
+        Body: JSON.stringify({ people: [{ fields: { 'str::email': address } }] }),
+      }),
+    );
+    const redriven = await admin('dlq', 'redrive', '--message', poisoned.request_id);
+    expect(redriven.stdout).toContain(`Moved back to cdp-default-ingest: 1`);
+    const done = Date.now() + 30_000;
+    while ((await status(poisoned.request_id)).status !== 'done' && Date.now() < done) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const result = (await status(poisoned.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    expect(result.people).toEqual([
+      { person_id: expect.stringMatching(/^[0-9a-f]{24}$/) as unknown, status: 'created' },
+    ]);
+    expect(await claimOwner(address)).toBe(result.people[0]?.person_id);
+    expect((await admin('dlq', 'list')).stdout).toContain('Dead letters of cdp-default-ingest: 0');
+  });
+});
+
+describe('a queue that cannot be reached', () => {
+  it('answers 503 with Retry-After, and nothing is queued', async () => {
+    Object.assign(process.env, {
+      CDP_REGION: 'default',
+      CONFIG_TABLE: tableName('default', 'config'),
+      REQUESTS_TABLE: tables.requests,
+      PEOPLE_TABLE: tables.people,
+      ACTIVITIES_TABLE: tables.activities,
+      ORGANIZATIONS_TABLE: tables.organizations,
+      BASE_URL_DEFAULT: `http://127.0.0.1:${TEST_STACK.port}`,
+      BASE_URL_AU: `http://127.0.0.1:${TEST_STACK.port + 1}`,
+      BASE_URL_EU: `http://127.0.0.1:${TEST_STACK.port + 2}`,
+      GEOCODER: 'offline',
+      // Nothing listens there.
+      AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9',
+      INGEST_QUEUE_URL: 'http://127.0.0.1:9/000000000000/cdp-default-ingest',
+      PAYLOADS_BUCKET: localBucketName('default', 'payloads'),
+      CDP_REQUEST_BUDGET_MS: '1000',
+    });
+    const { handler } = (await import('../../functions/person-merge/handler.js')) as {
+      handler: HttpHandler;
+    };
+    const address = email('down');
+    const event = {
+      version: '2.0',
+      routeKey: 'POST /v1/person/merge',
+      rawPath: '/v1/person/merge',
+      rawQueryString: '',
+      headers: { 'content-type': 'application/json', 'x-api-key': KEYS.safety },
+      requestContext: {
+        accountId: '1',
+        apiId: 'local',
+        domainName: 'localhost',
+        domainPrefix: 'localhost',
+        http: {
+          method: 'POST',
+          path: '/v1/person/merge',
+          protocol: 'HTTP/1.1',
+          sourceIp: '127.0.0.1',
+          userAgent: 'test',
+        },
+        requestId: 'queue-down',
+        routeKey: 'POST /v1/person/merge',
+        stage: '$default',
+        time: '',
+        timeEpoch: 0,
+      },
+      body: JSON.stringify({ async: true, people: [{ fields: { 'str::email': address } }] }),
+      isBase64Encoded: false,
+    } as APIGatewayProxyEventV2;
+    const response = await handler(event, {
+      getRemainingTimeInMillis: () => 29_000,
+    } as unknown as Context);
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toMatch(/^\d+$/);
+    expect(JSON.parse(response.body)).toMatchObject({
+      code: 503,
+      error: 'The ingest queue is unavailable: nothing was queued; try again shortly',
+    });
+    expect(await claimOwner(address)).toBeUndefined();
+  });
+});
