@@ -63,7 +63,8 @@ async function drain(
         QueueUrl: url,
         MaxNumberOfMessages: 10,
         VisibilityTimeout: hideSeconds,
-        WaitTimeSeconds: 0,
+        // Long polling asks every server: an empty answer means the queue is empty.
+        WaitTimeSeconds: 1,
         MessageSystemAttributeNames: ['All'],
         MessageAttributeNames: ['All'],
       }),

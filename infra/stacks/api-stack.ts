@@ -11,6 +11,8 @@ import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import { FALLBACK_FUNCTION, ROUTES } from '../../shared/routes.js';
+import { WORKERS } from '../../shared/workers.js';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { CdpFunction } from '../constructs/cdp-function.js';
 import type { RegionData } from './data-stack.js';
 
@@ -74,6 +76,26 @@ export class ApiStack extends Stack {
         methods: [HttpMethod[route.method]],
         integration: new HttpLambdaIntegration(`${name}-integration`, handler.fn),
       });
+    }
+
+    // The queue workers: each fed by its queue through an SQS event source that reports
+    // partial batch failures, at most `maxConcurrency` batches at once.
+    for (const worker of WORKERS) {
+      const consumer = new CdpFunction(this, `worker-${worker.function}`, {
+        function: worker.function,
+        memoryMb: worker.memoryMb,
+        timeoutSeconds: worker.timeoutSeconds,
+        access: worker.access,
+        data: props.data,
+        environment,
+      });
+      consumer.fn.addEventSource(
+        new SqsEventSource(props.data.queues[worker.queue], {
+          batchSize: worker.batchSize,
+          maxConcurrency: worker.maxConcurrency,
+          reportBatchItemFailures: true,
+        }),
+      );
     }
 
     NagSuppressions.addStackSuppressions(this, [

@@ -7,7 +7,7 @@ import {
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { ServiceUnavailableError } from '../domain/errors.js';
-import { IngestMessage, type IngestQueue } from '../domain/ingest/ingest.js';
+import { IngestMessage, MaybeQueuedError, type IngestQueue } from '../domain/ingest/ingest.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { classifyStoreError } from './dynamo-resilience.js';
@@ -28,16 +28,26 @@ const Envelope = IngestMessage.omit({ body: true }).extend({
   payload: z.object({ key: z.string().min(1) }).optional(),
 });
 
-/** Retries a call to SQS or S3 that failed without effect or with an unknown one. */
+/**
+ * Retries a call to SQS or S3 that failed without effect or with an unknown one. When it
+ * gives up after an attempt whose outcome was unknown (the request reached the service and
+ * the answer was lost), the call may have taken effect: `MaybeQueuedError`.
+ */
 async function retried<T>(what: string, call: () => Promise<T>): Promise<T> {
   const deadline = currentDeadline();
+  let uncertain = false;
   for (let attempt = 0; ; attempt += 1) {
     try {
       return await call();
     } catch (error) {
+      const failure = classifyStoreError(error);
       const wait = backoffMs(attempt, 50, 1_000);
-      if (classifyStoreError(error) === undefined || !canWait(wait, deadline)) {
+      if (failure === 'unavailable' && !isUnreachable(error)) uncertain = true;
+      if (failure === undefined || !canWait(wait, deadline)) {
         logger.warn(`${what} failed`, { error: error as Error });
+        if (uncertain) {
+          throw new MaybeQueuedError('The ingest queue did not confirm the request');
+        }
         throw new ServiceUnavailableError(
           `The ingest queue is unavailable: nothing was queued; try again shortly`,
         );
@@ -45,6 +55,12 @@ async function retried<T>(what: string, call: () => Promise<T>): Promise<T> {
       await sleep(wait);
     }
   }
+}
+
+/** A connection that was never made: nothing can have reached the service. */
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN';
 }
 
 export class SqsIngestQueue implements IngestQueue {
@@ -89,7 +105,8 @@ export class SqsIngestQueue implements IngestQueue {
         ),
       );
     } catch (error) {
-      if (payloadKey) {
+      // A message that may be queued still needs its payload.
+      if (payloadKey && !(error instanceof MaybeQueuedError)) {
         const key = payloadKey;
         await this.s3
           .send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }))

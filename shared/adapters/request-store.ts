@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  DeleteCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
@@ -24,9 +25,11 @@ import { isConditionFailure } from './dynamo-helpers.js';
  * - `<inst>#REQ#<request_id>` / `R#<index>`: the outcome of each record that was applied
  *   (the ledger), written in the record's own transaction, so a record applies once;
  * - `<inst>#REQ#<request_id>` / `N#<uuid>`: outcomes of records that wrote nothing.
- * Everything expires (DynamoDB TTL on `expires_at`) 7 days after its last change.
+ * Everything expires (DynamoDB TTL on `expires_at`) 21 days after its last change: longer
+ * than the dead-letter queues keep a message (14 days), so a redriven message still finds
+ * its request's ledger and applies each record once.
  */
-export const MARKER_TTL_SECONDS = 7 * 24 * 3600;
+export const MARKER_TTL_SECONDS = 21 * 24 * 3600;
 
 const pk = (instanceId: string, requestId: string) => `${instanceId}#REQ#${requestId}`;
 const statusKey = (instanceId: string, requestId: string) => ({
@@ -118,6 +121,22 @@ export class DynamoRequestStore implements RequestStore {
     } catch (error) {
       if (isConditionFailure(error)) return 'done';
       throw error;
+    }
+  }
+
+  async discard(instanceId: string, requestId: string) {
+    try {
+      await this.db.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: statusKey(instanceId, requestId),
+          ConditionExpression: '#status = :queued',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':queued': 'queued' },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
     }
   }
 
@@ -245,7 +264,8 @@ class DynamoLedger implements RecordLedger {
         TableName: this.table,
         Item: {
           pk: pk(this.instanceId, this.requestId),
-          sk: `N#${randomUUID()}`,
+          // Ordered by time: the first note of a record wins.
+          sk: `N#${new Date().toISOString()}#${randomUUID()}`,
           outcomes: Object.fromEntries(outcomes),
           expires_at: expiry(),
         },

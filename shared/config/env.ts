@@ -67,7 +67,7 @@ export const IngestEnv = z.object({
 /** The ingest worker: everything the domain writes, and how fast it retries a message. */
 export const IngestWorkerEnv = IngestEnv.extend({
   CONFIG_TABLE: tableName,
-  CDP_CONFIG_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
-  /** A failed message comes back after `base · 2^(receives − 1)` seconds. */
-  INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(2),
+
+  /** A failed message comes back after `base · 2^(receives − 1)` seconds (5, 10, 20, 40). */
+  INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(5),
 }).extend(PeopleEnv.shape);

@@ -17,6 +17,7 @@ export interface ErrorDetail {
   person_id?: string;
   organization_id?: string;
   activity_id?: string;
+  request_id?: string;
 }
 
 export abstract class CdpError extends Error {

@@ -1,7 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
-import { CachedTenantDirectory, DynamoConfigStore } from '../adapters/config-store.js';
+import { DynamoConfigStore } from '../adapters/config-store.js';
 import { SqsIngestQueue } from '../adapters/ingest-queue.js';
 import { DynamoOrganizationStore } from '../adapters/organization-store.js';
 import { DynamoPeopleStore } from '../adapters/people-store.js';
@@ -104,11 +104,9 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
   const ports = ingestPorts({
     requests,
     config,
-    directory: new CachedTenantDirectory(
-      config,
-      env.CDP_CONFIG_CACHE_MS,
-      Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
-    ),
+    // Not cached: one read per request, and a request is applied with the configuration of
+    // now (a data source or field added a moment ago is there).
+    directory: config,
     people,
     organizations: new DynamoOrganizationStore(db, env.ORGANIZATIONS_TABLE, env.REQUESTS_TABLE),
     activities: new DynamoActivityStore(db, {

@@ -2,7 +2,7 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { logger } from '../lib/logger.js';
-import { withDeadline } from '../lib/time-budget.js';
+import { canWait, withDeadline } from '../lib/time-budget.js';
 
 /**
  * The one SQS worker stack: Powertools' batch processor reports partial batch failures, so
@@ -24,6 +24,8 @@ export interface WorkerOptions {
 }
 
 const ANSWER_MARGIN_MS = 5_000;
+/** A message is not started with less time than this left (it comes back instead). */
+const MIN_START_MS = 15_000;
 const MAX_VISIBILITY_SECONDS = 900;
 
 export type SqsWorkerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
@@ -31,6 +33,9 @@ export type SqsWorkerHandler = (event: SQSEvent, context: Context) => Promise<SQ
 export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
   const handleRecord = async (record: SQSRecord) => {
     try {
+      if (!canWait(MIN_START_MS)) {
+        throw new Error('not started: too little of the invocation was left');
+      }
       await options.process(record);
     } catch (error) {
       const receives = Number(record.attributes.ApproximateReceiveCount) || 1;

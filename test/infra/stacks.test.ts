@@ -6,6 +6,7 @@ import { buildApp } from '../../infra/bin/app.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import { QUEUES, TABLES, queueName, tableName } from '../../shared/resources.js';
 import { ROUTES, routeKey } from '../../shared/routes.js';
+import { WORKERS } from '../../shared/workers.js';
 
 /** The app as `cdk synth` builds it (cdk.json context), without bundling the functions. */
 function stackOf(app: App, id: string): Stack {
@@ -121,7 +122,29 @@ describe('the CDK app', () => {
       const functions = api.findResources('AWS::Lambda::Function', {
         Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'] },
       });
-      expect(Object.keys(functions)).toHaveLength(ROUTES.length + 1);
+      expect(Object.keys(functions)).toHaveLength(ROUTES.length + 1 + WORKERS.length);
+    });
+
+    it('feeds every worker from its queue, reporting partial batch failures, with bounded concurrency', () => {
+      for (const worker of WORKERS) {
+        api.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+          BatchSize: worker.batchSize,
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+          ScalingConfig: { MaximumConcurrency: worker.maxConcurrency },
+        });
+      }
+      // The worker may read claim-check payloads and delay failed messages; it cannot send.
+      const statements = statementsOf(api, 'workeringestworker');
+      const actions = actionsOf(statements);
+      expect(actions).toEqual(
+        expect.arrayContaining([
+          's3:GetObject',
+          'sqs:ChangeMessageVisibility',
+          'sqs:ReceiveMessage',
+        ]),
+      );
+      expect(actions).not.toContain('sqs:SendMessage');
+      expect(actions).not.toContain('s3:PutObject');
     });
 
     it('tells every function its region and the base address of every region', () => {

@@ -4,6 +4,7 @@ import {
   ForbiddenError,
   InvalidTimeZoneError,
   NotFoundError,
+  ServiceUnavailableError,
   ValidationError,
 } from '../errors.js';
 import { newId } from '../ids.js';
@@ -38,9 +39,15 @@ export type IngestMessage = z.infer<typeof IngestMessage>;
 
 /** The ingest queue (a payload too large for a message travels by S3: the adapter's affair). */
 export interface IngestQueue {
-  /** Queues the message durably, or throws (`ServiceUnavailableError`: nothing queued). */
+  /**
+   * Queues the message durably, or throws: `ServiceUnavailableError` when nothing was queued,
+   * `MaybeQueuedError` when the queue never confirmed a send whose outcome is unknown.
+   */
   send(message: IngestMessage): Promise<void>;
 }
+
+/** The queue never confirmed a send that may nevertheless have been queued. */
+export class MaybeQueuedError extends ServiceUnavailableError {}
 
 /** The answer of an accepted request: the synchronous shape, every entry `queued`. */
 function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
@@ -67,9 +74,11 @@ export interface AcceptedRequest {
 }
 
 /**
- * Accepts an asynchronous request: checks it, queues it, records it `queued`, and answers
+ * Accepts an asynchronous request: checks it, records it `queued`, queues it, and answers
  * with `queued` entries and its `request_id`. If the queue cannot be reached the answer is
- * 503 and nothing is queued.
+ * 503 and nothing is queued. If the queue never confirmed a send that may have got through,
+ * the answer is a 503 naming the `request_id` to look up before sending it again (kept for
+ * an `Idempotency-Key`, so a retry with the key is told the same).
  */
 export async function acceptIngest(
   request: AcceptedRequest,
@@ -90,18 +99,25 @@ export async function acceptIngest(
     records: request.records,
     body,
   };
-  await ports.queue.send(message);
-  // Queued first, then recorded: a worker that is quicker records the request itself.
-  await ports.requests
-    .queued(tenant.instance.id, {
-      request_id: requestId,
-      kind: request.kind,
-      records: request.records,
-      accepted_at: acceptedAt,
-    })
-    .catch(() => {
-      // The request is queued and will be applied; the worker records its state.
-    });
+  await ports.requests.queued(tenant.instance.id, {
+    request_id: requestId,
+    kind: request.kind,
+    records: request.records,
+    accepted_at: acceptedAt,
+  });
+  try {
+    await ports.queue.send(message);
+  } catch (error) {
+    if (error instanceof MaybeQueuedError) {
+      throw new ServiceUnavailableError(
+        `The ingest queue did not confirm request ${requestId}: it may be queued. Look it up with POST /v1/async/get before sending it again`,
+        [{ field: 'request_id', request_id: requestId, status: 'may_be_queued' }],
+        error.retryAfterSeconds,
+      );
+    }
+    await ports.requests.discard(tenant.instance.id, requestId).catch(() => undefined);
+    throw error;
+  }
   return queuedAnswer(request.kind, request.records, requestId);
 }
 
@@ -170,7 +186,26 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
   } catch (error) {
     const failure = failureOf(error);
     if (!failure) throw error;
-    await ports.requests.fail(instanceId, message.request_id, failure);
+    // An earlier delivery may have applied records before the request became unapplicable
+    // (its configuration changed): the failure says which.
+    const applied = await ledger.recorded();
+    const written = [...applied].filter(([, outcome]) => outcome.id !== undefined);
+    await ports.requests.fail(
+      instanceId,
+      message.request_id,
+      written.length === 0
+        ? failure
+        : {
+            ...failure,
+            error: `${failure.error} (records an earlier attempt applied are listed in details)`,
+            details: written.map(([index, outcome]) => ({
+              index,
+              status: outcome.status,
+              [message.kind === 'organizations-merge' ? 'organization_id' : 'person_id']:
+                outcome.id,
+            })),
+          },
+    );
     return;
   }
   await ports.requests.finish(instanceId, message.request_id, result);

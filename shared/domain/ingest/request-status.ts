@@ -39,6 +39,8 @@ export interface RequestStore {
    */
   start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<RequestState>;
   finish(instanceId: string, requestId: string, result: unknown): Promise<void>;
+  /** Forgets a request that was never queued (only while it is still `queued`). */
+  discard(instanceId: string, requestId: string): Promise<void>;
   /** Marks it failed (never one already done). */
   fail(instanceId: string, requestId: string, failure: RequestFailure): Promise<void>;
   get(instanceId: string, requestId: string): Promise<RequestStatus | undefined>;

@@ -123,7 +123,14 @@ export async function mergePreparedPeople(
     tenant.instance.plan,
   );
   try {
-    await applyLocations(records, instanceId, location, now());
+    // Records a queued request already applied are not located again (nor billed twice).
+    const recorded = options.ledger ? await options.ledger.recorded() : undefined;
+    await applyLocations(
+      records.filter((record) => !recorded?.has(record.index)),
+      instanceId,
+      location,
+      now(),
+    );
   } catch (error) {
     throw new IncompleteMergeError(new Map(), error);
   }

@@ -1,0 +1,97 @@
+import { describe, expect, it } from '@jest/globals';
+import { ServiceUnavailableError, ValidationError } from '../../../shared/domain/errors.js';
+import {
+  acceptIngest,
+  MaybeQueuedError,
+  type IngestMessage,
+  type IngestQueue,
+} from '../../../shared/domain/ingest/ingest.js';
+import type { RequestStatus, RequestStore } from '../../../shared/domain/ingest/request-status.js';
+import { testTenant } from '../fixtures.js';
+
+/** Request states in memory (the ledger is not needed to accept). */
+class MemoryRequests implements Pick<RequestStore, 'queued' | 'discard' | 'get'> {
+  readonly items = new Map<string, RequestStatus>();
+  queued(_instance: string, request: Omit<RequestStatus, 'status'>) {
+    this.items.set(request.request_id, { ...request, status: 'queued' });
+    return Promise.resolve();
+  }
+  discard(_instance: string, id: string) {
+    if (this.items.get(id)?.status === 'queued') this.items.delete(id);
+    return Promise.resolve();
+  }
+  get(_instance: string, id: string) {
+    return Promise.resolve(this.items.get(id));
+  }
+}
+
+const tenant = testTenant();
+
+function accept(queue: IngestQueue, requests = new MemoryRequests(), check = () => undefined) {
+  return acceptIngest(
+    {
+      kind: 'person-merge',
+      body: { async: true, people: [{ fields: { 'str::email': 'a@x.test' } }, { fields: {} }] },
+      records: 2,
+      check,
+    },
+    tenant,
+    { queue, requests: requests as unknown as RequestStore },
+  );
+}
+
+describe('accepting an asynchronous request', () => {
+  it('queues it without the async flag and answers queued entries and its request ID', async () => {
+    const sent: IngestMessage[] = [];
+    const requests = new MemoryRequests();
+    const answer = await accept({ send: (m) => Promise.resolve(void sent.push(m)) }, requests);
+    expect(answer).toEqual({
+      people: [{ status: 'queued' }, { status: 'queued' }],
+      request_id: expect.stringMatching(/^[0-9a-f]{24}$/) as unknown,
+    });
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({
+      request_id: answer.request_id,
+      instance_id: 'acme',
+      data_source: 'Web',
+      kind: 'person-merge',
+      records: 2,
+    });
+    expect(sent[0]?.body).not.toHaveProperty('async');
+    expect((await requests.get('acme', answer.request_id))?.status).toBe('queued');
+  });
+
+  it('queues nothing when the check refuses the request', async () => {
+    const sent: IngestMessage[] = [];
+    const requests = new MemoryRequests();
+    await expect(
+      accept({ send: (m) => Promise.resolve(void sent.push(m)) }, requests, () => {
+        throw new ValidationError('people: bad');
+      }),
+    ).rejects.toThrow(ValidationError);
+    expect(sent).toEqual([]);
+    expect(requests.items.size).toBe(0);
+  });
+
+  it('answers 503 and forgets the request when the queue refused it', async () => {
+    const requests = new MemoryRequests();
+    await expect(
+      accept({ send: () => Promise.reject(new ServiceUnavailableError('down')) }, requests),
+    ).rejects.toThrow('down');
+    expect(requests.items.size).toBe(0);
+  });
+
+  it('names the request ID when the queue never confirmed a send that may have got through', async () => {
+    const requests = new MemoryRequests();
+    const error = await accept(
+      { send: () => Promise.reject(new MaybeQueuedError('no answer')) },
+      requests,
+    ).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    const [detail] = (error as ServiceUnavailableError).details ?? [];
+    expect(detail).toMatchObject({ field: 'request_id', status: 'may_be_queued' });
+    expect((error as Error).message).toContain(detail?.request_id ?? '?');
+    // It stays recorded as queued: if it got through, the worker applies it.
+    expect((await requests.get('acme', detail?.request_id ?? ''))?.status).toBe('queued');
+  });
+});
