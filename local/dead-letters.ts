@@ -78,6 +78,19 @@ async function drain(
   }
 }
 
+/** Makes received messages visible again at once. */
+async function showAgain(sqs: SQSClient, url: string, handles: string[]) {
+  for (const handle of handles) {
+    await sqs.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: url,
+        ReceiptHandle: handle,
+        VisibilityTimeout: 0,
+      }),
+    );
+  }
+}
+
 function describe(message: Message): DeadLetter {
   const parsed = (() => {
     try {
@@ -125,15 +138,7 @@ export async function listDeadLetters(
     60,
   );
   // Listing changes nothing: the letters are visible again at once.
-  for (const handle of handles) {
-    await sqs.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl: deadLetters,
-        ReceiptHandle: handle,
-        VisibilityTimeout: 0,
-      }),
-    );
-  }
+  await showAgain(sqs, deadLetters, handles);
   return found;
 }
 
@@ -170,14 +175,6 @@ export async function redriveDeadLetters(
     },
     60,
   );
-  for (const handle of skipped) {
-    await sqs.send(
-      new ChangeMessageVisibilityCommand({
-        QueueUrl: deadLetters,
-        ReceiptHandle: handle,
-        VisibilityTimeout: 0,
-      }),
-    );
-  }
+  await showAgain(sqs, deadLetters, skipped);
   return moved;
 }

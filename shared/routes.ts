@@ -68,21 +68,24 @@ const api = (
   };
 };
 
+/**
+ * What writing people takes (person merge, activities): people and their activities,
+ * organizations to show, location lookups, and queueing asynchronous requests.
+ */
+const PEOPLE_WRITER: readonly Access[] = [
+  'config:read',
+  'people',
+  'activities',
+  'organizations:read',
+  'geo',
+  'queue:ingest',
+  'payloads:put',
+];
+
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
   api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
-  api('POST', '/v1/person/merge', 'person-merge', {
-    maxBodyBytes: 2 * MB,
-    access: [
-      'config:read',
-      'people',
-      'activities',
-      'organizations:read',
-      'geo',
-      'queue:ingest',
-      'payloads:put',
-    ],
-  }),
+  api('POST', '/v1/person/merge', 'person-merge', { maxBodyBytes: 2 * MB, access: PEOPLE_WRITER }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', {
     maxBodyBytes: 2 * MB,
     access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
@@ -95,15 +98,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   }),
   api('POST', '/v1/activities/create', 'activities-create', {
     maxBodyBytes: 2 * MB,
-    access: [
-      'config:read',
-      'people',
-      'activities',
-      'organizations:read',
-      'geo',
-      'queue:ingest',
-      'payloads:put',
-    ],
+    access: PEOPLE_WRITER,
   }),
   api('POST', '/v1/async/get', 'async-get', { access: ['config:read', 'requests'] }),
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {

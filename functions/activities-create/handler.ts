@@ -37,8 +37,7 @@ export const handler = apiHandler(
       people,
       activities,
       location,
-      freshDefinitions: async () =>
-        (await config.getInstance(tenant.instance.id))?.activities ?? [],
+      freshDefinitions: () => config.activityDefinitions(tenant.instance.id),
     };
     return {
       body: body.async

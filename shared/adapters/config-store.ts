@@ -113,6 +113,11 @@ export class DynamoConfigStore implements TenantDirectory {
     return ids.sort();
   }
 
+  /** The activity definitions of an instance, read afresh (cached tenants may lack new ones). */
+  async activityDefinitions(instanceId: string): Promise<ActivityDefinitionConfig[]> {
+    return (await this.getInstance(instanceId))?.activities ?? [];
+  }
+
   /** Moves a unique field of a stored instance to `state` (see `key-fields.ts`). */
   async setKeyFieldState(instanceId: string, field: string, state: KeyFieldState): Promise<void> {
     await this.db.send(

@@ -32,7 +32,7 @@ import { sqsWorker } from './sqs-worker.js';
 /** What applying queued requests reads and writes. */
 export interface IngestStores {
   requests: RequestStore;
-  config: Pick<DynamoConfigStore, 'getInstance'>;
+  config: Pick<DynamoConfigStore, 'activityDefinitions'>;
   directory: Pick<TenantDirectory, 'getInstance'>;
   people: PeopleStore & GeocodingMeter;
   organizations: OrganizationStore;
@@ -69,8 +69,7 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
             people,
             activities,
             location,
-            freshDefinitions: async () =>
-              (await config.getInstance(tenant.instance.id))?.activities ?? [],
+            freshDefinitions: () => config.activityDefinitions(tenant.instance.id),
             queued,
           },
         ),

@@ -2,7 +2,6 @@ import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
@@ -26,7 +25,15 @@ import { localBucketName, queueName, tableName } from '../../shared/resources.js
 import { ingestPorts } from '../../shared/worker/ingest-runtime.js';
 import { localOnlyEnv, run } from './cli.js';
 import { activitiesOf, meta } from './people.js';
-import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
+import {
+  KEYS,
+  TEST_STACK,
+  call,
+  functionContext,
+  functionEnv,
+  postEvent,
+  stackDb,
+} from './stack.js';
 
 /**
  * The ingest worker's guarantees, run in-process against the test stack's tables (so a
@@ -300,57 +307,25 @@ describe('dead letters', () => {
 
 describe('a queue that cannot be reached', () => {
   it('answers 503 with Retry-After, and nothing is queued', async () => {
-    Object.assign(process.env, {
-      CDP_REGION: 'default',
-      CONFIG_TABLE: tableName('default', 'config'),
-      REQUESTS_TABLE: tables.requests,
-      PEOPLE_TABLE: tables.people,
-      ACTIVITIES_TABLE: tables.activities,
-      ORGANIZATIONS_TABLE: tables.organizations,
-      BASE_URL_DEFAULT: `http://127.0.0.1:${TEST_STACK.port}`,
-      BASE_URL_AU: `http://127.0.0.1:${TEST_STACK.port + 1}`,
-      BASE_URL_EU: `http://127.0.0.1:${TEST_STACK.port + 2}`,
-      GEOCODER: 'offline',
+    functionEnv({
       // Nothing listens there.
       AWS_ENDPOINT_URL_SQS: 'http://127.0.0.1:9',
       INGEST_QUEUE_URL: 'http://127.0.0.1:9/000000000000/cdp-default-ingest',
-      PAYLOADS_BUCKET: localBucketName('default', 'payloads'),
       CDP_REQUEST_BUDGET_MS: '1000',
     });
     const { handler } = (await import('../../functions/person-merge/handler.js')) as {
       handler: HttpHandler;
     };
     const address = email('down');
-    const event = {
-      version: '2.0',
-      routeKey: 'POST /v1/person/merge',
-      rawPath: '/v1/person/merge',
-      rawQueryString: '',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEYS.safety },
-      requestContext: {
-        accountId: '1',
-        apiId: 'local',
-        domainName: 'localhost',
-        domainPrefix: 'localhost',
-        http: {
-          method: 'POST',
-          path: '/v1/person/merge',
-          protocol: 'HTTP/1.1',
-          sourceIp: '127.0.0.1',
-          userAgent: 'test',
-        },
-        requestId: 'queue-down',
-        routeKey: 'POST /v1/person/merge',
-        stage: '$default',
-        time: '',
-        timeEpoch: 0,
-      },
-      body: JSON.stringify({ async: true, people: [{ fields: { 'str::email': address } }] }),
-      isBase64Encoded: false,
-    } as APIGatewayProxyEventV2;
-    const response = await handler(event, {
-      getRemainingTimeInMillis: () => 29_000,
-    } as unknown as Context);
+    const response = await handler(
+      postEvent(
+        '/v1/person/merge',
+        { async: true, people: [{ fields: { 'str::email': address } }] },
+        KEYS.safety,
+        'queue-down',
+      ),
+      functionContext,
+    );
     expect(response.statusCode).toBe(503);
     expect(response.headers['retry-after']).toMatch(/^\d+$/);
     expect(JSON.parse(response.body)).toMatchObject({

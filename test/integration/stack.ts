@@ -1,4 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import { localBucketName, tableName } from '../../shared/resources.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import type { Region } from '../../shared/domain/regions.js';
@@ -60,3 +62,65 @@ export function stackDb(faults = ''): {
   const base = createDynamoDbClient();
   return { base, db: createDocumentClient(base, faults) };
 }
+
+/**
+ * The environment a function module of the test stack's default region reads at load, for
+ * tests that run a handler in-process (with faults or budgets of their own).
+ */
+export function functionEnv(extra: Record<string, string>): void {
+  stackDb();
+  Object.assign(process.env, {
+    CDP_REGION: 'default',
+    CONFIG_TABLE: tableName('default', 'config'),
+    REQUESTS_TABLE: tableName('default', 'requests'),
+    PEOPLE_TABLE: tableName('default', 'people'),
+    ACTIVITIES_TABLE: tableName('default', 'activities'),
+    ORGANIZATIONS_TABLE: tableName('default', 'organizations'),
+    BASE_URL_DEFAULT: baseUrl('default'),
+    BASE_URL_AU: baseUrl('au'),
+    BASE_URL_EU: baseUrl('eu'),
+    GEOCODER: 'offline',
+    INGEST_QUEUE_URL: `http://127.0.0.1:${TEST_STACK.sqsPort}/000000000000/cdp-default-ingest`,
+    PAYLOADS_BUCKET: localBucketName('default', 'payloads'),
+    ...extra,
+  });
+}
+
+/** An API Gateway (HTTP API) event of a POST, as the local adapter builds them. */
+export function postEvent(
+  path: string,
+  body: unknown,
+  apiKey: string,
+  requestId: string,
+): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: `POST ${path}`,
+    rawPath: path,
+    rawQueryString: '',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    requestContext: {
+      accountId: '1',
+      apiId: 'local',
+      domainName: 'localhost',
+      domainPrefix: 'localhost',
+      http: {
+        method: 'POST',
+        path,
+        protocol: 'HTTP/1.1',
+        sourceIp: '127.0.0.1',
+        userAgent: 'test',
+      },
+      requestId,
+      routeKey: `POST ${path}`,
+      stage: '$default',
+      time: '',
+      timeEpoch: 0,
+    },
+    body: JSON.stringify(body),
+    isBase64Encoded: false,
+  };
+}
+
+/** A Lambda context with the time a route has (29 s). */
+export const functionContext = { getRemainingTimeInMillis: () => 29_000 } as unknown as Context;

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
 import {
@@ -21,7 +20,7 @@ import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { withDeadline } from '../../shared/lib/time-budget.js';
 import { tableName } from '../../shared/resources.js';
 import { uniqueEmail } from './people.js';
-import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
+import { KEYS, call, functionContext, functionEnv, postEvent, stackDb } from './stack.js';
 
 /**
  * The write paths against the test stack's DynamoDB Local, run in-process through clients
@@ -163,58 +162,19 @@ describe('merges under stale reads', () => {
 
 describe('a store that stays unavailable', () => {
   it('answers 503 with Retry-After and per-record details, having written nothing', async () => {
-    Object.assign(process.env, {
-      CDP_REGION: 'default',
-      CONFIG_TABLE: tableName('default', 'config'),
-      REQUESTS_TABLE: tableName('default', 'requests'),
-      PEOPLE_TABLE: PEOPLE,
-      ACTIVITIES_TABLE: tables.activities,
-      ORGANIZATIONS_TABLE: tables.organizations,
-      BASE_URL_DEFAULT: `http://127.0.0.1:${TEST_STACK.port}`,
-      BASE_URL_AU: `http://127.0.0.1:${TEST_STACK.port + 1}`,
-      BASE_URL_EU: `http://127.0.0.1:${TEST_STACK.port + 2}`,
-      GEOCODER: 'offline',
-      INGEST_QUEUE_URL: `http://127.0.0.1:${TEST_STACK.sqsPort}/000000000000/cdp-default-ingest`,
-      PAYLOADS_BUCKET: 'cdp-default-payloads',
-      // Every call on the people table is throttled; the request may retry for 1.5 s.
-      CDP_FAULTS: 'throttle=1,only=people',
-      CDP_REQUEST_BUDGET_MS: '1500',
-    });
+    // Every call on the people table is throttled; the request may retry for 1.5 s.
+    functionEnv({ CDP_FAULTS: 'throttle=1,only=people', CDP_REQUEST_BUDGET_MS: '1500' });
     const { handler } = (await import('../../functions/person-merge/handler.js')) as {
       handler: HttpHandler;
     };
     const emails = [uniqueEmail('down'), uniqueEmail('down')];
-    const event = {
-      version: '2.0',
-      routeKey: 'POST /v1/person/merge',
-      rawPath: '/v1/person/merge',
-      rawQueryString: '',
-      headers: { 'content-type': 'application/json', 'x-api-key': KEYS.safety },
-      requestContext: {
-        accountId: '1',
-        apiId: 'local',
-        domainName: 'localhost',
-        domainPrefix: 'localhost',
-        http: {
-          method: 'POST',
-          path: '/v1/person/merge',
-          protocol: 'HTTP/1.1',
-          sourceIp: '127.0.0.1',
-          userAgent: 'test',
-        },
-        requestId: 'throttled-1',
-        routeKey: 'POST /v1/person/merge',
-        stage: '$default',
-        time: '',
-        timeEpoch: 0,
-      },
-      body: JSON.stringify({
-        people: [...emails.map((email) => ({ fields: { 'str::email': email } })), { fields: {} }],
-      }),
-      isBase64Encoded: false,
-    } as APIGatewayProxyEventV2;
-    const context = { getRemainingTimeInMillis: () => 29_000 } as unknown as Context;
-    const response = await handler(event, context);
+    const event = postEvent(
+      '/v1/person/merge',
+      { people: [...emails.map((email) => ({ fields: { 'str::email': email } })), { fields: {} }] },
+      KEYS.safety,
+      'throttled-1',
+    );
+    const response = await handler(event, functionContext);
     expect(response.statusCode).toBe(503);
     expect(response.headers['retry-after']).toMatch(/^\d+$/);
     const body = JSON.parse(response.body) as Record<string, unknown>;
