@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { ClaimKey, RecordMarker } from '../domain/merge/merge-engine.js';
 import {
@@ -22,8 +22,8 @@ import {
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
-  markerPut,
-  mergeWriteError,
+  markerPuts,
+  writeMerged,
   wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
@@ -78,12 +78,6 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     protected readonly requestsTable?: string,
   ) {}
 
-  private markers(instanceId: string, marker: RecordMarker | undefined): TransactItem[] {
-    if (!marker) return [];
-    if (!this.requestsTable) throw new Error('recording outcomes needs the requests table');
-    return [markerPut(this.requestsTable, instanceId, marker)];
-  }
-
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.table, instanceId, keys, consistent);
   }
@@ -132,13 +126,14 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
           ExpressionAttributeValues: { ':one': 1 },
         },
       },
-      ...this.markers(instanceId, marker),
+      ...markerPuts(this.requestsTable, instanceId, marker),
     ];
-    try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
-    } catch (error) {
-      throw mergeWriteError(error, { released: [], added: claims }, marker !== undefined);
-    }
+    await writeMerged(
+      this.db,
+      transactItems,
+      { released: [], added: claims },
+      marker !== undefined,
+    );
   }
 
   async updateOrganization(
@@ -150,26 +145,23 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const added = [...plan.claimsAdded];
     const released = [...plan.claimsReleased];
     const claims = claimWrites(this.table, instanceId, id, added, released);
-    try {
-      await this.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.table,
-                Key: organizationKey(instanceId, id),
-                ...(this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan)),
-              },
-            },
-            ...claims.released,
-            ...claims.added,
-            ...this.markers(instanceId, marker),
-          ],
-        }),
-      );
-    } catch (error) {
-      throw mergeWriteError(error, { released, added }, marker !== undefined);
-    }
+    await writeMerged(
+      this.db,
+      [
+        {
+          Update: {
+            TableName: this.table,
+            Key: organizationKey(instanceId, id),
+            ...(this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan)),
+          },
+        },
+        ...claims.released,
+        ...claims.added,
+        ...markerPuts(this.requestsTable, instanceId, marker),
+      ],
+      { released, added },
+      marker !== undefined,
+    );
   }
 
   /** Field-level `SET`/`REMOVE`; `undefined` past DynamoDB's expression limit. */

@@ -44,8 +44,8 @@ import {
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
-  markerPut,
-  mergeWriteError,
+  markerPuts,
+  writeMerged,
   wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
@@ -178,13 +178,6 @@ export class DynamoPeopleStore
     return new Map(items.map((item) => [String(item.id), personFromItem(item)]));
   }
 
-  /** The marker of a queued request's record, put in the record's transaction. */
-  private markers(instanceId: string, marker: RecordMarker | undefined): TransactItem[] {
-    if (!marker) return [];
-    if (!this.tables.requests) throw new Error('recording outcomes needs the requests table');
-    return [markerPut(this.tables.requests, instanceId, marker)];
-  }
-
   async createPerson(
     instanceId: string,
     plan: CreatePlan,
@@ -222,13 +215,14 @@ export class DynamoPeopleStore
         },
       },
       ...this.activityPuts(instanceId, person.id, plan.activities, person.created_at, dataSource),
-      ...this.markers(instanceId, marker),
+      ...markerPuts(this.tables.requests, instanceId, marker),
     ];
-    try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
-    } catch (error) {
-      throw mergeWriteError(error, { released: [], added: claims }, marker !== undefined);
-    }
+    await writeMerged(
+      this.db,
+      transactItems,
+      { released: [], added: claims },
+      marker !== undefined,
+    );
   }
 
   async updatePerson(
@@ -271,13 +265,9 @@ export class DynamoPeopleStore
         plan.after.updated_at,
         dataSource,
       ),
-      ...this.markers(instanceId, marker),
+      ...markerPuts(this.tables.requests, instanceId, marker),
     ];
-    try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: transactItems }));
-    } catch (error) {
-      throw mergeWriteError(error, { released, added }, marker !== undefined);
-    }
+    await writeMerged(this.db, transactItems, { released, added }, marker !== undefined);
   }
 
   /**

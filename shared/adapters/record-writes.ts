@@ -1,4 +1,8 @@
-import type { DynamoDBDocumentClient, TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import {
@@ -190,6 +194,34 @@ export function markerPut(table: string, instanceId: string, marker: RecordMarke
       ConditionExpression: 'attribute_not_exists(pk)',
     },
   };
+}
+
+/** The marker put of a write, if it has one (a queued request's record); `[]` otherwise. */
+export function markerPuts(
+  table: string | undefined,
+  instanceId: string,
+  marker: RecordMarker | undefined,
+): TransactItem[] {
+  if (!marker) return [];
+  if (!table) throw new Error('recording outcomes needs the requests table');
+  return [markerPut(table, instanceId, marker)];
+}
+
+/**
+ * Writes a merged record's transaction (its marker last, if any) and turns a failure into
+ * the engine's errors (`mergeWriteError`).
+ */
+export async function writeMerged(
+  db: DynamoDBDocumentClient,
+  items: TransactItem[],
+  claims: { released: [string, string][]; added: [string, string][] },
+  marked: boolean,
+): Promise<void> {
+  try {
+    await db.send(new TransactWriteCommand({ TransactItems: items }));
+  } catch (error) {
+    throw mergeWriteError(error, claims, marked);
+  }
 }
 
 /**
