@@ -47,6 +47,7 @@ export default {
         '/fault-injection\\.test\\.ts$',
         '/store-faults\\.test\\.ts$',
         '/ingest-worker\\.test\\.ts$',
+        '/ses-gateway\\.test\\.ts$',
       ],
       setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
       globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',

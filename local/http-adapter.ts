@@ -110,7 +110,7 @@ export function lambdaContext(functionName: string, timeoutSeconds: number): Con
 
 function send(response: ServerResponse, result: Awaited<ReturnType<HttpHandler>>): void {
   response.writeHead(result.statusCode, result.headers);
-  response.end(result.body);
+  response.end(result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body);
 }
 
 export function createRegionServer(handlers: RegionHandlers): Server {

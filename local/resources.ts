@@ -9,7 +9,18 @@ import {
   type GlobalSecondaryIndex,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateTopicCommand,
+  ListSubscriptionsByTopicCommand,
+  SubscribeCommand,
+  type SNSClient,
+} from '@aws-sdk/client-sns';
+import {
+  CreateQueueCommand,
+  GetQueueAttributesCommand,
+  GetQueueUrlCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import type { Region } from '../shared/domain/regions.js';
 import {
   BUCKETS,
@@ -132,4 +143,39 @@ export async function ensureBuckets(s3: S3Client, region: Region): Promise<void>
       if (name !== 'BucketAlreadyOwnedByYou' && name !== 'BucketAlreadyExists') throw error;
     }
   }
+}
+
+/**
+ * The SNS topic SES's event destination publishes a region's sending events to, with the
+ * region's email-events queue subscribed as on AWS: not raw, so the queue receives SNS
+ * envelopes (`{"Type": "Notification", "Message": "<the SES event>", …}`). Run after
+ * `ensureQueues`. Idempotent: the topic and the subscription are made once. (fauxqs does
+ * not check queue policies; on AWS the stateful stack grants SNS `sqs:SendMessage`.)
+ */
+export async function ensureSesEventTopic(
+  sns: SNSClient,
+  sqs: SQSClient,
+  region: Region,
+): Promise<string> {
+  const { TopicArn } = await sns.send(new CreateTopicCommand({ Name: `cdp-${region}-ses-events` }));
+  if (!TopicArn) throw new Error(`No ARN for the SES event topic of ${region}`);
+  const { QueueUrl } = await sqs.send(
+    new GetQueueUrlCommand({ QueueName: queueName(region, 'email-events') }),
+  );
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }),
+  );
+  const queueArn = Attributes?.QueueArn;
+  if (!queueArn) throw new Error(`No ARN for the email-events queue of ${region}`);
+  let NextToken: string | undefined;
+  do {
+    const page = await sns.send(new ListSubscriptionsByTopicCommand({ TopicArn, NextToken }));
+    const subscribed = (page.Subscriptions ?? []).some(
+      (subscription) => subscription.Protocol === 'sqs' && subscription.Endpoint === queueArn,
+    );
+    if (subscribed) return TopicArn;
+    NextToken = page.NextToken;
+  } while (NextToken);
+  await sns.send(new SubscribeCommand({ TopicArn, Protocol: 'sqs', Endpoint: queueArn }));
+  return TopicArn;
 }

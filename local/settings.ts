@@ -59,6 +59,7 @@ export function localAwsEnv(settings: StackSettings): Record<string, string> {
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: `http://${settings.host}:${settings.dynamodbPort}`,
     AWS_ENDPOINT_URL_SQS: sqs,
+    AWS_ENDPOINT_URL_SNS: sqs,
     AWS_ENDPOINT_URL_S3: sqs,
     AWS_ENDPOINT_URL_SESV2: `http://${settings.host}:${settings.sesPort}`,
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',

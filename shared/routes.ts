@@ -1,8 +1,7 @@
 /**
  * The routes table: the single source of truth for the HTTP API. The CDK stack builds one
  * API Gateway route and Lambda function per entry, and the local server serves the same
- * handler modules from it. Endpoints that are not built yet point at `not-implemented`,
- * which authenticates and answers 501 in the error envelope.
+ * handler modules from it.
  */
 export type Method = 'GET' | 'POST' | 'PUT';
 /** What a function may touch; `:read` variants grant reads only. */
@@ -26,7 +25,22 @@ export type Access =
   /** Putting a failed message of the ingest queue back later (its worker's backoff). */
   | 'queue:ingest:retry'
   /** Location lookups: the IP database in the bundle and the region's place index. */
-  | 'geo';
+  | 'geo'
+  /** Transactional emails (their states and link destinations) and suppressed addresses. */
+  | 'emails'
+  | 'emails:read'
+  /** Storing rendered emails and attachments (`email/…` in the payloads bucket): the API. */
+  | 'email-payloads:put'
+  /** Reading them: the email worker. */
+  | 'email-payloads:get'
+  /** Sending to the email queue (the API). */
+  | 'queue:email'
+  /** Putting a failed message of the email queue back later (its worker's backoff). */
+  | 'queue:email:retry'
+  /** The same for the SES events queue. */
+  | 'queue:email-events:retry'
+  /** Sending raw email through SES with the region's configuration set. */
+  | 'ses:send';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -82,9 +96,31 @@ const PEOPLE_WRITER: readonly Access[] = [
   'payloads:put',
 ];
 
+/** The public routes of email links: no key, small bodies, the signing secret in config. */
+function tracking(access: Access[]): Partial<RouteDefinition> {
+  return {
+    auth: false,
+    maxBodyBytes: 4 * 1024,
+    memoryMb: 512,
+    timeoutSeconds: 10,
+    access: ['config:read', ...access],
+  };
+}
+
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
-  api('POST', '/v1/transactional/send', 'not-implemented', { maxBodyBytes: 6 * MB }),
+  api('POST', '/v1/transactional/send', 'transactional-send', {
+    maxBodyBytes: 6 * MB,
+    access: [
+      ...PEOPLE_WRITER.filter((need) => need !== 'queue:ingest' && need !== 'payloads:put'),
+      'emails',
+      'email-payloads:put',
+      'queue:email',
+    ],
+  }),
+  api('POST', '/v1/transactional/get', 'transactional-get', {
+    access: ['config:read', 'emails:read'],
+  }),
   api('POST', '/v1/person/merge', 'person-merge', { maxBodyBytes: 2 * MB, access: PEOPLE_WRITER }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', {
     maxBodyBytes: 2 * MB,
@@ -116,6 +152,16 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/person/get/activities', 'person-activities', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
+  // Public and signed (no key): the links of sent emails. Tokens are query parameters.
+  api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
+  api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),
+  api('GET', '/t/u', 'unsubscribe-page', tracking(['emails:read'])),
+  api(
+    'POST',
+    '/t/u',
+    'unsubscribe',
+    tracking(['emails', 'people', 'activities', 'organizations:read']),
+  ),
 ];
 
 /**

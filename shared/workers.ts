@@ -44,4 +44,39 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'queue:ingest:retry',
     ],
   },
+  {
+    // One email per message; 5 sends at a time per batch, paced to the account's send rate
+    // (SES_MAX_SEND_RATE, shared by the batches that run at once).
+    function: 'email-worker',
+    queue: 'email',
+    batchSize: 10,
+    maxConcurrency: 4,
+    memoryMb: 1024,
+    timeoutSeconds: 60,
+    access: [
+      'config:read',
+      'emails',
+      'activities',
+      'email-payloads:get',
+      'queue:email:retry',
+      'ses:send',
+    ],
+  },
+  {
+    // SES notifications (through SNS): each marks its email, once per event type.
+    function: 'email-events-worker',
+    queue: 'email-events',
+    batchSize: 10,
+    maxConcurrency: 2,
+    memoryMb: 512,
+    timeoutSeconds: 30,
+    access: [
+      'config:read',
+      'emails',
+      'people',
+      'activities',
+      'organizations:read',
+      'queue:email-events:retry',
+    ],
+  },
 ];

@@ -1,13 +1,18 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Architecture, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type ICommandHooks } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
-import { bucketVariable, queueUrlVariable, tableVariable } from '../../shared/resources.js';
+import {
+  bucketVariable,
+  queueUrlVariable,
+  sesConfigurationSet,
+  tableVariable,
+} from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 
@@ -28,6 +33,22 @@ const READ_ONLY = {
   'people:read': 'people',
   'organizations:read': 'organizations',
   'activities:read': 'activities',
+  'emails:read': 'emails',
+} as const;
+
+/** The payloads bucket's prefix and actions of each payload grant. */
+const PAYLOADS = {
+  'payloads:put': { prefix: 'ingest/*', actions: ['s3:PutObject', 's3:DeleteObject'] },
+  'payloads:get': { prefix: 'ingest/*', actions: ['s3:GetObject'] },
+  'email-payloads:put': { prefix: 'email/*', actions: ['s3:PutObject'] },
+  'email-payloads:get': { prefix: 'email/*', actions: ['s3:GetObject'] },
+} as const;
+
+/** The queue each backoff grant changes visibilities on. */
+const RETRIES = {
+  'queue:ingest:retry': 'ingest',
+  'queue:email:retry': 'email',
+  'queue:email-events:retry': 'email-events',
 } as const;
 
 export interface CdpFunctionProps {
@@ -115,7 +136,13 @@ export class CdpFunction extends Construct {
           id: 'AwsSolutions-IAM5',
           reason:
             'Claim-check payloads are one object per request under the ingest/ prefix of the payloads bucket.',
-          appliesTo: [{ regex: '/^Resource::.*payloads.*\\/ingest\\/\\*$/g' }],
+          appliesTo: [{ regex: '/^Resource::.*payloads.*\\/(ingest|email)\\/\\*$/g' }],
+        },
+        {
+          id: 'AwsSolutions-IAM5',
+          reason:
+            'SES sending identities are the domains of the instances configuration (applied at run time, not deploy time); sends are also bound to the configuration set.',
+          appliesTo: [{ regex: '/^Resource::arn:.*:ses:.*:identity\\/\\*$/g' }],
         },
       ],
       true,
@@ -137,34 +164,64 @@ export class CdpFunction extends Construct {
         case 'organizations':
         case 'activities':
         case 'requests':
+        case 'emails':
           data.tables[need].grantReadWriteData(this.fn);
           this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
           break;
         case 'payloads:put':
         case 'payloads:get':
-          // Only the claim-check objects (`ingest/…`), and only what each side does with them.
+        case 'email-payloads:put':
+        case 'email-payloads:get': {
+          // Only the objects of one prefix, and only what each side does with them.
+          const { prefix, actions } = PAYLOADS[need];
           this.fn.addToRolePolicy(
             new PolicyStatement({
-              actions:
-                need === 'payloads:put' ? ['s3:PutObject', 's3:DeleteObject'] : ['s3:GetObject'],
-              resources: [data.buckets.payloads.arnForObjects('ingest/*')],
+              actions: [...actions],
+              resources: [data.buckets.payloads.arnForObjects(prefix)],
             }),
           );
           this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
+        }
         case 'queue:ingest':
-          data.queues.ingest.grantSendMessages(this.fn);
-          this.fn.addEnvironment(queueUrlVariable('ingest'), data.queues.ingest.queueUrl);
+        case 'queue:email': {
+          const queue = need === 'queue:ingest' ? 'ingest' : 'email';
+          data.queues[queue].grantSendMessages(this.fn);
+          this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
           break;
+        }
         case 'queue:ingest:retry':
+        case 'queue:email:retry':
+        case 'queue:email-events:retry': {
+          const queue = RETRIES[need];
           this.fn.addToRolePolicy(
             new PolicyStatement({
               actions: ['sqs:ChangeMessageVisibility'],
-              resources: [data.queues.ingest.queueArn],
+              resources: [data.queues[queue].queueArn],
             }),
           );
-          this.fn.addEnvironment(queueUrlVariable('ingest'), data.queues.ingest.queueUrl);
+          this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
           break;
+        }
+        case 'ses:send': {
+          // The region's verified identities (its sending domains and the fallback domain),
+          // through its configuration set.
+          const stack = Stack.of(this);
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['ses:SendEmail', 'ses:SendRawEmail'],
+              resources: [
+                stack.formatArn({ service: 'ses', resource: 'identity', resourceName: '*' }),
+                stack.formatArn({
+                  service: 'ses',
+                  resource: 'configuration-set',
+                  resourceName: sesConfigurationSet(data.region),
+                }),
+              ],
+            }),
+          );
+          break;
+        }
         case 'geo':
           this.fn.addToRolePolicy(
             new PolicyStatement({
@@ -178,7 +235,8 @@ export class CdpFunction extends Construct {
           break;
         case 'people:read':
         case 'organizations:read':
-        case 'activities:read': {
+        case 'activities:read':
+        case 'emails:read': {
           const table = READ_ONLY[need];
           data.tables[table].grantReadData(this.fn);
           this.fn.addEnvironment(tableVariable(table), data.tables[table].tableName);

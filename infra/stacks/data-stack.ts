@@ -26,6 +26,7 @@ import {
 
 /** What the API stack of the same region receives from this one. */
 export interface RegionData {
+  region: Region;
   tables: Record<TableName, ITable>;
   queues: Record<QueueName, IQueue>;
   buckets: Record<BucketName, IBucket>;
@@ -127,6 +128,7 @@ export class DataStack extends Stack {
     });
 
     this.data = {
+      region,
       tables,
       queues,
       buckets,

@@ -41,6 +41,15 @@ const KeyItem = z.object({
   person_status: z.enum(['created', 'merged', 'skipped', 'by-id', 'invalid']).optional(),
 });
 
+/** The item of an activity: on its person's timeline, ordered by time. */
+export function activityItem(instanceId: string, activity: ActivityToWrite) {
+  return {
+    pk: `${instanceId}#P#${activity.person_id}`,
+    sk: `${activity.created_at}#${activity.id}`,
+    ...activity,
+  };
+}
+
 const keyOf = (instanceId: string, key: string) => ({ pk: `${instanceId}#KEY#${key}`, sk: 'KEY' });
 
 /** How many keys are claimed, and keyed activities written, at once. */
@@ -141,11 +150,7 @@ export class DynamoActivityStore implements ActivityStore {
   }
 
   async write(instanceId: string, activities: ActivityToWrite[], token: string) {
-    const item = (activity: ActivityToWrite) => ({
-      pk: `${instanceId}#P#${activity.person_id}`,
-      sk: `${activity.created_at}#${activity.id}`,
-      ...activity,
-    });
+    const item = (activity: ActivityToWrite) => activityItem(instanceId, activity);
     const unkeyed = activities.filter((a) => a.key === undefined);
     const keyed = activities.filter((a) => a.key !== undefined);
     const written = new Set<ActivityToWrite>();

@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
+import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { injectFaultsFromSpec } from './dynamo-faults.js';
@@ -47,6 +48,14 @@ export function createDocumentClient(
  */
 export function createSqsClient(): SQSClient {
   return new SQSClient({ useQueueUrlAsEndpoint: false });
+}
+
+/**
+ * SNS carries SES's sending events to the email-events queue. The endpoint is the region's, or
+ * `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL` (locally fauxqs, which also serves SQS and S3).
+ */
+export function createSnsClient(): SNSClient {
+  return new SNSClient({});
 }
 
 /** Path-style addressing works on AWS and on every S3 stand-in (no bucket DNS names needed). */

@@ -33,7 +33,11 @@ const Envelope = IngestMessage.omit({ body: true }).extend({
  * gives up after an attempt whose outcome was unknown (the request reached the service and
  * the answer was lost), the call may have taken effect: `MaybeQueuedError`.
  */
-async function retried<T>(what: string, call: () => Promise<T>): Promise<T> {
+export async function retried<T>(
+  what: string,
+  call: () => Promise<T>,
+  service = 'The ingest queue',
+): Promise<T> {
   const deadline = currentDeadline();
   let uncertain = false;
   for (let attempt = 0; ; attempt += 1) {
@@ -46,10 +50,10 @@ async function retried<T>(what: string, call: () => Promise<T>): Promise<T> {
       if (failure === undefined || !canWait(wait, deadline)) {
         logger.warn(`${what} failed`, { error: error as Error });
         if (uncertain) {
-          throw new MaybeQueuedError('The ingest queue did not confirm the request');
+          throw new MaybeQueuedError(`${service} did not confirm the request`);
         }
         throw new ServiceUnavailableError(
-          `The ingest queue is unavailable: nothing was queued; try again shortly`,
+          `${service} is unavailable: nothing was queued; try again shortly`,
         );
       }
       await sleep(wait);

@@ -71,3 +71,48 @@ export const IngestWorkerEnv = IngestEnv.extend({
   /** A failed message comes back after `base · 2^(receives − 1)` seconds (5, 10, 20, 40). */
   INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(5),
 }).extend(PeopleEnv.shape);
+
+/** Where links of sent emails point: the region's public address (its custom domain on AWS). */
+const PublicAddress = z.object({ PUBLIC_BASE_URL: z.url().optional() });
+
+/** `POST /v1/transactional/send`: emails, rendered payloads and the email queue. */
+export const EmailApiEnv = PublicAddress.extend({
+  EMAILS_TABLE: tableName,
+  PAYLOADS_BUCKET: z.string().min(3),
+  EMAIL_QUEUE_URL: z.url(),
+  /**
+   * The domain that sends for addresses not on one of the instance's `sending_domains`
+   * (verified in SES once per deployment): `<local part>@<this domain>`, Reply-To kept.
+   */
+  EMAIL_FALLBACK_DOMAIN: z
+    .string()
+    .regex(/^([a-z0-9-]+\.)+[a-z]{2,}$/i)
+    .default('mail.cdp.local'),
+});
+
+/** The email worker: emails, payloads, SES, and how fast it retries. */
+export const EmailWorkerEnv = z.object({
+  CONFIG_TABLE: tableName,
+  EMAILS_TABLE: tableName,
+  ACTIVITIES_TABLE: tableName,
+  PAYLOADS_BUCKET: z.string().min(3),
+  EMAIL_QUEUE_URL: z.url(),
+  /** The configuration set whose event destination publishes SES events (SNS → SQS). */
+  SES_CONFIGURATION_SET: z.string().min(1).optional(),
+  /** The account's maximum send rate (emails per second), shared by the worker's batches. */
+  SES_MAX_SEND_RATE: z.coerce.number().min(0.1).max(10_000).default(14),
+  /** A message that failed comes back after `base · 2^(receives − 1)` seconds. */
+  EMAIL_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(300).default(10),
+});
+
+/** The public email links (click, open, unsubscribe) and the SES events worker. */
+export const EmailLinksEnv = z.object({
+  EMAILS_TABLE: tableName,
+  ACTIVITIES_TABLE: tableName,
+});
+
+/** The SES events worker: emails, people (a complaint unsubscribes) and its own queue. */
+export const EmailEventsWorkerEnv = EmailLinksEnv.extend({
+  CONFIG_TABLE: tableName,
+  EMAIL_EVENTS_QUEUE_URL: z.url(),
+}).extend(PeopleEnv.shape);

@@ -18,6 +18,7 @@ export interface ErrorDetail {
   organization_id?: string;
   activity_id?: string;
   request_id?: string;
+  message_id?: string;
 }
 
 export abstract class CdpError extends Error {

@@ -89,6 +89,26 @@ export async function tenantOf(
   return { instance, dataSource, ...catalogsOf(instance) };
 }
 
+/**
+ * The tenant the service itself acts as, for the writes it makes on its own (email links,
+ * SES events): the instance, with a data source named after what made the change.
+ */
+export async function serviceTenant(
+  directory: Pick<TenantDirectory, 'getInstance'>,
+  instanceId: string,
+  source: string,
+): Promise<Tenant | undefined> {
+  const instance = await directory.getInstance(instanceId);
+  if (!instance) return undefined;
+  const dataSource = {
+    name: source,
+    merge_by: ['str::person_id'],
+    merge_strategy: 2 as const,
+    find_strategy: 0 as const,
+  };
+  return { instance, dataSource, ...catalogsOf(instance) };
+}
+
 /** Catalogs per schema object: the cached directory hands out one object per instance. */
 const catalogs = new WeakMap<InstanceSchema, Pick<Tenant, 'personFields' | 'organizationFields'>>();
 

@@ -126,16 +126,29 @@ function errorEnvelope(): Middleware {
   };
 }
 
-function stack(route?: RouteDefinition, authenticate?: Authenticator) {
+function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody = true) {
   const handler = middy<Event, HttpResponse, Error, ApiContext>()
     .use(httpHeaderNormalizer())
     .use(httpEventNormalizer());
   if (route) handler.use(bodyGuard(route));
   if (authenticate) handler.use(authentication(authenticate));
-  if (route && route.method !== 'GET') {
+  if (route && route.method !== 'GET' && jsonBody) {
     handler.use(httpJsonBodyParser({ disableContentTypeCheck: true }));
   }
-  return handler.use(httpSecurityHeaders()).use(errorEnvelope());
+  // The public links answer small pages whose button posts back to the same address.
+  const headers = jsonBody
+    ? httpSecurityHeaders()
+    : httpSecurityHeaders({
+        contentSecurityPolicy: {
+          'default-src': "'none'",
+          'style-src': "'unsafe-inline'",
+          'form-action': "'self'",
+          sandbox: 'allow-forms allow-same-origin',
+          // Not upgraded: the local stack serves http (AWS serves https only anyway).
+          'upgrade-insecure-requests': false as unknown as string,
+        },
+      });
+  return handler.use(headers).use(errorEnvelope());
 }
 
 /**
@@ -189,5 +202,17 @@ export function publicHandler(run: (event: Event) => Promise<HandlerResult>): Ht
     const result = await run(event);
     return json(result.status ?? 200, result.body, result.headers);
   });
+  return withRequestBudget(asHttpHandler(handler));
+}
+
+/**
+ * A public route of the routes table (no key, body not parsed): the signed links of emails.
+ * `run` answers the whole response (a redirect, a page, an image); errors are the envelope.
+ */
+export function publicRoute(
+  route: RouteDefinition,
+  run: (event: Event) => Promise<HttpResponse>,
+): HttpHandler {
+  const handler = stack(route, undefined, false).handler(run);
   return withRequestBudget(asHttpHandler(handler));
 }

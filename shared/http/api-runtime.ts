@@ -7,7 +7,11 @@ import { DynamoIdempotencyStore } from '../adapters/idempotency-store.js';
 import { LocationClient } from '@aws-sdk/client-location';
 import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
-import { ApiEnv, IngestEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
+import { ApiEnv, EmailApiEnv, IngestEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
+import { SqsEmailQueue } from '../adapters/email-queue.js';
+import { DynamoEmailStore } from '../adapters/email-store.js';
+import { LinkSigner, messageLinks } from '../domain/email/link-tokens.js';
+import { z } from 'zod';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
@@ -31,6 +35,8 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
   const authenticator: Authenticator = (apiKey) =>
     authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const signingSecret = signingSecrets(config);
   const idempotency = env.REQUESTS_TABLE
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
     : undefined;
@@ -39,19 +45,22 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     db,
     authenticate: authenticator,
     http: { authenticate: authenticator, ...(idempotency ? { idempotency } : {}) },
-    cursors: cursorCodecs(new DynamoConfigStore(db, env.CONFIG_TABLE)),
+    config,
+    signingSecret,
+    cursors: async (instanceId: string): Promise<CursorCodec> =>
+      cursorCodec(await signingSecret(), instanceId),
   };
 }
 
 /**
- * Signed paging cursors of an instance, with the deployment's secret (read once, kept for
- * five minutes). Applying a configuration creates the secret; a deployment without one
- * cannot page (a 500 that says what to run, in the log).
+ * The deployment's signing secret (cursors, email links), read once and kept for five
+ * minutes. Applying a configuration creates it; a deployment without one cannot sign (a 500
+ * that says what to run, in the log).
  */
-function cursorCodecs(config: DynamoConfigStore) {
+export function signingSecrets(config: Pick<DynamoConfigStore, 'getSigningSecret'>) {
   const cache = new TtlCache<string>(1);
-  return async (instanceId: string): Promise<CursorCodec> => {
-    const secret = await cache.getOrLoad('secret', 300_000, async () => {
+  return () =>
+    cache.getOrLoad('secret', 300_000, async () => {
       const found = await config.getSigningSecret();
       if (!found) {
         throw new Error(
@@ -60,8 +69,6 @@ function cursorCodecs(config: DynamoConfigStore) {
       }
       return found;
     });
-    return cursorCodec(secret, instanceId);
-  };
 }
 
 /** The people store of functions that work on people (tables from `PeopleEnv`). */
@@ -95,5 +102,42 @@ export function createIngestPorts(db: DynamoDBDocumentClient) {
       env.PAYLOADS_BUCKET,
     ),
     requests: new DynamoRequestStore(db, env.REQUESTS_TABLE),
+  };
+}
+
+/** Email links of the region: signed with the deployment's secret, on its public address. */
+export function emailLinks(env: ApiEnv, signingSecret: () => Promise<string>) {
+  const publicUrl =
+    readEnv(z.object({ PUBLIC_BASE_URL: z.url().optional() })).PUBLIC_BASE_URL ??
+    { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU }[env.CDP_REGION];
+  const signer = linkSigners(signingSecret);
+  return async (instanceId: string) => {
+    const current = await signer();
+    return (messageId: string) => messageLinks(publicUrl, current, instanceId, messageId);
+  };
+}
+
+/** The link signer of the deployment's current secret. */
+export function linkSigners(signingSecret: () => Promise<string>) {
+  let signer: { secret: string; signer: LinkSigner } | undefined;
+  return async () => {
+    const secret = await signingSecret();
+    if (signer?.secret !== secret) signer = { secret, signer: new LinkSigner(secret) };
+    return signer.signer;
+  };
+}
+
+/** What sending email takes: the emails table, the email queue and the links. */
+export function createEmailPorts(db: DynamoDBDocumentClient) {
+  const env = readEnv(EmailApiEnv);
+  return {
+    env,
+    store: new DynamoEmailStore(db, { emails: env.EMAILS_TABLE }),
+    queue: new SqsEmailQueue(
+      createSqsClient(),
+      env.EMAIL_QUEUE_URL,
+      createS3Client(),
+      env.PAYLOADS_BUCKET,
+    ),
   };
 }

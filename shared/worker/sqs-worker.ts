@@ -10,8 +10,8 @@ import { canWait, withDeadline } from '../lib/time-budget.js';
  * visibility is set to `backoffBaseSeconds · 2^(receives − 1)` (capped at 15 minutes); on
  * its last receive (`maxReceiveCount`) `onLastFailure` records why it is going to the
  * dead-letter queue, and the reason is logged. Nothing is dropped silently. Messages of a
- * batch are processed one after the other (the event source's maximum concurrency bounds
- * how many batches run at once). Each batch runs within the function's time budget.
+ * batch are processed one after the other unless `parallel` (the event source's maximum
+ * concurrency bounds how many batches run at once). Each batch runs within the function's time budget.
  */
 export interface WorkerOptions {
   sqs: SQSClient;
@@ -19,6 +19,8 @@ export interface WorkerOptions {
   queueUrl: string;
   maxReceiveCount: number;
   backoffBaseSeconds: number;
+  /** Messages of a batch at once (default: one after the other). */
+  parallel?: boolean;
   process(record: SQSRecord): Promise<void>;
   onLastFailure(record: SQSRecord, error: unknown): Promise<void>;
 }
@@ -83,7 +85,7 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
     return withDeadline(Date.now() + Math.max(remaining - ANSWER_MARGIN_MS, 0), () =>
       processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
         context,
-        processInParallel: false,
+        processInParallel: options.parallel ?? false,
         throwOnFullBatchFailure: false,
       }),
     );

@@ -57,6 +57,9 @@ export const KEYS = {
   trackerSkip: 'test-key-tracker-skip',
   safety: 'test-key-safety',
   wide: 'test-key-wide',
+  mailer: 'test-key-mailer',
+  nomail: 'test-key-nomail',
+  cheapmail: 'test-key-cheapmail',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -71,6 +74,7 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     CDP_CONFIG_CACHE_MS: '0',
     // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).
     INGEST_RETRY_BASE_SECONDS: '0.5',
+    EMAIL_RETRY_BASE_SECONDS: '0.5',
     ...extra,
   };
 }

@@ -1,0 +1,364 @@
+import { createHash } from 'node:crypto';
+import {
+  PutCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type { ActivityToWrite } from '../domain/activities/record-activities.js';
+import {
+  EMAIL_RETENTION_DAYS,
+  EmailRecord,
+  type EmailEvent,
+  type EmailState,
+  type EmailStore,
+} from '../domain/email/messages.js';
+import { runBounded } from '../lib/bounded.js';
+import { activityItem } from './activity-store.js';
+import { batchGet, batchWrite, cancellationCodes, isConditionFailure } from './dynamo-helpers.js';
+
+/**
+ * The `emails` table (docs/data-model.md): one item per email, `<inst>#M#<message_id>` / `M`,
+ * and one per suppressed address, `<inst>#SUP#<sha256 of the lower-cased address>` / `SUP`
+ * (the address itself is not kept there). Every state move is conditioned on the state it
+ * leaves, so that workers running twice, or out of order, cannot undo each other.
+ */
+const messageKey = (instanceId: string, messageId: string) => ({
+  pk: `${instanceId}#M#${messageId}`,
+  sk: 'M',
+});
+
+export function addressHash(address: string): string {
+  return createHash('sha256').update(address.trim().toLowerCase()).digest('hex');
+}
+
+const suppressionKey = (instanceId: string, address: string) => ({
+  pk: `${instanceId}#SUP#${addressHash(address)}`,
+  sk: 'SUP',
+});
+
+/** Events kept per email (opens and clicks can repeat without end; activities keep them all). */
+export const MAX_EVENTS = 100;
+
+const CONCURRENCY = 16;
+
+export class DynamoEmailStore implements EmailStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: { emails: string; activities?: string },
+  ) {}
+
+  async suppressed(instanceId: string, addresses: string[]): Promise<Set<string>> {
+    if (addresses.length === 0) return new Set();
+    const byHash = new Map(addresses.map((address) => [addressHash(address), address]));
+    const items = await batchGet(
+      this.db,
+      this.tables.emails,
+      addresses.map((address) => suppressionKey(instanceId, address)),
+      true,
+    );
+    const found = new Set<string>();
+    for (const item of items) {
+      const hash = String(item.pk).split('#SUP#')[1] ?? '';
+      const address = byHash.get(hash);
+      if (address) found.add(address.trim().toLowerCase());
+    }
+    return found;
+  }
+
+  async suppress(
+    instanceId: string,
+    address: string,
+    reason: 'bounce' | 'complaint',
+    messageId: string,
+    at: string,
+  ): Promise<void> {
+    await this.db.send(
+      new PutCommand({
+        TableName: this.tables.emails,
+        Item: { ...suppressionKey(instanceId, address), reason, message_id: messageId, at },
+      }),
+    );
+  }
+
+  async create(records: EmailRecord[], written: (messageId: string) => void): Promise<void> {
+    const expires = Math.floor(Date.now() / 1000) + EMAIL_RETENTION_DAYS * 86_400;
+    await batchWrite(
+      this.db,
+      this.tables.emails,
+      records.map((record) => ({
+        PutRequest: {
+          Item: {
+            ...messageKey(record.instance_id, record.message_id),
+            ...record,
+            expires_at: expires,
+          },
+        },
+      })),
+      (done) => {
+        for (const request of done) {
+          if ('PutRequest' in request) written(String(request.PutRequest.Item.message_id));
+        }
+      },
+    );
+  }
+
+  async get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>> {
+    const items = await batchGet(
+      this.db,
+      this.tables.emails,
+      [...new Set(messageIds)].map((id) => messageKey(instanceId, id)),
+      true,
+    );
+    const records = new Map<string, EmailRecord>();
+    for (const item of items) {
+      const record = EmailRecord.parse(item);
+      // The key leads with the instance; this is a second lock on the door.
+      if (record.instance_id === instanceId) records.set(record.message_id, record);
+    }
+    return records;
+  }
+
+  async markFailed(instanceId: string, messageIds: string[], error: string) {
+    const moved = new Set<string>();
+    const run = await runBounded(messageIds, CONCURRENCY, async (id) => {
+      if (await this.move(instanceId, id, ['queued'], 'failed', { error })) moved.add(id);
+    });
+    if (run.failure) throw run.failure.error;
+    return moved;
+  }
+
+  /**
+   * Moves an email from one of `from` to `to`, appending the matching event; false when it
+   * was not in one of `from` (another attempt moved it first).
+   */
+  async move(
+    instanceId: string,
+    messageId: string,
+    from: EmailState[],
+    to: EmailState,
+    extra: { error?: string; event?: EmailEvent; set?: Record<string, unknown> } = {},
+  ): Promise<boolean> {
+    const at = new Date().toISOString();
+    const values: Record<string, unknown> = {
+      ':to': to,
+      ':at': at,
+      ':event': [extra.event ?? { type: to, at, ...(extra.error ? { detail: extra.error } : {}) }],
+      ':none': [],
+    };
+    const set = [
+      '#status = :to',
+      'updated_at = :at',
+      'events = list_append(if_not_exists(events, :none), :event)',
+    ];
+    if (extra.error !== undefined) {
+      set.push('#error = :error');
+      values[':error'] = extra.error;
+    }
+    for (const [name, value] of Object.entries(extra.set ?? {})) {
+      set.push(`${name} = :${name}`);
+      values[`:${name}`] = value;
+    }
+    const froms = from.map((state, i) => {
+      values[`:from${i}`] = state;
+      return `:from${i}`;
+    });
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression: `SET ${set.join(', ')}`,
+          ConditionExpression: `#status IN (${froms.join(', ')})`,
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            ...(extra.error !== undefined ? { '#error': 'error' } : {}),
+          },
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Takes a queued email for one send attempt; false if it is not queued. */
+  async claim(instanceId: string, messageId: string, attempt: string, now: number) {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression:
+            'SET #status = :sending, attempt = :attempt, sending_at = :now, updated_at = :at',
+          ConditionExpression: '#status = :queued',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':sending': 'sending',
+            ':queued': 'queued',
+            ':attempt': attempt,
+            ':now': now,
+            ':at': new Date(now).toISOString(),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Gives an attempt's email back to the queue (SES refused it: nothing was sent). */
+  async release(instanceId: string, messageId: string, attempt: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression: 'SET #status = :queued REMOVE attempt, sending_at',
+          ConditionExpression: '#status = :sending AND attempt = :attempt',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':sending': 'sending',
+            ':queued': 'queued',
+            ':attempt': attempt,
+          },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  /**
+   * Records a send: the email `sent` (if this attempt still holds it) and its `act::s`
+   * activity, in one transaction. False if the attempt no longer held the email.
+   */
+  async markSent(
+    instanceId: string,
+    messageId: string,
+    attempt: string,
+    sesMessageId: string,
+    activity: ActivityToWrite,
+  ): Promise<boolean> {
+    const at = activity.created_at;
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tables.emails,
+                Key: messageKey(instanceId, messageId),
+                UpdateExpression:
+                  'SET #status = :sent, ses_message_id = :ses, updated_at = :at, events = list_append(events, :event) REMOVE attempt, sending_at',
+                ConditionExpression: '#status = :sending AND attempt = :attempt',
+                ExpressionAttributeNames: { '#status': 'status' },
+                ExpressionAttributeValues: {
+                  ':sent': 'sent',
+                  ':sending': 'sending',
+                  ':attempt': attempt,
+                  ':ses': sesMessageId,
+                  ':at': at,
+                  ':event': [{ type: 'sent', at }],
+                },
+              },
+            },
+            {
+              Put: {
+                TableName: this.activitiesTable(),
+                Item: activityItem(instanceId, activity),
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Appends an event at most once per `key` (SES events are delivered at least once), and
+   * moves the state where `to` is given and the email is in one of `from`. False when the
+   * event was already recorded.
+   */
+  async recordEvent(
+    instanceId: string,
+    messageId: string,
+    key: string,
+    event: EmailEvent,
+    move?: { from: EmailState[]; to: EmailState; error?: string },
+  ): Promise<boolean> {
+    const values: Record<string, unknown> = {
+      ':key': new Set([key]),
+      ':keyValue': key,
+      ':event': [event],
+      ':at': event.at,
+    };
+    const names: Record<string, string> = { '#seen': 'seen' };
+    let set = 'updated_at = :at, events = list_append(events, :event)';
+    let condition = 'attribute_exists(pk) AND NOT contains(#seen, :keyValue)';
+    if (move) {
+      names['#status'] = 'status';
+      values[':to'] = move.to;
+      set += ', #status = :to';
+      if (move.error !== undefined) {
+        names['#error'] = 'error';
+        values[':error'] = move.error;
+        set += ', #error = :error';
+      }
+      const froms = move.from.map((state, i) => {
+        values[`:from${i}`] = state;
+        return `:from${i}`;
+      });
+      condition += ` AND #status IN (${froms.join(', ')})`;
+    } else {
+      values[':max'] = MAX_EVENTS;
+      condition += ' AND size(events) < :max';
+    }
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression: `SET ${set} ADD #seen :key`,
+          ConditionExpression: condition,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Appends an event (an open or a click), while the email has fewer than MAX_EVENTS. */
+  async addEvent(instanceId: string, messageId: string, event: EmailEvent): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression: 'SET events = list_append(events, :event)',
+          ConditionExpression: 'attribute_exists(pk) AND size(events) < :max',
+          ExpressionAttributeValues: { ':event': [event], ':max': MAX_EVENTS },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  private activitiesTable(): string {
+    if (!this.tables.activities) throw new Error('DynamoEmailStore needs the activities table');
+    return this.tables.activities;
+  }
+}

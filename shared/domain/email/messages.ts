@@ -1,0 +1,107 @@
+import { z } from 'zod';
+
+/**
+ * A transactional email as the service keeps it (the `emails` table): who it went to, where
+ * it stands, its link destinations and what happened to it. States move
+ * queued → sending → sent (→ bounced | complained), or to failed or suppressed; each move is
+ * a conditional write, so a redelivered queue message never sends twice.
+ */
+export const EMAIL_STATES = [
+  'queued',
+  'sending',
+  'sent',
+  'failed',
+  'bounced',
+  'complained',
+  'suppressed',
+] as const;
+export type EmailState = (typeof EMAIL_STATES)[number];
+
+export const EmailEvent = z.object({
+  type: z.string(),
+  at: z.string(),
+  url: z.string().optional(),
+  detail: z.string().optional(),
+});
+export type EmailEvent = z.infer<typeof EmailEvent>;
+
+export const EmailRecord = z.object({
+  instance_id: z.string(),
+  message_id: z.string(),
+  request_id: z.string(),
+  person_id: z.string(),
+  email_name: z.string(),
+  /** The recipient's address (the person's email when the request was made). */
+  to: z.string(),
+  status: z.enum(EMAIL_STATES),
+  error: z.string().optional(),
+  /** Destinations of the tracked links, by position. */
+  links: z.array(z.string()),
+  events: z.array(EmailEvent),
+  created_at: z.string(),
+  updated_at: z.string(),
+  ses_message_id: z.string().optional(),
+  /** The send attempt holding `sending`, and since when (epoch ms). */
+  attempt: z.string().optional(),
+  sending_at: z.number().optional(),
+});
+export type EmailRecord = z.infer<typeof EmailRecord>;
+
+export const AttachmentRef = z.object({
+  filename: z.string(),
+  content_type: z.string(),
+  /** The decoded content's key in the payloads bucket (content-addressed). */
+  key: z.string(),
+});
+export type AttachmentRef = z.infer<typeof AttachmentRef>;
+
+/** A rendered email, ready to be built into MIME and sent. */
+export const OutgoingEmail = z.object({
+  from: z.object({ address: z.string(), name: z.string().optional() }),
+  reply_to: z.string().optional(),
+  to: z.string(),
+  cc: z.array(z.string()),
+  subject: z.string(),
+  html: z.string(),
+  text: z.string(),
+  headers: z.record(z.string(), z.string()),
+  attachments: z.array(AttachmentRef),
+});
+export type OutgoingEmail = z.infer<typeof OutgoingEmail>;
+
+/** What the email queue carries: the message, and its email inline or in the bucket. */
+export const EmailJob = z.object({
+  v: z.literal(1),
+  instance_id: z.string(),
+  message_id: z.string(),
+  email: OutgoingEmail.optional(),
+  payload: z.object({ key: z.string() }).optional(),
+});
+export type EmailJob = z.infer<typeof EmailJob>;
+
+/** What the API writes and reads of emails and suppressed addresses. */
+export interface EmailStore {
+  /** The addresses (lower-cased) of `addresses` that are on the instance's suppression list. */
+  suppressed(instanceId: string, addresses: string[]): Promise<Set<string>>;
+  /** Writes new records; `written` hears of each as soon as it is known to be stored. */
+  create(records: EmailRecord[], written: (messageId: string) => void): Promise<void>;
+  get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>>;
+  /** Marks queued records failed (they could not be queued); answers those it moved. */
+  markFailed(instanceId: string, messageIds: string[], error: string): Promise<Set<string>>;
+}
+
+/** The email queue and the bucket its large payloads and attachments go to. */
+export interface EmailQueue {
+  /** Stores attachments (content-addressed) and answers their keys, in order. */
+  putAttachments(instanceId: string, contents: Buffer[]): Promise<string[]>;
+  /** Queues jobs; answers the message IDs of those queued (all, unless it throws part-way). */
+  send(jobs: EmailJob[], queued: (messageId: string) => void): Promise<void>;
+}
+
+/** The statuses `POST /v1/transactional/get` reports (`sending` is still `queued` to clients). */
+export function visibleStatus(state: EmailState): Exclude<EmailState, 'sending'> {
+  return state === 'sending' ? 'queued' : state;
+}
+
+/** How long a message of this service is kept (its record, for status and link lookups). */
+export const EMAIL_RETENTION_DAYS = 400;

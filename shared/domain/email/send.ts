@@ -1,0 +1,534 @@
+import { createHash } from 'node:crypto';
+import {
+  CdpError,
+  ForbiddenError,
+  PayloadTooLargeError,
+  ServiceUnavailableError,
+  ValidationError,
+  type ErrorDetail,
+} from '../errors.js';
+import { newId } from '../ids.js';
+import type { AssetConfig, CampaignConfig } from '../instance-config.js';
+import { mergePeople, type MergeContext, type MergeResult } from '../people/merge-people.js';
+import { EMAIL, type Person } from '../people/person.js';
+import type { Tenant } from '../tenancy.js';
+import { parseWith } from '../validation.js';
+import { addOpenPixel, rewriteLinks, textOf } from './html.js';
+import type { MessageLinks } from './link-tokens.js';
+import {
+  jsonVariables,
+  parseTemplate,
+  personVariables,
+  renderTemplate,
+  TemplateError,
+  type ParsedTemplate,
+} from './liquid.js';
+import {
+  type EmailJob,
+  type EmailQueue,
+  type EmailRecord,
+  type EmailStore,
+  type OutgoingEmail,
+} from './messages.js';
+import {
+  checkAttachmentSizes,
+  checkTemplateChoice,
+  EMAIL_LIMITS,
+  TransactionalSendRequest,
+  type EmailAsset,
+} from './send-request.js';
+
+/**
+ * `POST /v1/transactional/send`: gates, limits, templates, recipients (found or created as
+ * people), Liquid, tracking and unsubscribe links, then each email is recorded (`queued`)
+ * and queued for the email worker. The answer (202) says per entry what became of it.
+ */
+export type ContactStatus = 'created' | 'merged' | 'skipped' | 'invalid';
+export type EmailStatus = 'queued' | 'skipped' | 'suppressed' | 'invalid';
+
+export interface SendEntryResult {
+  person_id?: string;
+  contact_status: ContactStatus;
+  email_status: EmailStatus;
+  message_id?: string;
+  email_name?: string;
+  error?: string;
+}
+
+export interface TemplateSource {
+  getTemplate(
+    instanceId: string,
+    kind: 'campaign' | 'asset',
+    id: string,
+  ): Promise<CampaignConfig | AssetConfig | undefined>;
+}
+
+export interface SendContext {
+  tenant: Tenant;
+  people: Omit<MergeContext, 'tenant'>;
+  readPeople: (ids: string[]) => Promise<Map<string, Person>>;
+  templates: TemplateSource;
+  emails: EmailStore;
+  queue: EmailQueue;
+  links: (messageId: string) => MessageLinks;
+  /** The domain that sends for addresses outside the instance's sending domains. */
+  fallbackDomain: string;
+  requestId: string;
+  now?: () => Date;
+}
+
+const PAID_PLANS = new Set(['business', 'enterprise']);
+
+/** The spec's 403s: the feature first, then the plan. */
+export function checkSendingAllowed(tenant: Tenant): void {
+  const { instance } = tenant;
+  if (!instance.transactional_email) {
+    throw new ForbiddenError(
+      `The transactional email feature is not activated for the instance "${instance.name}": activate it on a playbook or journey, then send again`,
+    );
+  }
+  if (!PAID_PLANS.has(instance.plan)) {
+    throw new ForbiddenError(
+      `Transactional email requires the Business or Enterprise plan; the instance "${instance.name}" is on the ${instance.plan} plan`,
+    );
+  }
+}
+
+/** One email's properties once its template (if any) and overrides are applied. */
+interface ResolvedAsset {
+  path: string;
+  from_email: string;
+  from_name?: string;
+  reply_to?: string;
+  cc: string[];
+  subject: ParsedTemplate | string;
+  html: ParsedTemplate | string;
+  email_name: string;
+  trackClicks: boolean;
+  trackOpens: boolean;
+  attachments: { filename: string; content_type: string; content: string }[];
+  /** Known only once attachments are stored. */
+  attachmentKeys?: string[];
+}
+
+type Prepared = ResolvedAsset | { error: string };
+
+export async function sendTransactional(
+  raw: unknown,
+  context: SendContext,
+): Promise<{ emails: SendEntryResult[] }> {
+  const { tenant } = context;
+  checkSendingAllowed(tenant);
+  checkAttachmentSizes(raw);
+  const request = parseWith(TransactionalSendRequest, raw, 'request body');
+
+  // The email of each entry: its own asset, or the global one (API.md, behaviour rule 1).
+  const assets = new Map<EmailAsset, Promise<Prepared>>();
+  const resolve = (asset: EmailAsset, path: string) => {
+    let prepared = assets.get(asset);
+    if (!prepared) {
+      checkTemplateChoice(asset, path);
+      prepared = resolveAsset(asset, path, context);
+      assets.set(asset, prepared);
+    }
+    return prepared;
+  };
+  const prepared = await Promise.all(
+    request.emails.map((entry, index) =>
+      entry.asset
+        ? resolve(ownAsset(request.asset, entry.asset), `emails[${index}].asset`)
+        : resolve(request.asset, 'asset'),
+    ),
+  );
+  prepared.forEach((asset, index) => {
+    if ('error' in asset) return;
+    const size = estimatedSize(asset, '');
+    if (size > EMAIL_LIMITS.emailBytes) {
+      throw new PayloadTooLargeError(
+        EMAIL_LIMITS.emailBytes,
+        `The email of emails[${index}] (${asset.path}, about ${size} bytes built)`,
+      );
+    }
+  });
+
+  // Recipients are people: found or created by the request's merge preferences.
+  const mergeable = request.emails
+    .map((entry, index) => ({ entry, index }))
+    .filter(({ index }) => !('error' in (prepared[index] as Prepared)));
+  const results: SendEntryResult[] = request.emails.map((_entry, index) => {
+    const asset = prepared[index] as Prepared;
+    return 'error' in asset
+      ? { contact_status: 'invalid', email_status: 'invalid', error: asset.error }
+      : { contact_status: 'invalid', email_status: 'invalid' };
+  });
+  if (mergeable.length === 0) throw everyEntryInvalid(results);
+  const merged = await mergePeople(
+    {
+      people: mergeable.map(({ entry }) => ({
+        fields: entry.fields,
+        ...(entry.location !== undefined ? { location: entry.location } : {}),
+      })),
+      ...(request.merge_by ? { merge_by: request.merge_by } : {}),
+      ...(request.merge_strategy ? { merge_strategy: request.merge_strategy } : {}),
+      ...(request.find_strategy !== undefined ? { find_strategy: request.find_strategy } : {}),
+      ...(request.skip_non_existing !== undefined
+        ? { skip_non_existing: request.skip_non_existing }
+        : {}),
+    },
+    { tenant, ...context.people },
+  ).catch((error: unknown) => {
+    throw renumbered(
+      error,
+      mergeable.map(({ index }) => index),
+    );
+  });
+  const people = await context.readPeople(
+    merged.flatMap((result) => (result.person_id ? [result.person_id] : [])),
+  );
+
+  const addresses = new Map<number, string>();
+  mergeable.forEach(({ index }, position) => {
+    const result = merged[position] as MergeResult;
+    const entry = results[index] as SendEntryResult;
+    if (result.status === 'invalid' || !result.person_id) {
+      entry.contact_status = result.status;
+      entry.email_status = result.status === 'skipped' ? 'skipped' : 'invalid';
+      if (result.error) entry.error = result.error;
+      return;
+    }
+    entry.person_id = result.person_id;
+    entry.contact_status = result.status;
+    const email = people.get(result.person_id)?.fields[EMAIL];
+    if (typeof email !== 'string') {
+      entry.error = 'the person has no email address (str::email)';
+      return;
+    }
+    addresses.set(index, email);
+  });
+  const suppressed = await context.emails.suppressed(
+    tenant.instance.id,
+    [...new Set(addresses.values())].map((address) => address.toLowerCase()),
+  );
+
+  // Each email: rendered, its links rewritten, then recorded and queued.
+  const now = context.now?.() ?? new Date();
+  await storeAttachments(prepared, context);
+  const records: EmailRecord[] = [];
+  const jobs: EmailJob[] = [];
+  for (const [index, to] of addresses) {
+    const entry = results[index] as SendEntryResult;
+    const asset = prepared[index] as ResolvedAsset;
+    const messageId = newId(now.getTime());
+    const record: EmailRecord = {
+      instance_id: tenant.instance.id,
+      message_id: messageId,
+      request_id: context.requestId,
+      person_id: entry.person_id ?? '',
+      email_name: asset.email_name,
+      to,
+      status: 'queued',
+      links: [],
+      events: [{ type: 'queued', at: now.toISOString() }],
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+    };
+    if (suppressed.has(to.toLowerCase())) {
+      records.push({
+        ...record,
+        status: 'suppressed',
+        error: 'the address is on the suppression list (an earlier bounce or complaint)',
+        events: [{ type: 'suppressed', at: now.toISOString() }],
+      });
+      Object.assign(entry, { email_status: 'suppressed', message_id: messageId });
+      entry.email_name = asset.email_name;
+      continue;
+    }
+    try {
+      const person = people.get(entry.person_id ?? '') as Person;
+      const built = await buildEmail(asset, person, to, request, index, context, messageId);
+      records.push({ ...record, links: built.links });
+      jobs.push({
+        v: 1,
+        instance_id: tenant.instance.id,
+        message_id: messageId,
+        email: built.email,
+      });
+      Object.assign(entry, { email_status: 'queued', message_id: messageId });
+      entry.email_name = asset.email_name;
+    } catch (error) {
+      if (!(error instanceof TemplateError || error instanceof ValidationError)) throw error;
+      entry.email_status = 'invalid';
+      entry.error = error.message;
+    }
+  }
+  await recordAndQueue(records, jobs, results, context);
+  // People merged are written: then the answer says what became of each entry, even if no
+  // email could be made; only a request that wrote nothing is a 400.
+  if (results.every((entry) => entry.email_status === 'invalid' && !entry.person_id)) {
+    throw everyEntryInvalid(results);
+  }
+  return { emails: results };
+}
+
+/**
+ * A recipient's own asset: with a template ID it stands alone (the template, then its own
+ * properties); otherwise its properties override the global asset's.
+ */
+function ownAsset(global: EmailAsset, own: EmailAsset): EmailAsset {
+  if (own.campaign_id || own.asset_id) return own;
+  return { ...global, ...own };
+}
+
+async function resolveAsset(
+  asset: EmailAsset,
+  path: string,
+  context: SendContext,
+): Promise<Prepared> {
+  const instanceId = context.tenant.instance.id;
+  let template: CampaignConfig | AssetConfig | undefined;
+  if (asset.campaign_id || asset.asset_id) {
+    const kind = asset.campaign_id ? 'campaign' : 'asset';
+    const id = (asset.campaign_id ?? asset.asset_id) as string;
+    template = await context.templates.getTemplate(instanceId, kind, id);
+    if (!template) {
+      const member = `${path}.${kind}_id`;
+      throw new ValidationError(
+        `${member}: no ${kind === 'campaign' ? 'single-send campaign' : 'email asset'} ${id} in this instance`,
+        [{ field: member, error: 'not found' }],
+      );
+    }
+  }
+  const pick = <K extends keyof EmailAsset & keyof CampaignConfig>(key: K) =>
+    asset[key] ?? template?.[key];
+  const missing = (member: string, what: string) =>
+    new ValidationError(`${path}.${member}: ${what}`, [
+      { field: `${path}.${member}`, error: what },
+    ]);
+  const html = pick('html_body');
+  const subject = pick('subject');
+  const fromEmail = pick('from_email');
+  if (html === undefined || html.trim() === '') {
+    throw missing('html_body', 'required unless campaign_id or asset_id names a template with one');
+  }
+  if (subject === undefined) throw missing('subject', 'required (here or in the template)');
+  if (fromEmail === undefined) throw missing('from_email', 'required (here or in the template)');
+  const liquid = asset.liquid_syntax_enabled ?? true;
+  const replyTo = pick('reply_to');
+  const fromName = pick('from_name');
+  const base = {
+    path,
+    from_email: fromEmail,
+    ...(fromName !== undefined ? { from_name: fromName } : {}),
+    ...(replyTo !== undefined ? { reply_to: replyTo } : {}),
+    cc: asset.cc ?? [],
+    email_name: asset.email_name ?? template?.email_name ?? template?.name ?? subject.slice(0, 255),
+    trackClicks: !(asset.no_click_tracks ?? false),
+    trackOpens: !(asset.no_open_tracks ?? asset.no_opens_tracks ?? false),
+    attachments: asset.attachments ?? [],
+  };
+  if (!liquid) return { ...base, subject, html };
+  try {
+    return { ...base, subject: parseTemplate(subject, 'text'), html: parseTemplate(html, 'html') };
+  } catch (error) {
+    if (!(error instanceof TemplateError)) throw error;
+    return { error: `${path}: ${error.message}` };
+  }
+}
+
+/** A built email's size, near enough: the parts, quoted-printable and base64 overheads. */
+function estimatedSize(asset: ResolvedAsset, rendered: string): number {
+  const html = typeof asset.html === 'string' ? asset.html.length : 0;
+  const body = Math.max(Buffer.byteLength(rendered), html);
+  const attachments = asset.attachments.reduce(
+    (sum, attachment) => sum + Math.ceil(attachment.content.length * (78 / 76)) + 300,
+    0,
+  );
+  // Bodies go out quoted-printable or base64 (about 4/3), attachments in base64 lines.
+  return Math.ceil(body * 1.4) + attachments + 4_096;
+}
+
+async function storeAttachments(prepared: Prepared[], context: SendContext): Promise<void> {
+  const distinct = [
+    ...new Set(prepared.filter((asset): asset is ResolvedAsset => !('error' in asset))),
+  ];
+  const withAttachments = distinct.filter((asset) => asset.attachments.length > 0);
+  if (withAttachments.length === 0) return;
+  const contents = new Map<string, Buffer>();
+  for (const asset of withAttachments) {
+    for (const attachment of asset.attachments) {
+      contents.set(attachment.content, Buffer.from(attachment.content, 'base64'));
+    }
+  }
+  const order = [...contents.keys()];
+  const keys = await context.queue.putAttachments(
+    context.tenant.instance.id,
+    order.map((content) => contents.get(content) as Buffer),
+  );
+  const keyOf = new Map(order.map((content, i) => [content, keys[i] as string]));
+  for (const asset of withAttachments) {
+    asset.attachmentKeys = asset.attachments.map(
+      (attachment) => keyOf.get(attachment.content) as string,
+    );
+  }
+}
+
+async function buildEmail(
+  asset: ResolvedAsset,
+  person: Person,
+  to: string,
+  request: TransactionalSendRequest,
+  index: number,
+  context: SendContext,
+  messageId: string,
+): Promise<{ email: OutgoingEmail; links: string[] }> {
+  const links = context.links(messageId);
+  const unsubscribe = links.unsubscribe();
+  const variables = {
+    people: personVariables(person, context.tenant.personFields),
+    json: jsonVariables(request.static_json_values, request.emails[index]?.json_values),
+    urls: { unsubscribe },
+  };
+  const render = (template: ParsedTemplate | string) =>
+    typeof template === 'string' ? Promise.resolve(template) : renderTemplate(template, variables);
+  const subject = (await render(asset.subject)).replace(/[\r\n]+/g, ' ').trim();
+  let html = await render(asset.html);
+  let destinations: string[] = [];
+  if (asset.trackClicks) {
+    const rewritten = rewriteLinks(html, links.click, (url) => url === unsubscribe);
+    html = rewritten.html;
+    destinations = rewritten.links;
+  }
+  const text = textOf(html);
+  if (asset.trackOpens) html = addOpenPixel(html, links.open());
+  const size = estimatedSize(asset, html + text);
+  if (size > EMAIL_LIMITS.emailBytes) {
+    throw new ValidationError(
+      `emails[${index}]: the built email would be about ${size} bytes, over the limit of ${EMAIL_LIMITS.emailBytes} bytes`,
+    );
+  }
+  const from = sender(asset, context);
+  return {
+    links: destinations,
+    email: {
+      from,
+      ...(asset.reply_to !== undefined
+        ? { reply_to: asset.reply_to }
+        : from.address !== asset.from_email
+          ? { reply_to: asset.from_email }
+          : {}),
+      to,
+      cc: asset.cc,
+      subject,
+      html,
+      text,
+      headers: {
+        'List-Unsubscribe': `<${unsubscribe}>`,
+        'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
+      },
+      attachments: asset.attachments.map((attachment, i) => ({
+        filename: attachment.filename,
+        content_type: attachment.content_type,
+        key: asset.attachmentKeys?.[i] ?? '',
+      })),
+    },
+  };
+}
+
+/**
+ * The From address: as given when its domain is one of the instance's sending domains (or
+ * below one), otherwise the same local part on the deployment's fallback sending domain.
+ */
+function sender(asset: ResolvedAsset, context: SendContext): OutgoingEmail['from'] {
+  const [local, domain] = splitAddress(asset.from_email);
+  const own = context.tenant.instance.sending_domains.some(
+    (sending) => domain === sending.toLowerCase() || domain.endsWith(`.${sending.toLowerCase()}`),
+  );
+  const address = own
+    ? asset.from_email
+    : `${local.replace(/[^a-z0-9._+-]/gi, '') || 'mail'}@${context.fallbackDomain}`;
+  return { address, ...(asset.from_name !== undefined ? { name: asset.from_name } : {}) };
+}
+
+function splitAddress(address: string): [string, string] {
+  const at = address.lastIndexOf('@');
+  return [address.slice(0, at), address.slice(at + 1).toLowerCase()];
+}
+
+/**
+ * Records every email, then queues those to send. A failure part-way answers 503 with what
+ * happened to each entry; emails recorded but not queued are marked failed.
+ */
+async function recordAndQueue(
+  records: EmailRecord[],
+  jobs: EmailJob[],
+  results: SendEntryResult[],
+  context: SendContext,
+): Promise<void> {
+  const instanceId = context.tenant.instance.id;
+  const stored = new Set<string>();
+  const queued = new Set<string>();
+  try {
+    await context.emails.create(records, (id) => stored.add(id));
+    await context.queue.send(
+      jobs.filter((job) => stored.has(job.message_id)),
+      (id) => queued.add(id),
+    );
+  } catch (error) {
+    const lost = records
+      .filter((record) => record.status === 'queued' && stored.has(record.message_id))
+      .map((record) => record.message_id)
+      .filter((id) => !queued.has(id));
+    // An email already taken by the worker (it was queued after all) stays queued.
+    const failed = await context.emails
+      .markFailed(instanceId, lost, 'the email could not be queued')
+      .catch(() => new Set<string>());
+    for (const id of lost) if (!failed.has(id)) queued.add(id);
+    const details = results.map((entry, index): ErrorDetail => {
+      const done =
+        entry.message_id !== undefined &&
+        (queued.has(entry.message_id) ||
+          (entry.email_status === 'suppressed' && stored.has(entry.message_id)));
+      const status = done ? entry.email_status : entry.person_id ? 'not_applied' : 'invalid';
+      return {
+        index,
+        status,
+        ...(entry.person_id ? { person_id: entry.person_id } : {}),
+        ...(done && entry.message_id ? { message_id: entry.message_id } : {}),
+      };
+    });
+    if (error instanceof ServiceUnavailableError || !(error instanceof CdpError)) {
+      throw new ServiceUnavailableError(
+        'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
+        details,
+      );
+    }
+    throw error;
+  }
+}
+
+function everyEntryInvalid(results: SendEntryResult[]): ValidationError {
+  const details = results.map((entry, index) => ({
+    index,
+    status: 'invalid',
+    error: entry.error ?? 'invalid',
+    ...(entry.person_id ? { person_id: entry.person_id } : {}),
+  }));
+  return new ValidationError(
+    `No email was sent: every entry is invalid (${details[0]?.error ?? ''})`,
+    details,
+  );
+}
+
+/** An error of the merge of some entries, its details renumbered to the request's entries. */
+function renumbered(error: unknown, indexes: number[]): unknown {
+  if (!(error instanceof CdpError) || !error.details) return error;
+  for (const detail of error.details) {
+    if (detail.index !== undefined) detail.index = indexes[detail.index] ?? detail.index;
+  }
+  return error;
+}
+
+/** Content-addressed key of an attachment in the payloads bucket. */
+export function attachmentKey(instanceId: string, content: Buffer): string {
+  return `email/${instanceId}/attachments/${createHash('sha256').update(content).digest('hex')}`;
+}

@@ -1,0 +1,113 @@
+import type { SQSRecord } from 'aws-lambda';
+import { DynamoActivityStore } from '../adapters/activity-store.js';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
+import { DynamoConfigStore } from '../adapters/config-store.js';
+import { SqsEmailQueue } from '../adapters/email-queue.js';
+import { DynamoEmailStore } from '../adapters/email-store.js';
+import { createSesClient, SesMailer } from '../adapters/ses-mailer.js';
+import { EmailEventsWorkerEnv, EmailWorkerEnv, readEnv } from '../config/env.js';
+import { deliverEmail } from '../domain/email/deliver.js';
+import { applySesEvent, parseSesEvent } from '../domain/email/delivery-events.js';
+import { unsubscribePerson } from '../domain/email/unsubscribe.js';
+import { serviceTenant } from '../domain/tenancy.js';
+import { createLocationServices, createPeopleStore } from '../http/api-runtime.js';
+import { logger } from '../lib/logger.js';
+import { Pacer } from '../lib/pacer.js';
+import { QUEUES } from '../resources.js';
+import { WORKERS } from '../workers.js';
+import { sqsWorker } from './sqs-worker.js';
+
+const maxReceives = (queue: string) =>
+  QUEUES.find((definition) => definition.name === queue)?.maxReceiveCount ?? 5;
+
+/**
+ * The email worker's composition root: each message is one email, sent at most once
+ * (`deliverEmail`), the batch's emails at once, paced so that the worker's batches together
+ * stay under the account's send rate.
+ */
+export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
+  const db = createDocumentClient();
+  const sqs = createSqsClient();
+  const queue = new SqsEmailQueue(sqs, env.EMAIL_QUEUE_URL, createS3Client(), env.PAYLOADS_BUCKET);
+  const store = new DynamoEmailStore(db, {
+    emails: env.EMAILS_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+  });
+  const mailer = new SesMailer(
+    createSesClient(),
+    (key) => queue.attachment(key),
+    env.SES_CONFIGURATION_SET,
+  );
+  const batches = WORKERS.find((worker) => worker.queue === 'email')?.maxConcurrency ?? 1;
+  const pacer = new Pacer(env.SES_MAX_SEND_RATE / batches);
+  const maxReceiveCount = maxReceives('email');
+  return sqsWorker({
+    sqs,
+    queueUrl: env.EMAIL_QUEUE_URL,
+    maxReceiveCount,
+    backoffBaseSeconds: env.EMAIL_RETRY_BASE_SECONDS,
+    parallel: true,
+    process: async (record: SQSRecord) => {
+      const job = await queue.open(record.body);
+      const outcome = await deliverEmail(job, { store, mailer, pace: () => pacer.wait() });
+      logger.info('Email delivered', { messageId: job.message_id, outcome });
+    },
+    onLastFailure: async (record: SQSRecord, error: unknown) => {
+      const job = JSON.parse(record.body) as { instance_id?: string; message_id?: string };
+      if (!job.instance_id || !job.message_id) return;
+      // It stays queued (a redrive sends it); the event says why it waits.
+      await store.move(job.instance_id, job.message_id, ['queued'], 'queued', {
+        event: {
+          type: 'dead_lettered',
+          at: new Date().toISOString(),
+          detail: `could not be sent after ${maxReceiveCount} attempts (${
+            error instanceof Error ? error.message : 'error'
+          }); it is in the dead-letter queue, and is sent when redriven`,
+        },
+      });
+    },
+  });
+}
+
+/**
+ * The email-events worker's composition root: SES notifications (SNS → SQS) applied to
+ * their emails, people and the suppression list.
+ */
+export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
+  const db = createDocumentClient();
+  const sqs = createSqsClient();
+  const store = new DynamoEmailStore(db, {
+    emails: env.EMAILS_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+  });
+  const people = createPeopleStore(db);
+  const location = createLocationServices(people);
+  const activities = new DynamoActivityStore(db, {
+    activities: env.ACTIVITIES_TABLE,
+    people: env.PEOPLE_TABLE,
+  });
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  return sqsWorker({
+    sqs,
+    queueUrl: env.EMAIL_EVENTS_QUEUE_URL,
+    maxReceiveCount: maxReceives('email-events'),
+    // 10, 20, 40, 80 s: past a send attempt's lease, for a Send event that came too early.
+    backoffBaseSeconds: 10,
+    process: async (record: SQSRecord) => {
+      const outcome = await applySesEvent(parseSesEvent(record.body), {
+        store,
+        writeActivity: async (instanceId, activity) => {
+          await activities.write(instanceId, [activity], '');
+        },
+        unsubscribe: async (instanceId, personId, context) => {
+          const tenant = await serviceTenant(config, instanceId, 'Email events');
+          if (tenant) {
+            await unsubscribePerson(tenant, personId, context, { store: people, location });
+          }
+        },
+      });
+      logger.info('SES event applied', { messageId: record.messageId, outcome });
+    },
+    onLastFailure: () => Promise.resolve(),
+  });
+}

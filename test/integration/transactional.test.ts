@@ -1,0 +1,640 @@
+import { describe, expect, it } from '@jest/globals';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { activitiesOf, fieldsOf, uniqueEmail } from './people.js';
+import { KEYS, TEST_STACK, call } from './stack.js';
+
+/**
+ * Transactional email over HTTP against the local stack: what the SES stand-in received is
+ * read back as raw MIME and parsed with an independent parser (mailparser), and SES events
+ * (the mailbox simulator's bounces and complaints) come back through SNS → SQS → the events
+ * worker, as on AWS.
+ */
+const key = KEYS.mailer;
+const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
+
+type Body = Record<string, unknown>;
+interface Entry {
+  person_id?: string;
+  contact_status: string;
+  email_status: string;
+  message_id?: string;
+  email_name?: string;
+  error?: string;
+}
+
+const html = (inner: string) => `<html><body>${inner}</body></html>`;
+
+function asset(overrides: Body = {}): Body {
+  return {
+    from_email: 'team@mail.mailer.test',
+    from_name: 'Mailer Team',
+    subject: 'Hello {{ people.first-name }}',
+    email_name: 'hello',
+    html_body: html('<p>Hi {{ people.first-name }}</p>'),
+    ...overrides,
+  };
+}
+
+async function send(body: Body, apiKey: string = key) {
+  return call('/v1/transactional/send', { key: apiKey, body });
+}
+
+async function sendOk(body: Body): Promise<Entry[]> {
+  const response = await send({ merge_by: ['str::email'], ...body });
+  expect({ status: response.status, body: response.body }).toMatchObject({ status: 202 });
+  return response.body.emails as Entry[];
+}
+
+async function statusOf(messageId: string): Promise<Body> {
+  const response = await call('/v1/transactional/get', {
+    key,
+    body: { message_ids: [messageId] },
+  });
+  expect(response.status).toBe(200);
+  return (response.body.emails as Body[])[0] as Body;
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+}
+
+async function settledStatus(messageId: string, wanted: string[]): Promise<Body> {
+  return until(`email ${messageId} to be ${wanted.join('|')}`, async () => {
+    const status = await statusOf(messageId);
+    return wanted.includes(status.status as string) ? status : undefined;
+  });
+}
+
+interface GatewayMessage {
+  messageId: string;
+  tags: Record<string, string>;
+  destinations: string[];
+  from: string;
+}
+
+async function gatewayMessages(): Promise<GatewayMessage[]> {
+  const response = await fetch(`${ses}/messages`);
+  return ((await response.json()) as { messages: GatewayMessage[] }).messages;
+}
+
+/** What SES received for one of our emails, parsed from its raw MIME. */
+async function received(messageId: string): Promise<{ mail: ParsedMail; raw: string }> {
+  const sent = await until(`SES to receive ${messageId}`, async () =>
+    (await gatewayMessages()).find((m) => m.tags.cdp_message === `mailer_${messageId}`),
+  );
+  const raw = await (await fetch(`${ses}/raw/${sent.messageId}`)).text();
+  return { mail: await simpleParser(raw), raw };
+}
+
+async function sentCount(messageId: string): Promise<number> {
+  return (await gatewayMessages()).filter((m) => m.tags.cdp_message === `mailer_${messageId}`)
+    .length;
+}
+
+/** The List-Unsubscribe header's link, read from the raw header line (unfolded). */
+function unsubscribeLink(mail: ParsedMail): string | undefined {
+  const line = mail.headerLines.find((header) => header.key === 'list-unsubscribe')?.line ?? '';
+  return /<([^>]+)>/.exec(line.replace(/\r?\n[ \t]+/g, ''))?.[1];
+}
+
+function linksIn(htmlBody: string): string[] {
+  return [...htmlBody.matchAll(/href="([^"]+)"/g)].map((match) => match[1] as string);
+}
+
+function pixelIn(htmlBody: string): string | undefined {
+  return /<img src="([^"]+\/t\/o\?t=[^"]+)"/.exec(htmlBody)?.[1];
+}
+
+describe('POST /v1/transactional/send: gates and limits', () => {
+  it('refuses an instance without the feature with the spec 403 naming the instance', async () => {
+    const response = await send(
+      { asset: asset(), emails: [{ fields: { 'str::email': uniqueEmail() } }] },
+      KEYS.nomail,
+    );
+    expect(response.status).toBe(403);
+    expect(response.body.code).toBe(403);
+    expect(response.body.error).toMatch(/transactional email feature is not activated/);
+    expect(response.body.error).toMatch(/No Mail Co/);
+    expect(response.body.error).toMatch(/playbook or journey/);
+  });
+
+  it('refuses a plan below Business with a 403 saying so', async () => {
+    const response = await send(
+      { asset: asset(), emails: [{ fields: { 'str::email': uniqueEmail() } }] },
+      KEYS.cheapmail,
+    );
+    expect(response.status).toBe(403);
+    expect(response.body.error).toMatch(/Business or Enterprise plan/);
+    expect(response.body.error).toMatch(/professional/);
+  });
+
+  it('enforces each limit with a 400 or 413 naming what was over, writing nothing', async () => {
+    const email = uniqueEmail('limits');
+    const one = [{ fields: { 'str::email': email } }];
+    const cases: [Body, number, RegExp][] = [
+      [{ asset: asset(), emails: [] }, 400, /emails: expected 1 to 100 emails/],
+      [
+        {
+          asset: asset(),
+          emails: Array.from({ length: 101 }, () => ({ fields: { 'str::email': email } })),
+        },
+        400,
+        /emails: expected 1 to 100 emails/,
+      ],
+      [
+        {
+          asset: asset({ cc: Array.from({ length: 6 }, (_, i) => `c${i}@example.com`) }),
+          emails: one,
+        },
+        400,
+        /asset\.cc: expected at most 5 cc addresses/,
+      ],
+      [{ asset: asset({ html_body: undefined }), emails: one }, 400, /asset\.html_body: required/],
+      [{ asset: asset({ from_email: 'not an address' }), emails: one }, 400, /asset\.from_email/],
+      [
+        {
+          asset: asset({
+            attachments: [
+              { filename: 'a.txt', content_type: 'text/plain', content: '!!notbase64' },
+            ],
+          }),
+          emails: one,
+        },
+        400,
+        /asset\.attachments\[0\]\.content: expected valid base64/,
+      ],
+      [
+        {
+          asset: asset({ attachments: [{ content_type: 'text/plain', content: 'aGk=' }] }),
+          emails: one,
+        },
+        400,
+        /asset\.attachments\[0\]\.filename/,
+      ],
+      [
+        {
+          asset: asset({
+            attachments: [
+              {
+                filename: 'big.bin',
+                content_type: 'application/octet-stream',
+                content: 'A'.repeat(1024 * 1024 + 4),
+              },
+            ],
+          }),
+          emails: one,
+        },
+        413,
+        /asset\.attachments\[0\]\.content/,
+      ],
+      [
+        {
+          asset: asset({
+            attachments: [0, 1, 2].map((i) => ({
+              filename: `part${i}.bin`,
+              content_type: 'application/octet-stream',
+              content: 'A'.repeat(900 * 1024),
+            })),
+          }),
+          emails: one,
+        },
+        413,
+        /The email of emails\[0\]/,
+      ],
+      [
+        { asset: asset({ campaign_id: 'cccccccccccccccccccccccc' }), emails: one },
+        400,
+        /asset\.campaign_id: no single-send campaign cccccccccccccccccccccccc/,
+      ],
+    ];
+    for (const [body, status, message] of cases) {
+      const response = await send({ merge_by: ['str::email'], ...body });
+      expect({ status: response.status, error: response.body.error }).toEqual({
+        status,
+        error: expect.stringMatching(message),
+      });
+      expect(response.body.code).toBe(status);
+    }
+    // Nothing was written: the recipient of every refused request does not exist.
+    const found = await call('/v1/person/get', {
+      key,
+      body: { limit: 10, q: email, fields: ['str::email'] },
+    });
+    expect(found.body.contacts).toEqual([]);
+  });
+
+  it('refuses a request body over 6 MB with 413 in the envelope', async () => {
+    const response = await call('/v1/transactional/send', {
+      key,
+      rawBody: JSON.stringify({ asset: asset(), emails: [], pad: 'x'.repeat(6 * 1024 * 1024) }),
+    });
+    expect(response.status).toBe(413);
+    expect(response.body.code).toBe(413);
+  });
+});
+
+describe('POST /v1/transactional/send: building and sending', () => {
+  it('sends the global asset with Liquid, cc, reply-to, attachments and a text part', async () => {
+    const ann = uniqueEmail('ann');
+    const bob = uniqueEmail('bob');
+    const bytes = Buffer.from(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256));
+    const entries = await sendOk({
+      asset: asset({
+        subject: 'Order {{ json.order-id }} for {{ people.first-name | default: "friend" }}',
+        html_body: html(
+          '<p>Hi {{ people.first-name }} {{ people.last-name }} ({{ people.email }}), colour {{ people.custom.favourite-colour | default: "none" }}, points {{ people.custom.loyalty-points }}, shop {{ json.shop_name }} / {{ json.shop-name }}</p><a href="{{ urls.unsubscribe }}">unsubscribe</a>',
+        ),
+        cc: ['copy@example.com'],
+        reply_to: 'support@example.com',
+        attachments: [
+          {
+            filename: 'data.bin',
+            content_type: 'application/octet-stream',
+            content: bytes.toString('base64'),
+          },
+        ],
+      }),
+      static_json_values: { 'order-id': 'S-1', shop_name: 'Main street' },
+      emails: [
+        {
+          fields: {
+            'str::email': ann,
+            'str::first': 'Ann',
+            'str::last': 'Lee',
+            'str:cm:favourite-colour': 'teal',
+            'int:cm:loyalty-points': 42,
+          },
+          json_values: { order_id: 'A-7' },
+        },
+        { fields: { 'str::email': bob } },
+      ],
+    });
+    expect(entries).toEqual([
+      {
+        person_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+        contact_status: 'created',
+        email_status: 'queued',
+        message_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+        email_name: 'hello',
+      },
+      expect.objectContaining({ contact_status: 'created', email_status: 'queued' }),
+    ]);
+    const [first, second] = entries as [Entry, Entry];
+    await settledStatus(first.message_id as string, ['sent']);
+    const { mail, raw } = await received(first.message_id as string);
+    expect(mail.subject).toBe('Order A-7 for Ann');
+    expect(mail.html).toContain(
+      'Hi Ann Lee (' + ann + '), colour teal, points 42, shop Main street / Main street',
+    );
+    expect(mail.text).toContain('Hi Ann Lee');
+    expect(mail.from?.value).toEqual([{ name: 'Mailer Team', address: 'team@mail.mailer.test' }]);
+    expect(mail.replyTo?.value[0]?.address).toBe('support@example.com');
+    expect((Array.isArray(mail.cc) ? mail.cc[0] : mail.cc)?.value[0]?.address).toBe(
+      'copy@example.com',
+    );
+    expect((Array.isArray(mail.to) ? mail.to[0] : mail.to)?.value[0]?.address).toBe(ann);
+    expect(mail.attachments).toHaveLength(1);
+    expect(mail.attachments[0]?.filename).toBe('data.bin');
+    expect(Buffer.compare(mail.attachments[0]?.content ?? Buffer.alloc(0), bytes)).toBe(0);
+    // RFC 8058 one-click unsubscribe, the same link the Liquid variable renders.
+    const unsubscribe = unsubscribeLink(mail);
+    expect(unsubscribe).toMatch(/\/t\/u\?t=/);
+    expect(raw).toMatch(/List-Unsubscribe-Post: List-Unsubscribe=One-Click/);
+    expect(linksIn(mail.html || '')).toContain(unsubscribe);
+
+    await settledStatus(second.message_id as string, ['sent']);
+    const bobMail = (await received(second.message_id as string)).mail;
+    expect(bobMail.subject).toBe('Order S-1 for friend');
+    expect(bobMail.html).toContain('colour none');
+    const sent = await activitiesOf(key, first.person_id as string);
+    expect(sent).toContainEqual(
+      expect.objectContaining({
+        field_id: 'act::s',
+        attr: expect.objectContaining({ 'str::email-name': 'hello' }),
+      }),
+    );
+  });
+
+  it('uses a recipient own asset instead of the global one', async () => {
+    const [global, own] = (await sendOk({
+      asset: asset({ subject: 'Global', email_name: 'global' }),
+      emails: [
+        { fields: { 'str::email': uniqueEmail() } },
+        {
+          fields: { 'str::email': uniqueEmail() },
+          asset: asset({ subject: 'Own {{ people.email }}', email_name: 'own' }),
+        },
+      ],
+    })) as [Entry, Entry];
+    expect(global.email_name).toBe('global');
+    expect(own.email_name).toBe('own');
+    expect((await received(global.message_id as string)).mail.subject).toBe('Global');
+    expect((await received(own.message_id as string)).mail.subject).toMatch(
+      /^Own .+@example\.com$/,
+    );
+  });
+
+  it('loads campaign and asset templates, the request properties overriding them', async () => {
+    const email = uniqueEmail('tpl');
+    const [campaign] = await sendOk({
+      asset: { campaign_id: 'aaaaaaaaaaaaaaaaaaaaaaa1' },
+      emails: [{ fields: { 'str::email': email, 'str::first': 'Cy' } }],
+    });
+    const fromCampaign = (await received(campaign?.message_id as string)).mail;
+    expect(fromCampaign.subject).toBe('Welcome, Cy');
+    expect(fromCampaign.html).toContain(`Campaign body for ${email}`);
+    expect(fromCampaign.from?.value[0]).toEqual({
+      name: 'Mailer Campaigns',
+      address: 'hello@mail.mailer.test',
+    });
+    expect(campaign?.email_name).toBe('Welcome campaign');
+
+    const [overridden] = await sendOk({
+      asset: {
+        campaign_id: 'aaaaaaaaaaaaaaaaaaaaaaa1',
+        subject: 'Overridden {{ people.first-name }}',
+        from_name: 'Other',
+      },
+      emails: [{ fields: { 'str::email': email } }],
+    });
+    const overriddenMail = (await received(overridden?.message_id as string)).mail;
+    expect(overriddenMail.subject).toBe('Overridden Cy');
+    expect(overriddenMail.from?.value[0]?.name).toBe('Other');
+    expect(overriddenMail.html).toContain('Campaign body');
+
+    const [fromAsset] = await sendOk({
+      asset: { asset_id: 'bbbbbbbbbbbbbbbbbbbbbbb2' },
+      emails: [
+        {
+          fields: { 'str::email': email, 'str:cm:favourite-colour': 'plum' },
+          json_values: { 'order-id': 'R-9' },
+        },
+      ],
+    });
+    const assetMail = (await received(fromAsset?.message_id as string)).mail;
+    expect(assetMail.subject).toBe('Your receipt R-9');
+    expect(assetMail.html).toContain('Receipt R-9 for plum');
+    expect(fromAsset?.email_name).toBe('receipt');
+  });
+
+  it('sends tags as written when liquid_syntax_enabled is false', async () => {
+    const [entry] = await sendOk({
+      asset: asset({
+        liquid_syntax_enabled: false,
+        subject: 'Raw {{ people.first-name }}',
+        html_body: html('<p>{{ people.first-name }} {% if x %}y{% endif %}</p>'),
+      }),
+      emails: [{ fields: { 'str::email': uniqueEmail(), 'str::first': 'Dee' } }],
+    });
+    const { mail } = await received(entry?.message_id as string);
+    expect(mail.subject).toBe('Raw {{ people.first-name }}');
+    expect(mail.html).toContain('{{ people.first-name }} {% if x %}y{% endif %}');
+  });
+
+  it('fails only the recipient whose template cannot render, naming the error', async () => {
+    const response = await send({
+      merge_by: ['str::email'],
+      asset: asset(),
+      emails: [
+        { fields: { 'str::email': uniqueEmail() } },
+        {
+          fields: { 'str::email': uniqueEmail() },
+          asset: asset({ html_body: '{{ people.first-name | nosuchfilter }}' }),
+        },
+      ],
+    });
+    expect(response.status).toBe(202);
+    const [good, bad] = response.body.emails as [Entry, Entry];
+    expect(good.email_status).toBe('queued');
+    expect(bad).toMatchObject({
+      email_status: 'invalid',
+      error: expect.stringMatching(/template error: .*nosuchfilter/),
+    });
+    expect(bad.message_id).toBeUndefined();
+  });
+
+  it('sends from the fallback domain for other domains, keeping the address as Reply-To', async () => {
+    const [entry] = await sendOk({
+      asset: asset({ from_email: 'owner@gmail.example' }),
+      emails: [{ fields: { 'str::email': uniqueEmail() } }],
+    });
+    const { mail } = await received(entry?.message_id as string);
+    expect(mail.from?.value[0]?.address).toBe('owner@mail.cdp.local');
+    expect(mail.replyTo?.value[0]?.address).toBe('owner@gmail.example');
+  });
+
+  it('skips people that do not exist with skip_non_existing, and emails unsubscribed people', async () => {
+    const unsubscribed = uniqueEmail('unsub');
+    const [entry, skipped] = await sendOk({
+      asset: asset(),
+      skip_non_existing: false,
+      emails: [{ fields: { 'str::email': unsubscribed, 'bol::p': false } }],
+    }).then(async (first) => [
+      ...first,
+      ...(await sendOk({
+        asset: asset(),
+        skip_non_existing: true,
+        emails: [{ fields: { 'str::email': uniqueEmail('nobody') } }],
+      })),
+    ]);
+    expect(entry?.email_status).toBe('queued');
+    await settledStatus(entry?.message_id as string, ['sent']);
+    expect(skipped).toEqual({ contact_status: 'skipped', email_status: 'skipped' });
+  });
+});
+
+describe('tracking and unsubscribe links', () => {
+  it('records clicks and opens, redirects only to stored destinations, refuses tampered tokens', async () => {
+    const [entry] = await sendOk({
+      asset: asset({
+        html_body: html(
+          '<p><a href="https://shop.example/item?a=1&amp;b=2">Item</a> <a href="mailto:x@example.com">mail</a></p>',
+        ),
+      }),
+      emails: [{ fields: { 'str::email': uniqueEmail('click') } }],
+    });
+    const messageId = entry?.message_id as string;
+    const { mail } = await received(messageId);
+    const links = linksIn(mail.html || '');
+    const tracked = links.find((link) => link.includes('/t/c?t='));
+    expect(tracked).toBeDefined();
+    expect(links).toContain('mailto:x@example.com');
+    const click = await fetch(tracked as string, { redirect: 'manual' });
+    expect(click.status).toBe(302);
+    expect(click.headers.get('location')).toBe('https://shop.example/item?a=1&b=2');
+
+    const tampered = (tracked as string).replace(
+      /t=([A-Za-z0-9_-])/,
+      (_m, c: string) => `t=${c === 'A' ? 'B' : 'A'}`,
+    );
+    const refused = await fetch(tampered, { redirect: 'manual' });
+    expect(refused.status).toBe(404);
+    expect(refused.headers.get('location')).toBeNull();
+    const other = await fetch(`${(tracked as string).split('?')[0] ?? ''}?t=https://evil.example`, {
+      redirect: 'manual',
+    });
+    expect(other.status).toBe(404);
+
+    const pixel = pixelIn(mail.html || '');
+    expect(pixel).toBeDefined();
+    const open = await fetch(pixel as string);
+    expect(open.status).toBe(200);
+    expect(open.headers.get('content-type')).toBe('image/gif');
+    // An open token is no click token.
+    const swapped = await fetch((pixel as string).replace('/t/o?', '/t/c?'), {
+      redirect: 'manual',
+    });
+    expect(swapped.status).toBe(404);
+
+    const activities = await activitiesOf(key, entry?.person_id as string);
+    expect(activities).toContainEqual(
+      expect.objectContaining({
+        field_id: 'act::c',
+        attr: expect.objectContaining({ 'str::url': 'https://shop.example/item?a=1&b=2' }),
+      }),
+    );
+    expect(activities).toContainEqual(expect.objectContaining({ field_id: 'act::o' }));
+    const status = await statusOf(messageId);
+    expect((status.events as Body[]).map((event) => event.type)).toEqual(
+      expect.arrayContaining(['queued', 'sent', 'clicked', 'opened']),
+    );
+  });
+
+  it('leaves links and adds no pixel with no_click_tracks and no_opens_tracks', async () => {
+    const [entry] = await sendOk({
+      asset: asset({
+        no_click_tracks: true,
+        no_opens_tracks: true,
+        html_body: html('<a href="https://plain.example/">x</a>'),
+      }),
+      emails: [{ fields: { 'str::email': uniqueEmail() } }],
+    });
+    const { mail } = await received(entry?.message_id as string);
+    expect(linksIn(mail.html || '')).toEqual(['https://plain.example/']);
+    expect(pixelIn(mail.html || '')).toBeUndefined();
+  });
+
+  it('shows a page on GET without changing anything, and unsubscribes on one-click POST', async () => {
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail('leave') } }],
+    });
+    const personId = entry?.person_id as string;
+    const { mail } = await received(entry?.message_id as string);
+    const link = unsubscribeLink(mail) as string;
+
+    const page = await fetch(link);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toContain('<form method="post"');
+    // The page's own button may post back (the default headers forbid every form).
+    expect(page.headers.get('content-security-policy')).toContain("form-action 'self'");
+    expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(true);
+
+    const forged = await fetch(
+      link.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+      {
+        method: 'POST',
+        body: 'List-Unsubscribe=One-Click',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      },
+    );
+    expect(forged.status).toBe(404);
+    expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(true);
+
+    const done = await fetch(link, {
+      method: 'POST',
+      body: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(done.status).toBe(200);
+    expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(false);
+    expect(await activitiesOf(key, personId)).toContainEqual(
+      expect.objectContaining({ field_id: 'act::u-all' }),
+    );
+  });
+});
+
+describe('SES delivery: events, suppression, throttling, status', () => {
+  it('marks a bounce, records act::b, and suppresses the next send to the address', async () => {
+    const [entry] = await sendOk({
+      asset: asset({ email_name: 'bouncing' }),
+      emails: [{ fields: { 'str::email': 'bounce@simulator.amazonses.com' } }],
+    });
+    const status = await settledStatus(entry?.message_id as string, ['bounced']);
+    expect((status.events as Body[]).map((event) => event.type)).toEqual(
+      expect.arrayContaining(['queued', 'sent', 'bounced']),
+    );
+    expect(await activitiesOf(key, entry?.person_id as string)).toContainEqual(
+      expect.objectContaining({ field_id: 'act::b' }),
+    );
+    const [again] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': 'bounce@simulator.amazonses.com' } }],
+    });
+    expect(again).toMatchObject({ email_status: 'suppressed', message_id: expect.any(String) });
+    expect((await statusOf(again?.message_id as string)).status).toBe('suppressed');
+    expect(await sentCount(again?.message_id as string)).toBe(0);
+  });
+
+  it('marks a complaint, unsubscribes the person, and suppresses the next send', async () => {
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': 'complaint@simulator.amazonses.com' } }],
+    });
+    await settledStatus(entry?.message_id as string, ['complained']);
+    const personId = entry?.person_id as string;
+    expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(false);
+    const activities = await activitiesOf(key, personId);
+    expect(activities).toContainEqual(expect.objectContaining({ field_id: 'act::u-all' }));
+    expect(activities).toContainEqual(expect.objectContaining({ field_id: 'act::b' }));
+    const [again] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': 'complaint@simulator.amazonses.com' } }],
+    });
+    expect(again?.email_status).toBe('suppressed');
+  });
+
+  it('retries a throttled SES and sends once', async () => {
+    await fetch(`${ses}/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ throttle: 3 }),
+    });
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail('throttled') } }],
+    });
+    await settledStatus(entry?.message_id as string, ['sent']);
+    expect(await sentCount(entry?.message_id as string)).toBe(1);
+    const faults = (await (await fetch(`${ses}/faults`)).json()) as { throttle: number };
+    expect(faults.throttle).toBe(0);
+  });
+
+  it('looks emails up by message ID, and not those of another instance', async () => {
+    const [entry] = await sendOk({
+      asset: asset({ email_name: 'lookup' }),
+      emails: [{ fields: { 'str::email': uniqueEmail() } }],
+    });
+    const messageId = entry?.message_id as string;
+    const status = await settledStatus(messageId, ['sent']);
+    expect(status).toMatchObject({
+      message_id: messageId,
+      person_id: entry?.person_id,
+      email_name: 'lookup',
+      status: 'sent',
+    });
+    const elsewhere = await call('/v1/transactional/get', {
+      key: KEYS.acme,
+      body: { message_ids: [messageId] },
+    });
+    expect(elsewhere.status).toBe(404);
+    expect(JSON.stringify(elsewhere.body)).not.toContain('lookup');
+  });
+});
