@@ -8,22 +8,12 @@
  *   npm start            # in another terminal
  *   node --import tsx bench/async-activities.ts [requests=100] [in-flight=8]
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { readStackSettings } from '../local/settings.js';
+import { localApi } from './local-api.js';
 
 const requests = Number(process.argv[2] ?? 100);
 const inFlight = Number(process.argv[3] ?? 8);
 const perRequest = 100;
-const settings = readStackSettings();
-const key =
-  process.env.CDP_API_KEY ??
-  (
-    JSON.parse(readFileSync(join(settings.dataDir, 'demo-keys.json'), 'utf8')) as {
-      default: string;
-    }
-  ).default;
-const base = `http://${settings.host}:${settings.port}`;
+const { base, key } = localApi();
 
 async function post(path: string, body: unknown): Promise<Record<string, unknown>> {
   const response = await fetch(`${base}${path}`, {

@@ -12,20 +12,10 @@
  * start the stack with SES_MAX_SEND_RATE=1000 to measure the worker itself.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { readStackSettings } from '../local/settings.js';
+import { localApi } from './local-api.js';
 
 const requests = Number(process.argv[2] ?? 5);
-const settings = readStackSettings();
-const key =
-  process.env.CDP_API_KEY ??
-  (
-    JSON.parse(readFileSync(join(settings.dataDir, 'demo-keys.json'), 'utf8')) as {
-      default: string;
-    }
-  ).default;
-const base = `http://${settings.host}:${settings.port}`;
+const { base, key } = localApi();
 
 async function post(path: string, body: unknown) {
   const response = await fetch(`${base}${path}`, {
