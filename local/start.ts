@@ -222,7 +222,7 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
     POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
     GEOCODER: 'offline',
     // SES events of this region's emails come back through its configuration set.
-    SES_CONFIGURATION_SET: `cdp-${region}`,
+    SES_CONFIGURATION_SET: sesConfigurationSet(region),
     ...localAwsEnv(settings),
   };
   for (const table of TABLES) env[tableVariable(table.name)] = tableName(region, table.name);

@@ -1,6 +1,3 @@
-import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
-import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
-import { PeopleEnv, readEnv } from '../../shared/config/env.js';
 import {
   ActivitiesCreateRequest,
   prepareActivities,
@@ -11,20 +8,12 @@ import { apiHandler } from '../../shared/http/api-handler.js';
 import {
   createApiRuntime,
   createIngestPorts,
-  createLocationServices,
-  createPeopleStore,
+  createPeopleWriters,
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { http, db, env } = createApiRuntime();
-const tables = readEnv(PeopleEnv);
-const people = createPeopleStore(db);
-const location = createLocationServices(people);
-const activities = new DynamoActivityStore(db, {
-  activities: tables.ACTIVITIES_TABLE,
-  people: tables.PEOPLE_TABLE,
-});
-const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+const { http, db, config } = createApiRuntime();
+const { people, location, activities } = createPeopleWriters(db);
 const ingest = createIngestPorts(db);
 
 /** `POST /v1/activities/create`: record 1 to 100 activities against people (or queue them). */

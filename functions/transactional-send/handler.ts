@@ -14,7 +14,7 @@ const { http, db, env, config, signingSecret } = createApiRuntime();
 const people = createPeopleStore(db);
 const location = createLocationServices(people);
 const email = createEmailPorts(db);
-const links = emailLinks(env, signingSecret);
+const links = emailLinks(env, signingSecret, email.env.PUBLIC_BASE_URL);
 
 /**
  * `POST /v1/transactional/send`: the body is checked by the domain after the feature and plan

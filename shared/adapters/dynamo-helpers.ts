@@ -3,6 +3,7 @@ import {
   BatchGetCommand,
   BatchWriteCommand,
   QueryCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 
@@ -89,6 +90,23 @@ function sameRequest(a: WriteRequest, b: WriteRequest): boolean {
 /** Whether a single-item write failed its condition (and so changed nothing). */
 export function isConditionFailure(error: unknown): boolean {
   return error instanceof Error && error.name === 'ConditionalCheckFailedException';
+}
+
+/**
+ * Sends a conditional single-item update: true when it was applied, false when its
+ * condition failed (it changed nothing); any other failure is thrown.
+ */
+export async function conditionally(
+  db: DynamoDBDocumentClient,
+  command: UpdateCommand,
+): Promise<boolean> {
+  try {
+    await db.send(command);
+    return true;
+  } catch (error) {
+    if (isConditionFailure(error)) return false;
+    throw error;
+  }
 }
 
 /** The cancellation reasons of a failed transaction, by item position; else undefined. */

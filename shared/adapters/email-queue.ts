@@ -1,8 +1,8 @@
+import { createHash } from 'node:crypto';
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { EmailJob, OutgoingEmail, type EmailQueue } from '../domain/email/messages.js';
-import { attachmentKey } from '../domain/email/send.js';
 import { runBounded } from '../lib/bounded.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
@@ -16,6 +16,11 @@ import { MAX_MESSAGE_BYTES, retried } from './ingest-queue.js';
  * bucket's lifecycle rule removes them after 30 days.
  */
 const SERVICE = 'The email queue';
+
+/** Content-addressed key of an attachment in the payloads bucket. */
+function attachmentKey(instanceId: string, content: Buffer): string {
+  return `email/${instanceId}/attachments/${createHash('sha256').update(content).digest('hex')}`;
+}
 
 export class SqsEmailQueue implements EmailQueue {
   private readonly attachments = new TtlCache<Buffer>(50);

@@ -15,7 +15,7 @@ import {
 } from '../domain/email/messages.js';
 import { runBounded } from '../lib/bounded.js';
 import { activityItem } from './activity-store.js';
-import { batchGet, batchWrite, cancellationCodes, isConditionFailure } from './dynamo-helpers.js';
+import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo-helpers.js';
 
 /**
  * The `emails` table (docs/data-model.md): one item per email, `<inst>#M#<message_id>` / `M`,
@@ -163,74 +163,62 @@ export class DynamoEmailStore implements EmailStore {
       values[`:from${i}`] = state;
       return `:from${i}`;
     });
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.emails,
-          Key: messageKey(instanceId, messageId),
-          UpdateExpression: `SET ${set.join(', ')}`,
-          ConditionExpression: `#status IN (${froms.join(', ')})`,
-          ExpressionAttributeNames: {
-            '#status': 'status',
-            ...(extra.error !== undefined ? { '#error': 'error' } : {}),
-          },
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression: `SET ${set.join(', ')}`,
+        ConditionExpression: `#status IN (${froms.join(', ')})`,
+        ExpressionAttributeNames: {
+          '#status': 'status',
+          ...(extra.error !== undefined ? { '#error': 'error' } : {}),
+        },
+        ExpressionAttributeValues: values,
+      }),
+    );
   }
 
   /** Takes a queued email for one send attempt; false if it is not queued. */
   async claim(instanceId: string, messageId: string, attempt: string, now: number) {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.emails,
-          Key: messageKey(instanceId, messageId),
-          UpdateExpression:
-            'SET #status = :sending, attempt = :attempt, sending_at = :now, updated_at = :at',
-          ConditionExpression: '#status = :queued',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':sending': 'sending',
-            ':queued': 'queued',
-            ':attempt': attempt,
-            ':now': now,
-            ':at': new Date(now).toISOString(),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression:
+          'SET #status = :sending, attempt = :attempt, sending_at = :now, updated_at = :at',
+        ConditionExpression: '#status = :queued',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':sending': 'sending',
+          ':queued': 'queued',
+          ':attempt': attempt,
+          ':now': now,
+          ':at': new Date(now).toISOString(),
+        },
+      }),
+    );
   }
 
   /** Gives an attempt's email back to the queue (SES refused it: nothing was sent). */
   async release(instanceId: string, messageId: string, attempt: string): Promise<void> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.emails,
-          Key: messageKey(instanceId, messageId),
-          UpdateExpression: 'SET #status = :queued REMOVE attempt, sending_at',
-          ConditionExpression: '#status = :sending AND attempt = :attempt',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':sending': 'sending',
-            ':queued': 'queued',
-            ':attempt': attempt,
-          },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
+    // A failed condition: the email moved on; nothing to do.
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression: 'SET #status = :queued REMOVE attempt, sending_at',
+        ConditionExpression: '#status = :sending AND attempt = :attempt',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':sending': 'sending',
+          ':queued': 'queued',
+          ':attempt': attempt,
+        },
+      }),
+    );
   }
 
   /**
@@ -322,39 +310,32 @@ export class DynamoEmailStore implements EmailStore {
       values[':max'] = MAX_EVENTS;
       condition += ' AND size(events) < :max';
     }
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.emails,
-          Key: messageKey(instanceId, messageId),
-          UpdateExpression: `SET ${set} ADD #seen :key`,
-          ConditionExpression: condition,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression: `SET ${set} ADD #seen :key`,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      }),
+    );
   }
 
   /** Appends an event (an open or a click), while the email has fewer than MAX_EVENTS. */
   async addEvent(instanceId: string, messageId: string, event: EmailEvent): Promise<void> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.emails,
-          Key: messageKey(instanceId, messageId),
-          UpdateExpression: 'SET events = list_append(events, :event)',
-          ConditionExpression: 'attribute_exists(pk) AND size(events) < :max',
-          ExpressionAttributeValues: { ':event': [event], ':max': MAX_EVENTS },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error;
-    }
+    // A failed condition: the email moved on; nothing to do.
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression: 'SET events = list_append(events, :event)',
+        ConditionExpression: 'attribute_exists(pk) AND size(events) < :max',
+        ExpressionAttributeValues: { ':event': [event], ':max': MAX_EVENTS },
+      }),
+    );
   }
 
   private activitiesTable(): string {

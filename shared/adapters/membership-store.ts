@@ -9,7 +9,7 @@ import {
   type MembershipStore,
 } from '../domain/organizations/memberships.js';
 import { logger } from '../lib/logger.js';
-import { batchGet, cancellationCodes, isConditionFailure } from './dynamo-helpers.js';
+import { batchGet, cancellationCodes, conditionally } from './dynamo-helpers.js';
 import { organizationKey } from './organization-store.js';
 import { personKey } from './people-store.js';
 
@@ -49,23 +49,18 @@ export class DynamoMembershipStore implements MembershipStore {
   }
 
   async reserve(instanceId: string, organizationId: string, count: number) {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.organizations,
-          Key: organizationKey(instanceId, organizationId),
-          UpdateExpression: 'ADD members :n',
-          // DynamoDB conditions have no arithmetic: "members + n <= max" is "members <= max - n".
-          ConditionExpression:
-            'attribute_exists(pk) AND (attribute_not_exists(members) OR members <= :room)',
-          ExpressionAttributeValues: { ':n': count, ':room': MAX_MEMBERS - count },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailure(error)) return false;
-      throw error;
-    }
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.organizations,
+        Key: organizationKey(instanceId, organizationId),
+        UpdateExpression: 'ADD members :n',
+        // DynamoDB conditions have no arithmetic: "members + n <= max" is "members <= max - n".
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(members) OR members <= :room)',
+        ExpressionAttributeValues: { ':n': count, ':room': MAX_MEMBERS - count },
+      }),
+    );
   }
 
   async release(instanceId: string, organizationId: string, count: number) {

@@ -9,9 +9,9 @@ import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
 import { ApiEnv, EmailApiEnv, IngestEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
 import { SqsEmailQueue } from '../adapters/email-queue.js';
+import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { DynamoEmailStore } from '../adapters/email-store.js';
 import { LinkSigner, messageLinks } from '../domain/email/link-tokens.js';
-import { z } from 'zod';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
@@ -81,6 +81,20 @@ export function createPeopleStore(db: DynamoDBDocumentClient): DynamoPeopleStore
   });
 }
 
+/** What functions that write people and their activities build: stores and location services. */
+export function createPeopleWriters(db: DynamoDBDocumentClient) {
+  const tables = readEnv(PeopleEnv);
+  const people = createPeopleStore(db);
+  return {
+    people,
+    location: createLocationServices(people),
+    activities: new DynamoActivityStore(db, {
+      activities: tables.ACTIVITIES_TABLE,
+      people: tables.PEOPLE_TABLE,
+    }),
+  };
+}
+
 /** IP lookups (offline database), address geocoding (per `GEOCODER`) and the billing meter. */
 export function createLocationServices(meter: GeocodingMeter): LocationServices {
   const env = readEnv(LocationEnv);
@@ -106,9 +120,13 @@ export function createIngestPorts(db: DynamoDBDocumentClient) {
 }
 
 /** Email links of the region: signed with the deployment's secret, on its public address. */
-export function emailLinks(env: ApiEnv, signingSecret: () => Promise<string>) {
+export function emailLinks(
+  env: ApiEnv,
+  signingSecret: () => Promise<string>,
+  publicBaseUrl: string | undefined,
+) {
   const publicUrl =
-    readEnv(z.object({ PUBLIC_BASE_URL: z.url().optional() })).PUBLIC_BASE_URL ??
+    publicBaseUrl ??
     { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU }[env.CDP_REGION];
   const signer = linkSigners(signingSecret);
   return async (instanceId: string) => {

@@ -1,5 +1,4 @@
 import type { SQSRecord } from 'aws-lambda';
-import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
 import { SqsEmailQueue } from '../adapters/email-queue.js';
@@ -8,9 +7,8 @@ import { createSesClient, SesMailer } from '../adapters/ses-mailer.js';
 import { EmailEventsWorkerEnv, EmailWorkerEnv, readEnv } from '../config/env.js';
 import { deliverEmail } from '../domain/email/deliver.js';
 import { applySesEvent, parseSesEvent } from '../domain/email/delivery-events.js';
-import { unsubscribePerson } from '../domain/email/unsubscribe.js';
-import { serviceTenant } from '../domain/tenancy.js';
-import { createLocationServices, createPeopleStore } from '../http/api-runtime.js';
+import { unsubscriber } from '../domain/email/unsubscribe.js';
+import { createPeopleWriters } from '../http/api-runtime.js';
 import { logger } from '../lib/logger.js';
 import { Pacer } from '../lib/pacer.js';
 import { QUEUES } from '../resources.js';
@@ -80,12 +78,7 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
     emails: env.EMAILS_TABLE,
     activities: env.ACTIVITIES_TABLE,
   });
-  const people = createPeopleStore(db);
-  const location = createLocationServices(people);
-  const activities = new DynamoActivityStore(db, {
-    activities: env.ACTIVITIES_TABLE,
-    people: env.PEOPLE_TABLE,
-  });
+  const { people, location, activities } = createPeopleWriters(db);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   return sqsWorker({
     sqs,
@@ -96,15 +89,8 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
     process: async (record: SQSRecord) => {
       const outcome = await applySesEvent(parseSesEvent(record.body), {
         store,
-        writeActivity: async (instanceId, activity) => {
-          await activities.write(instanceId, [activity], '');
-        },
-        unsubscribe: async (instanceId, personId, context) => {
-          const tenant = await serviceTenant(config, instanceId, 'Email events');
-          if (tenant) {
-            await unsubscribePerson(tenant, personId, context, { store: people, location });
-          }
-        },
+        writeActivity: (instanceId, activity) => activities.recordOne(instanceId, activity),
+        unsubscribe: unsubscriber(config, 'Email events', { store: people, location }),
       });
       logger.info('SES event applied', { messageId: record.messageId, outcome });
     },

@@ -70,7 +70,7 @@ export interface EventStore {
 export interface EventPorts {
   store: EventStore;
   writeActivity(instanceId: string, activity: ActivityToWrite): Promise<void>;
-  unsubscribe(instanceId: string, personId: string, context: string): Promise<void>;
+  unsubscribe(instanceId: string, personId: string, context: string): Promise<boolean>;
 }
 
 /** The SES event an SQS message carries (an SNS notification, or the event itself). */
@@ -106,6 +106,21 @@ export async function applySesEvent(event: SesEvent, ports: EventPorts): Promise
   ) =>
     recordOnce(ports.store, instanceId, messageId, key, { ...entry, at: at.toISOString() }, move);
 
+  // A hard bounce or a complaint: the addresses suppressed and `act::b` recorded.
+  const suppress = async (
+    recipients: { emailAddress: string }[],
+    reason: 'bounce' | 'complaint',
+    bounceType: string,
+  ) => {
+    for (const { emailAddress } of recipients) {
+      await ports.store.suppress(instanceId, emailAddress, reason, messageId, at.toISOString());
+    }
+    await ports.writeActivity(
+      instanceId,
+      emailActivity('bounced', record, at, key, { 'str::bounce-type': bounceType }),
+    );
+  };
+
   switch (type) {
     case 'Send': {
       if (record.status === 'sending' && Date.now() - (record.sending_at ?? 0) < SEND_LEASE_MS) {
@@ -126,19 +141,7 @@ export async function applySesEvent(event: SesEvent, ports: EventPorts): Promise
         await record_({ type: 'soft_bounce', detail: event.bounce?.bounceSubType ?? 'Transient' });
         return 'soft bounce';
       }
-      for (const recipient of event.bounce.bouncedRecipients) {
-        await ports.store.suppress(
-          instanceId,
-          recipient.emailAddress,
-          'bounce',
-          messageId,
-          at.toISOString(),
-        );
-      }
-      await ports.writeActivity(
-        instanceId,
-        emailActivity('bounced', record, at, key, { 'str::bounce-type': 'hard bounce' }),
-      );
+      await suppress(event.bounce.bouncedRecipients, 'bounce', 'hard bounce');
       await record_(
         { type: 'bounced', detail: event.bounce.bounceSubType ?? 'General' },
         { from: ['queued', 'sending', 'sent', 'failed'], to: 'bounced' },
@@ -146,19 +149,7 @@ export async function applySesEvent(event: SesEvent, ports: EventPorts): Promise
       return 'bounced';
     }
     case 'Complaint': {
-      for (const recipient of event.complaint?.complainedRecipients ?? []) {
-        await ports.store.suppress(
-          instanceId,
-          recipient.emailAddress,
-          'complaint',
-          messageId,
-          at.toISOString(),
-        );
-      }
-      await ports.writeActivity(
-        instanceId,
-        emailActivity('bounced', record, at, key, { 'str::bounce-type': 'complaint' }),
-      );
+      await suppress(event.complaint?.complainedRecipients ?? [], 'complaint', 'complaint');
       await ports.unsubscribe(
         instanceId,
         record.person_id,

@@ -37,8 +37,13 @@ export class LinkSigner {
     if (typeof value !== 'string' || value.length > 200) return undefined;
     const [encoded, signature, extra] = value.split('.');
     if (!encoded || !signature || extra !== undefined) return undefined;
-    const payload = Buffer.from(encoded, 'base64url').toString('utf8');
+    const decoded = Buffer.from(encoded, 'base64url');
+    if (decoded.toString('base64url') !== encoded) return undefined;
+    const payload = decoded.toString('utf8');
     const given = Buffer.from(signature, 'base64url');
+    // Only the canonical spelling: base64 decoding ignores a last character's spare bits,
+    // so another spelling of the same bytes would pass as a second, "different" token.
+    if (given.toString('base64url') !== signature) return undefined;
     const expected = this.signature(purpose, payload);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     const match = PAYLOAD.exec(payload);

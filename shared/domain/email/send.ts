@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import {
   CdpError,
   ForbiddenError,
@@ -107,8 +106,6 @@ interface ResolvedAsset {
   trackClicks: boolean;
   trackOpens: boolean;
   attachments: { filename: string; content_type: string; content: string }[];
-  /** Known only once attachments are stored. */
-  attachmentKeys?: string[];
 }
 
 type Prepared = ResolvedAsset | { error: string };
@@ -212,7 +209,7 @@ export async function sendTransactional(
 
   // Each email: rendered, its links rewritten, then recorded and queued.
   const now = context.now?.() ?? new Date();
-  await storeAttachments(prepared, context);
+  const attachmentKeys = await storeAttachments(prepared, context);
   const records: EmailRecord[] = [];
   const jobs: EmailJob[] = [];
   for (const [index, to] of addresses) {
@@ -245,7 +242,13 @@ export async function sendTransactional(
     }
     try {
       const person = people.get(entry.person_id ?? '') as Person;
-      const built = await buildEmail(asset, person, to, request, index, context, messageId);
+      const built = await buildEmail(
+        asset,
+        person,
+        to,
+        { request, index, messageId, attachmentKeys },
+        context,
+      );
       records.push({ ...record, links: built.links });
       jobs.push({
         v: 1,
@@ -347,41 +350,40 @@ function estimatedSize(asset: ResolvedAsset, rendered: string): number {
   return Math.ceil(body * 1.4) + attachments + 4_096;
 }
 
-async function storeAttachments(prepared: Prepared[], context: SendContext): Promise<void> {
-  const distinct = [
-    ...new Set(prepared.filter((asset): asset is ResolvedAsset => !('error' in asset))),
-  ];
-  const withAttachments = distinct.filter((asset) => asset.attachments.length > 0);
-  if (withAttachments.length === 0) return;
-  const contents = new Map<string, Buffer>();
-  for (const asset of withAttachments) {
-    for (const attachment of asset.attachments) {
-      contents.set(attachment.content, Buffer.from(attachment.content, 'base64'));
-    }
-  }
-  const order = [...contents.keys()];
+/** Stores every distinct attachment once; answers each one's key, by its base64 content. */
+async function storeAttachments(
+  prepared: Prepared[],
+  context: SendContext,
+): Promise<Map<string, string>> {
+  const contents = [
+    ...new Set(prepared.flatMap((asset) => ('error' in asset ? [] : asset.attachments))),
+  ].map((attachment) => attachment.content);
+  const distinct = [...new Set(contents)];
+  if (distinct.length === 0) return new Map();
   const keys = await context.queue.putAttachments(
     context.tenant.instance.id,
-    order.map((content) => contents.get(content) as Buffer),
+    distinct.map((content) => Buffer.from(content, 'base64')),
   );
-  const keyOf = new Map(order.map((content, i) => [content, keys[i] as string]));
-  for (const asset of withAttachments) {
-    asset.attachmentKeys = asset.attachments.map(
-      (attachment) => keyOf.get(attachment.content) as string,
-    );
-  }
+  return new Map(distinct.map((content, i) => [content, keys[i] as string]));
+}
+
+/** Where an email stands in its request: the entry, its message ID, stored attachments. */
+interface EmailPlace {
+  request: TransactionalSendRequest;
+  index: number;
+  messageId: string;
+  attachmentKeys: Map<string, string>;
 }
 
 async function buildEmail(
   asset: ResolvedAsset,
   person: Person,
   to: string,
-  request: TransactionalSendRequest,
-  index: number,
+  at: EmailPlace,
   context: SendContext,
-  messageId: string,
 ): Promise<{ email: OutgoingEmail; links: string[] }> {
-  const links = context.links(messageId);
+  const { request, index } = at;
+  const links = context.links(at.messageId);
   const unsubscribe = links.unsubscribe();
   const variables = {
     people: personVariables(person, context.tenant.personFields),
@@ -425,10 +427,10 @@ async function buildEmail(
         'List-Unsubscribe': `<${unsubscribe}>`,
         'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
       },
-      attachments: asset.attachments.map((attachment, i) => ({
+      attachments: asset.attachments.map((attachment) => ({
         filename: attachment.filename,
         content_type: attachment.content_type,
-        key: asset.attachmentKeys?.[i] ?? '',
+        key: at.attachmentKeys.get(attachment.content) ?? '',
       })),
     },
   };
@@ -526,9 +528,4 @@ function renumbered(error: unknown, indexes: number[]): unknown {
     if (detail.index !== undefined) detail.index = indexes[detail.index] ?? detail.index;
   }
   return error;
-}
-
-/** Content-addressed key of an attachment in the payloads bucket. */
-export function attachmentKey(instanceId: string, content: Buffer): string {
-  return `email/${instanceId}/attachments/${createHash('sha256').update(content).digest('hex')}`;
 }

@@ -1,6 +1,6 @@
 import { mergePeople, type MergeContext } from '../people/merge-people.js';
 import { EMAIL_PERMISSION, PERSON_ID } from '../people/person.js';
-import type { Tenant } from '../tenancy.js';
+import { serviceTenant, type Tenant, type TenantDirectory } from '../tenancy.js';
 
 /**
  * Unsubscribes an email's person (a one-click unsubscribe, a complaint): `bol::p` false with
@@ -26,4 +26,19 @@ export async function unsubscribePerson(
   );
   // Invalid: the person is gone (erased); there is no one left to unsubscribe.
   return result !== undefined && result.status !== 'invalid';
+}
+
+/**
+ * Unsubscribing as the service (a link, a complaint): the change is recorded as made by
+ * `source`. False when the instance or the person no longer exists.
+ */
+export function unsubscriber(
+  directory: Pick<TenantDirectory, 'getInstance'>,
+  source: string,
+  people: Omit<MergeContext, 'tenant'>,
+) {
+  return async (instanceId: string, personId: string, context: string): Promise<boolean> => {
+    const tenant = await serviceTenant(directory, instanceId, source);
+    return tenant ? unsubscribePerson(tenant, personId, context, people) : false;
+  };
 }

@@ -31,6 +31,14 @@ describe('email link tokens', () => {
     expect(signer.verify('click', `${otherPayload}.${signature}`)).toBeUndefined();
     expect(signer.verify('click', `${payload}.${signature.slice(0, -1)}A`)).toBeUndefined();
     expect(new LinkSigner('secret-two').verify('click', click)).toBeUndefined();
+    // The signature's last character carries spare bits: every other spelling is refused.
+    const last = signature.at(-1) ?? 'A';
+    for (const other of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') {
+      if (other === last) continue;
+      expect(
+        signer.verify('click', `${payload}.${signature.slice(0, -1)}${other}`),
+      ).toBeUndefined();
+    }
     for (const bad of [undefined, '', 'a.b.c', 'x'.repeat(300), 42, payload]) {
       expect(signer.verify('click', bad)).toBeUndefined();
     }
