@@ -13,23 +13,38 @@ export interface StackPorts {
   sesPort: number;
 }
 
-export const PLAIN_STACK: StackPorts = {
+/**
+ * `CDP_TEST_PORT_OFFSET` moves every port of both test stacks, so that two checkouts can run
+ * their suites side by side.
+ */
+const offset = Number(process.env.CDP_TEST_PORT_OFFSET ?? 0);
+
+function shifted(ports: StackPorts): StackPorts {
+  return {
+    port: ports.port + offset,
+    dynamodbPort: ports.dynamodbPort + offset,
+    sqsPort: ports.sqsPort + offset,
+    sesPort: ports.sesPort + offset,
+  };
+}
+
+export const PLAIN_STACK: StackPorts = shifted({
   port: 3900,
   dynamodbPort: 8900,
   sqsPort: 4966,
   sesPort: 8905,
-};
+});
 
 /**
  * The same suite also runs against a stack whose DynamoDB calls meet injected faults
  * (jest project `integration-faults`): every result must be the same, only slower.
  */
-export const FAULTS_STACK: StackPorts = {
+export const FAULTS_STACK: StackPorts = shifted({
   port: 3920,
   dynamodbPort: 8920,
   sqsPort: 4986,
   sesPort: 8925,
-};
+});
 export const FAULTS = 'conflict=0.2,throttle=0.1,stale=0.3';
 
 /** The stack the tests of this jest project talk to (the project's setup file says which). */
