@@ -1,26 +1,51 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import {
+  EDGE_ERRORS,
+  EDGE_MAX_BODY_BYTES,
+  GATEWAY_MAX_BODY_BYTES,
+  GATEWAY_MAX_HEADER_BYTES,
+  LAMBDA_MAX_EVENT_BYTES,
+  STAGE_NAME,
+  numbersAbove,
+} from '../shared/edge.js';
 import type { HttpHandler } from '../shared/http/api-handler.js';
 import { envelope } from '../shared/http/error-mapper.js';
-import { matchRoute, routeKey, type RouteDefinition } from '../shared/routes.js';
+import { matchRoute, type RouteDefinition } from '../shared/routes.js';
 
 /**
- * Plays API Gateway (HTTP API, payload format 2.0) in front of the same handler modules the
- * Lambda functions run: a request becomes a proxy event, the handler's result becomes the
- * response. Routing follows the routes table; what matches no route goes to the fallback
- * handler, as API Gateway's `$default` route does.
+ * Plays the AWS edge in front of the same handler modules the Lambda functions run, with the
+ * same limits and answers (`shared/edge.ts`): the WAF rule on `Content-Length`, API Gateway's
+ * 10 MB and header caps, the Lambda invocation's 6 MB, then a REST API proxy event (payload
+ * 1.0, every body base64 as the API's binary media type `*\/*` makes it) to the handler.
+ * Routing follows the routes table; what matches no route goes to the fallback handler, as
+ * the REST API's `ANY` methods and `{proxy+}` resource do.
  */
-
-/** API Gateway refuses bodies above 10 MB before any function runs; so does this server. */
-const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 export interface RegionHandlers {
   routes: Map<RouteDefinition, HttpHandler>;
   fallback: HttpHandler;
 }
 
-class BodyTooLargeError extends Error {}
+type EdgeError = (typeof EDGE_ERRORS)[keyof typeof EDGE_ERRORS];
+
+class EdgeRefusal extends Error {
+  constructor(readonly answer: EdgeError) {
+    super(answer.message);
+  }
+}
+
+const OVER_EDGE_LIMIT = new RegExp(numbersAbove(EDGE_MAX_BODY_BYTES));
+
+/** The WAF rule: a body must come with a `Content-Length` of at most the edge limit. */
+function checkAtTheEdge(request: IncomingMessage): void {
+  const length = request.headers['content-length'];
+  const chunked = /chunked/i.test(request.headers['transfer-encoding'] ?? '');
+  if (chunked || (length !== undefined && OVER_EDGE_LIMIT.test(length))) {
+    throw new EdgeRefusal(EDGE_ERRORS.bodyRefused);
+  }
+}
 
 async function readBody(request: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -28,7 +53,7 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
   for await (const chunk of request) {
     const buffer = chunk as Buffer;
     size += buffer.length;
-    if (size > GATEWAY_MAX_BODY_BYTES) throw new BodyTooLargeError();
+    if (size > GATEWAY_MAX_BODY_BYTES) throw new EdgeRefusal(EDGE_ERRORS.gatewayTooLarge);
     chunks.push(buffer);
   }
   return Buffer.concat(chunks);
@@ -42,48 +67,74 @@ function headersOf(request: IncomingMessage): Record<string, string> {
   return headers;
 }
 
-const TEXTUAL = /^(?:application\/(?:[a-z0-9.+-]*json|x-www-form-urlencoded|xml)|text\/)/i;
+export interface ProxyRequest {
+  method: string;
+  /** Path and query string, as on the request line. */
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  requestId: string;
+  /** The matched resource (`/v1/person/merge`, or `/{proxy+}` for the fallback). */
+  resource: string;
+  sourceIp?: string;
+}
 
-export function toProxyEvent(
-  request: IncomingMessage,
-  body: Buffer,
-  matchedRouteKey: string,
-  requestId: string,
-): APIGatewayProxyEventV2 {
-  const url = new URL(request.url ?? '/', 'http://localhost');
-  const headers = headersOf(request);
-  const contentType = headers['content-type'];
-  const textual = contentType === undefined || TEXTUAL.test(contentType);
-  const now = new Date();
+/** A REST API Lambda proxy event (payload 1.0), as API Gateway builds it. */
+export function proxyEvent(request: ProxyRequest): APIGatewayProxyEvent {
+  const url = new URL(request.url, 'http://localhost');
   const query = Object.fromEntries(url.searchParams.entries());
+  const multiQuery: Record<string, string[]> = {};
+  for (const [name, value] of url.searchParams.entries()) (multiQuery[name] ??= []).push(value);
+  const now = new Date();
+  const host = request.headers.host ?? 'localhost';
+  const hasQuery = Object.keys(query).length > 0;
   return {
-    version: '2.0',
-    routeKey: matchedRouteKey,
-    rawPath: url.pathname,
-    rawQueryString: url.search.replace(/^\?/, ''),
-    headers,
-    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    resource: request.resource,
+    path: url.pathname,
+    httpMethod: request.method,
+    headers: request.headers,
+    multiValueHeaders: Object.fromEntries(
+      Object.entries(request.headers).map(([name, value]) => [name, [value]]),
+    ),
+    queryStringParameters: hasQuery ? query : null,
+    multiValueQueryStringParameters: hasQuery ? multiQuery : null,
+    pathParameters: null,
+    stageVariables: null,
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
-      domainName: headers.host ?? 'localhost',
-      domainPrefix: (headers.host ?? 'localhost').split('.')[0] ?? 'localhost',
-      http: {
-        method: request.method ?? 'GET',
-        path: url.pathname,
-        protocol: `HTTP/${request.httpVersion}`,
-        sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
-        userAgent: headers['user-agent'] ?? '',
+      authorizer: undefined,
+      domainName: host,
+      domainPrefix: host.split('.')[0] ?? 'localhost',
+      httpMethod: request.method,
+      identity: {
+        accessKey: null,
+        accountId: null,
+        apiKey: null,
+        apiKeyId: null,
+        caller: null,
+        clientCert: null,
+        cognitoAuthenticationProvider: null,
+        cognitoAuthenticationType: null,
+        cognitoIdentityId: null,
+        cognitoIdentityPoolId: null,
+        principalOrgId: null,
+        sourceIp: request.sourceIp ?? '127.0.0.1',
+        user: null,
+        userAgent: request.headers['user-agent'] ?? null,
+        userArn: null,
       },
-      requestId,
-      routeKey: matchedRouteKey,
-      stage: '$default',
-      time: now.toUTCString(),
-      timeEpoch: now.getTime(),
+      path: `/${STAGE_NAME}${url.pathname}`,
+      protocol: 'HTTP/1.1',
+      requestId: request.requestId,
+      requestTimeEpoch: now.getTime(),
+      resourceId: 'local',
+      resourcePath: request.resource,
+      stage: STAGE_NAME,
     },
-    ...(body.length > 0
-      ? { body: body.toString(textual ? 'utf8' : 'base64'), isBase64Encoded: !textual }
-      : { isBase64Encoded: false }),
+    // The API's binary media type is */*: every body arrives base64-encoded.
+    body: request.body.length > 0 ? request.body.toString('base64') : null,
+    isBase64Encoded: request.body.length > 0,
   };
 }
 
@@ -113,29 +164,72 @@ function send(response: ServerResponse, result: Awaited<ReturnType<HttpHandler>>
   response.end(result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body);
 }
 
+function refuse(response: ServerResponse, answer: EdgeError, requestId: string): void {
+  send(response, envelope(answer.status, answer.message, requestId));
+}
+
 export function createRegionServer(handlers: RegionHandlers): Server {
-  return createServer((request, response) => {
-    const requestId = randomUUID();
-    void (async () => {
-      try {
-        const body = await readBody(request);
-        const url = new URL(request.url ?? '/', 'http://localhost');
-        const match = matchRoute(request.method ?? 'GET', url.pathname);
-        const route = match.kind === 'route' ? match.route : undefined;
-        const handler = route ? handlers.routes.get(route) : handlers.fallback;
-        if (!handler) throw new Error(`No handler loaded for ${url.pathname}`);
-        const event = toProxyEvent(request, body, route ? routeKey(route) : '$default', requestId);
-        const context = lambdaContext(route?.function ?? 'not-found', route?.timeoutSeconds ?? 10);
-        send(response, await handler(event, context));
-      } catch (error) {
-        if (error instanceof BodyTooLargeError) {
-          send(response, envelope(413, 'Request body is larger than 10 MB', requestId));
-          request.resume();
-          return;
+  const server = createServer(
+    // Node's own header cap (16 KB) would answer a bare 431; the gateway's is smaller.
+    { maxHeaderSize: GATEWAY_MAX_HEADER_BYTES },
+    (request, response) => {
+      const requestId = randomUUID();
+      void (async () => {
+        try {
+          checkAtTheEdge(request);
+          const body = await readBody(request);
+          const url = new URL(request.url ?? '/', 'http://localhost');
+          const method = request.method ?? 'GET';
+          const match = matchRoute(method, url.pathname);
+          const route = match.kind === 'route' ? match.route : undefined;
+          const handler = route ? handlers.routes.get(route) : handlers.fallback;
+          if (!handler) throw new Error(`No handler loaded for ${url.pathname}`);
+          const event = proxyEvent({
+            method,
+            url: request.url ?? '/',
+            headers: headersOf(request),
+            body,
+            requestId,
+            resource: route?.path ?? '/{proxy+}',
+            sourceIp: request.socket.remoteAddress ?? '127.0.0.1',
+          });
+          if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_MAX_EVENT_BYTES) {
+            throw new EdgeRefusal(EDGE_ERRORS.integrationFailure);
+          }
+          const context = lambdaContext(
+            route?.function ?? 'not-found',
+            route?.timeoutSeconds ?? 10,
+          );
+          send(response, await handler(event, context));
+        } catch (error) {
+          if (error instanceof EdgeRefusal) {
+            refuse(response, error.answer, requestId);
+            request.resume();
+            return;
+          }
+          console.error(error);
+          send(response, envelope(500, 'Internal Server Error', requestId));
         }
-        console.error(error);
-        send(response, envelope(500, 'Internal Server Error', requestId));
-      }
-    })();
+      })();
+    },
+  );
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return;
+    const answer = error.code === 'HPE_HEADER_OVERFLOW' ? EDGE_ERRORS.headersTooLarge : undefined;
+    if (!answer) {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const body = JSON.stringify({
+      request_id: randomUUID(),
+      code: answer.status,
+      error: answer.message,
+    });
+    socket.end(
+      `HTTP/1.1 ${answer.status} Request Header Fields Too Large\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
+  return server;
 }

@@ -1,3 +1,5 @@
+import { EDGE_MAX_BODY_BYTES } from './edge.js';
+
 /**
  * The routes table: the single source of truth for the HTTP API. The CDK stack builds one
  * API Gateway route and Lambda function per entry, and the local server serves the same
@@ -110,7 +112,8 @@ function tracking(access: Access[]): Partial<RouteDefinition> {
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
   api('POST', '/v1/transactional/send', 'transactional-send', {
-    maxBodyBytes: 6 * MB,
+    // The spec's 6 MB cannot reach a function on AWS; the edge's limit is the real one.
+    maxBodyBytes: EDGE_MAX_BODY_BYTES,
     access: [
       ...PEOPLE_WRITER.filter((need) => need !== 'queue:ingest' && need !== 'payloads:put'),
       'emails',

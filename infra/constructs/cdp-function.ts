@@ -8,10 +8,11 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import {
+  TABLES,
   bucketVariable,
   queueUrlVariable,
-  sesConfigurationSet,
   tableVariable,
+  type TableName,
 } from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
@@ -28,6 +29,9 @@ const copyIpDatabase: ICommandHooks = {
       (file) => `cp "${join(IP_DATABASE, file)}" "${join(output, file)}"`,
     ),
 };
+
+const TABLE_READS = ['GetItem', 'BatchGetItem', 'Query', 'ConditionCheckItem'] as const;
+const TABLE_WRITES = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem'] as const;
 
 const READ_ONLY = {
   'people:read': 'people',
@@ -59,6 +63,8 @@ export interface CdpFunctionProps {
   access: readonly Access[];
   data: RegionData;
   environment: Record<string, string>;
+  /** The region's public address: the links of the emails the function builds point there. */
+  publicBaseUrl: string;
 }
 
 /**
@@ -105,7 +111,7 @@ export class CdpFunction extends Construct {
         ...(props.access.includes('geo') ? { commandHooks: copyIpDatabase } : {}),
       },
     });
-    this.grant(props.access, props.data);
+    this.grant(props.access, props.data, props.publicBaseUrl);
     NagSuppressions.addResourceSuppressions(
       this.fn,
       [
@@ -138,35 +144,26 @@ export class CdpFunction extends Construct {
             'Claim-check payloads are one object per request under the ingest/ prefix of the payloads bucket.',
           appliesTo: [{ regex: '/^Resource::.*payloads.*\\/(ingest|email)\\/\\*$/g' }],
         },
-        {
-          id: 'AwsSolutions-IAM5',
-          reason:
-            'SES sending identities are the domains of the instances configuration (applied at run time, not deploy time); sends are also bound to the configuration set.',
-          appliesTo: [{ regex: '/^Resource::arn:.*:ses:.*:identity\\/\\*$/g' }],
-        },
       ],
       true,
     );
   }
 
-  private grant(access: readonly Access[], data: RegionData): void {
+  private grant(access: readonly Access[], data: RegionData, publicBaseUrl: string): void {
     for (const need of access) {
       switch (need) {
         case 'config:read':
-          data.tables.config.grantReadData(this.fn);
-          this.fn.addEnvironment(tableVariable('config'), data.tables.config.tableName);
+          this.grantTable(data, 'config', TABLE_READS);
           break;
         case 'config:write':
-          data.tables.config.grantReadWriteData(this.fn);
-          this.fn.addEnvironment(tableVariable('config'), data.tables.config.tableName);
+          this.grantTable(data, 'config', [...TABLE_READS, ...TABLE_WRITES]);
           break;
         case 'people':
         case 'organizations':
         case 'activities':
         case 'requests':
         case 'emails':
-          data.tables[need].grantReadWriteData(this.fn);
-          this.fn.addEnvironment(tableVariable(need), data.tables[need].tableName);
+          this.grantTable(data, need, [...TABLE_READS, ...TABLE_WRITES]);
           break;
         case 'payloads:put':
         case 'payloads:get':
@@ -188,6 +185,11 @@ export class CdpFunction extends Construct {
           const queue = need === 'queue:ingest' ? 'ingest' : 'email';
           data.queues[queue].grantSendMessages(this.fn);
           this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
+          if (queue === 'email') {
+            // The sender builds the emails: their links and their fallback From domain.
+            this.fn.addEnvironment('PUBLIC_BASE_URL', publicBaseUrl);
+            this.fn.addEnvironment('EMAIL_FALLBACK_DOMAIN', data.email.fallbackDomain);
+          }
           break;
         }
         case 'queue:ingest:retry':
@@ -205,21 +207,24 @@ export class CdpFunction extends Construct {
         }
         case 'ses:send': {
           // The region's verified identities (its sending domains and the fallback domain),
-          // through its configuration set.
+          // through its configuration set, and nothing else.
           const stack = Stack.of(this);
           this.fn.addToRolePolicy(
             new PolicyStatement({
               actions: ['ses:SendEmail', 'ses:SendRawEmail'],
               resources: [
-                stack.formatArn({ service: 'ses', resource: 'identity', resourceName: '*' }),
+                ...data.email.domains.map((domain) =>
+                  stack.formatArn({ service: 'ses', resource: 'identity', resourceName: domain }),
+                ),
                 stack.formatArn({
                   service: 'ses',
                   resource: 'configuration-set',
-                  resourceName: sesConfigurationSet(data.region),
+                  resourceName: data.email.configurationSet,
                 }),
               ],
             }),
           );
+          this.fn.addEnvironment('SES_CONFIGURATION_SET', data.email.configurationSet);
           break;
         }
         case 'geo':
@@ -236,13 +241,26 @@ export class CdpFunction extends Construct {
         case 'people:read':
         case 'organizations:read':
         case 'activities:read':
-        case 'emails:read': {
-          const table = READ_ONLY[need];
-          data.tables[table].grantReadData(this.fn);
-          this.fn.addEnvironment(tableVariable(table), data.tables[table].tableName);
+        case 'emails:read':
+          this.grantTable(data, READ_ONLY[need], TABLE_READS);
           break;
-        }
       }
     }
+  }
+
+  /**
+   * Item reads and writes on one table (and its indexes, where it has some). Never `Scan`
+   * (no function scans), nor the stream reads `grantReadData` would add.
+   */
+  private grantTable(data: RegionData, table: TableName, actions: readonly string[]): void {
+    const { tableArn, tableName } = data.tables[table];
+    const hasIndexes = TABLES.some((t) => t.name === table && t.indexes.length > 0);
+    this.fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: actions.map((action) => `dynamodb:${action}`),
+        resources: hasIndexes ? [tableArn, `${tableArn}/index/*`] : [tableArn],
+      }),
+    );
+    this.fn.addEnvironment(tableVariable(table), tableName);
   }
 }

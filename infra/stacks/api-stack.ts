@@ -1,18 +1,23 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
-  HttpApi,
-  HttpMethod,
-  HttpStage,
+  AccessLogFormat,
+  EndpointType,
+  LambdaIntegration,
   LogGroupLogDestination,
-} from 'aws-cdk-lib/aws-apigatewayv2';
-import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+  MethodLoggingLevel,
+  ResponseType,
+  RestApi,
+  type IResource,
+} from 'aws-cdk-lib/aws-apigateway';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
-import { FALLBACK_FUNCTION, ROUTES } from '../../shared/routes.js';
-import { WORKERS } from '../../shared/workers.js';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
+import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../../shared/routes.js';
+import { WORKERS, type WorkerDefinition } from '../../shared/workers.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
 import type { RegionData } from './data-stack.js';
 
@@ -23,12 +28,21 @@ export interface ApiStackProps extends StackProps {
   baseUrls: Record<Region, string>;
 }
 
+/** The stage's own throttle, before any function runs (per API key limits are the functions'). */
+export const STAGE_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const;
+
 /**
- * The stateless half of a regional deployment: an HTTP API with one Lambda function per
- * route of the routes table, and the fallback function on `$default` (404/405 in the error
- * envelope). Authentication is the API key, checked by every function.
+ * The stateless half of a regional deployment: a REST API with one Lambda function per route
+ * of the routes table, the fallback function behind every other path and method (404/405 in
+ * the error envelope), the queue workers, and the edge of `shared/edge.ts`: a WAF rule that
+ * refuses bodies a Lambda invocation could not carry, and gateway responses that answer every
+ * error of the gateway's own in the error envelope. Authentication is the API key, checked by
+ * every function.
  */
 export class ApiStack extends Stack {
+  readonly api: RestApi;
+  readonly functions: { name: string; fn: CdpFunction['fn'] }[] = [];
+
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
     const environment = {
@@ -38,58 +52,228 @@ export class ApiStack extends Stack {
       BASE_URL_EU: props.baseUrls.eu,
     };
 
-    const fallback = new CdpFunction(this, 'fallback', {
-      ...FALLBACK_FUNCTION,
-      access: [],
-      data: props.data,
-      environment,
-    });
-    const api = new HttpApi(this, 'api', {
-      apiName: `cdp-${props.region}`,
-      createDefaultStage: false,
-      defaultIntegration: new HttpLambdaIntegration('fallback-integration', fallback.fn),
-    });
     const accessLogs = new LogGroup(this, 'access-logs', {
       retention: RetentionDays.THREE_MONTHS,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    const stage = new HttpStage(this, 'stage', {
-      httpApi: api,
-      stageName: '$default',
-      autoDeploy: true,
-      throttle: { rateLimit: 1000, burstLimit: 2000 },
-      accessLogSettings: { destination: new LogGroupLogDestination(accessLogs) },
+    this.api = new RestApi(this, 'api', {
+      restApiName: `cdp-${props.region}`,
+      description: `Customer data platform API, ${props.region} region`,
+      endpointTypes: [EndpointType.REGIONAL],
+      // Every body reaches the functions base64-encoded: 4/3 of its size whatever it holds,
+      // so the edge limit (shared/edge.ts) always fits a Lambda invocation.
+      binaryMediaTypes: ['*/*'],
+      cloudWatchRole: true,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      deployOptions: {
+        stageName: STAGE_NAME,
+        throttlingRateLimit: STAGE_THROTTLE.rateLimit,
+        throttlingBurstLimit: STAGE_THROTTLE.burstLimit,
+        loggingLevel: MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        metricsEnabled: true,
+        tracingEnabled: true,
+        accessLogDestination: new LogGroupLogDestination(accessLogs),
+        accessLogFormat: AccessLogFormat.jsonWithStandardFields(),
+      },
     });
+    this.addGatewayResponses();
 
+    const fallback = this.function('fallback', {
+      ...FALLBACK_FUNCTION,
+      access: [],
+      props,
+      environment,
+    });
+    // One permission for every path and method it stands behind.
+    const fallbackIntegration = new LambdaIntegration(fallback, { scopePermissionToMethod: false });
+    const resources = new Set<IResource>([this.api.root]);
     for (const route of ROUTES) {
-      const name = `${route.method}${route.path}`.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase();
-      const handler = new CdpFunction(this, name, {
-        function: route.function,
-        memoryMb: route.memoryMb,
-        timeoutSeconds: route.timeoutSeconds,
-        access: route.access,
-        data: props.data,
-        environment,
-      });
-      api.addRoutes({
-        path: route.path,
-        methods: [HttpMethod[route.method]],
-        integration: new HttpLambdaIntegration(`${name}-integration`, handler.fn),
+      const handler = this.function(routeName(route), { ...route, props, environment });
+      const resource = this.resourceFor(route.path, resources);
+      resource.addMethod(route.method, new LambdaIntegration(handler, { allowTestInvoke: false }));
+    }
+    // The other methods of every known path (405), and every unknown path (404).
+    for (const resource of resources) resource.addMethod('ANY', fallbackIntegration);
+    this.api.root.addProxy({ defaultIntegration: fallbackIntegration, anyMethod: true });
+
+    this.addBodyLimitRule(props.region);
+    this.addWorkers(props, environment);
+
+    NagSuppressions.addStackSuppressions(this, [
+      {
+        id: 'AwsSolutions-APIG2',
+        reason:
+          'Every function validates its body with its zod schema and answers 400 in the error envelope naming the member; a gateway validator would answer another shape.',
+      },
+      {
+        id: 'AwsSolutions-APIG4',
+        reason: 'Requests are authenticated by API key inside every function (spec: X-Api-Key).',
+      },
+      {
+        id: 'AwsSolutions-COG4',
+        reason: 'The API authenticates callers by the spec’s X-Api-Key, not Cognito users.',
+      },
+      {
+        id: 'AwsSolutions-IAM4',
+        reason:
+          'API Gateway’s account-level role for CloudWatch logs uses the AWS managed policy made for it.',
+        appliesTo: [
+          'Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs',
+        ],
+      },
+    ]);
+    new CfnOutput(this, 'ApiUrl', {
+      description: `The ${props.region} region's API address (before a custom domain)`,
+      value: this.api.url,
+    });
+  }
+
+  private function(
+    name: string,
+    options: {
+      function: string;
+      memoryMb: number;
+      timeoutSeconds: number;
+      access: RouteDefinition['access'];
+      props: ApiStackProps;
+      environment: Record<string, string>;
+    },
+  ) {
+    const { fn } = new CdpFunction(this, name, {
+      function: options.function,
+      memoryMb: options.memoryMb,
+      timeoutSeconds: options.timeoutSeconds,
+      access: options.access,
+      data: options.props.data,
+      environment: options.environment,
+      publicBaseUrl: options.props.baseUrls[options.props.region],
+    });
+    this.functions.push({ name, fn });
+    return fn;
+  }
+
+  /** The resource of a path, and every resource on the way there, remembered in `seen`. */
+  private resourceFor(path: string, seen: Set<IResource>): IResource {
+    let resource: IResource = this.api.root;
+    for (const part of path.split('/').filter(Boolean)) {
+      resource = resource.getResource(part) ?? resource.addResource(part);
+      seen.add(resource);
+    }
+    return resource;
+  }
+
+  /**
+   * Every error API Gateway answers itself is the error envelope, with the request ID its
+   * access logs carry; the statuses and texts are the local adapter's too (shared/edge.ts).
+   */
+  private addGatewayResponses(): void {
+    const envelope = (status: number, error: string) =>
+      `{"request_id":"$context.requestId","code":${status},"error":${error}}`;
+    const quoted = (text: string) => JSON.stringify(text);
+    const responses: [ResponseType, number, string, Record<string, string>?][] = [
+      [
+        ResponseType.WAF_FILTERED,
+        EDGE_ERRORS.bodyRefused.status,
+        quoted(EDGE_ERRORS.bodyRefused.message),
+      ],
+      [
+        ResponseType.REQUEST_TOO_LARGE,
+        EDGE_ERRORS.gatewayTooLarge.status,
+        quoted(EDGE_ERRORS.gatewayTooLarge.message),
+      ],
+      [
+        ResponseType.THROTTLED,
+        EDGE_ERRORS.throttled.status,
+        quoted(EDGE_ERRORS.throttled.message),
+        { 'Retry-After': "'1'" },
+      ],
+      [
+        ResponseType.INTEGRATION_FAILURE,
+        EDGE_ERRORS.integrationFailure.status,
+        quoted(EDGE_ERRORS.integrationFailure.message),
+      ],
+      [
+        ResponseType.INTEGRATION_TIMEOUT,
+        EDGE_ERRORS.integrationTimeout.status,
+        quoted(EDGE_ERRORS.integrationTimeout.message),
+      ],
+      // Every path and method has a function behind it; should one not, it is a 404.
+      [ResponseType.MISSING_AUTHENTICATION_TOKEN, 404, quoted('No such endpoint')],
+      [ResponseType.DEFAULT_4XX, 400, '$context.error.messageString'],
+      [ResponseType.DEFAULT_5XX, 500, '$context.error.messageString'],
+    ];
+    for (const [type, status, error, headers] of responses) {
+      this.api.addGatewayResponse(`response-${type.responseType.toLowerCase()}`, {
+        type,
+        statusCode: String(status),
+        responseHeaders: { 'Content-Type': "'application/json'", ...headers },
+        templates: { 'application/json': envelope(status, error) },
       });
     }
+  }
 
-    // The queue workers: each fed by its queue through an SQS event source that reports
-    // partial batch failures, at most `maxConcurrency` batches at once.
+  /**
+   * The WAF rule of the edge: a body over the limit by its `Content-Length`, or one sent
+   * chunked (no length to check), is refused before API Gateway invokes anything; the
+   * `WAF_FILTERED` gateway response answers it as a 413 in the envelope.
+   */
+  private addBodyLimitRule(region: Region): void {
+    const header = (name: string) => ({ singleHeader: { Name: name } });
+    const visibility = (metricName: string) => ({
+      cloudWatchMetricsEnabled: true,
+      metricName,
+      sampledRequestsEnabled: true,
+    });
+    const acl = new CfnWebACL(this, 'edge', {
+      name: `cdp-${region}-edge`,
+      scope: 'REGIONAL',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility(`cdp-${region}-edge`),
+      rules: [
+        {
+          name: 'body-limit',
+          priority: 0,
+          action: { block: {} },
+          visibilityConfig: visibility(`cdp-${region}-body-limit`),
+          statement: {
+            orStatement: {
+              statements: [
+                {
+                  regexMatchStatement: {
+                    fieldToMatch: header('content-length'),
+                    regexString: numbersAbove(EDGE_MAX_BODY_BYTES),
+                    textTransformations: [{ priority: 0, type: 'NONE' }],
+                  },
+                },
+                {
+                  byteMatchStatement: {
+                    fieldToMatch: header('transfer-encoding'),
+                    positionalConstraint: 'CONTAINS',
+                    searchString: 'chunked',
+                    textTransformations: [{ priority: 0, type: 'LOWERCASE' }],
+                  },
+                },
+              ],
+            },
+          },
+        },
+      ],
+    });
+    new CfnWebACLAssociation(this, 'edge-association', {
+      resourceArn: this.api.deploymentStage.stageArn,
+      webAclArn: acl.attrArn,
+    });
+  }
+
+  /**
+   * The queue workers: each fed by its queue through an SQS event source that reports
+   * partial batch failures, at most `maxConcurrency` batches at once.
+   */
+  private addWorkers(props: ApiStackProps, environment: Record<string, string>): void {
     for (const worker of WORKERS) {
-      const consumer = new CdpFunction(this, `worker-${worker.function}`, {
-        function: worker.function,
-        memoryMb: worker.memoryMb,
-        timeoutSeconds: worker.timeoutSeconds,
-        access: worker.access,
-        data: props.data,
-        environment,
-      });
-      consumer.fn.addEventSource(
+      const fn = this.function(workerName(worker), { ...worker, props, environment });
+      fn.addEventSource(
         new SqsEventSource(props.data.queues[worker.queue], {
           batchSize: worker.batchSize,
           maxConcurrency: worker.maxConcurrency,
@@ -97,13 +281,14 @@ export class ApiStack extends Stack {
         }),
       );
     }
-
-    NagSuppressions.addStackSuppressions(this, [
-      {
-        id: 'AwsSolutions-APIG4',
-        reason: 'Requests are authenticated by API key inside every function (spec: X-Api-Key).',
-      },
-    ]);
-    new CfnOutput(this, 'ApiUrl', { value: stage.url });
   }
+}
+
+/** The construct ID of a route's function: `post-v1-person-merge`. */
+export function routeName(route: Pick<RouteDefinition, 'method' | 'path'>): string {
+  return `${route.method}${route.path}`.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase();
+}
+
+export function workerName(worker: Pick<WorkerDefinition, 'function'>): string {
+  return `worker-${worker.function}`;
 }

@@ -12,7 +12,10 @@ import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { CfnPlaceIndex } from 'aws-cdk-lib/aws-location';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
+import { readFileSync } from 'node:fs';
+import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
+import { EmailSending, type EmailSendingData } from '../constructs/email-sending.js';
 import {
   BUCKETS,
   QUEUES,
@@ -32,6 +35,7 @@ export interface RegionData {
   buckets: Record<BucketName, IBucket>;
   /** The Amazon Location Service place index address lookups use. */
   placeIndex: { name: string; arn: string };
+  email: EmailSendingData;
 }
 
 export interface DataStackProps extends StackProps {
@@ -127,12 +131,46 @@ export class DataStack extends Stack {
       pricingPlan: 'RequestBasedUsage',
     });
 
+    const email = new EmailSending(this, 'email', {
+      region,
+      fallbackDomain: fallbackDomainOf(this, region),
+      sendingDomains: sendingDomainsOf(this, region),
+      eventsQueue: queues['email-events'],
+    });
+
     this.data = {
       region,
       tables,
       queues,
       buckets,
       placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
+      email: email.data,
     };
   }
+}
+
+/** Context `emailDomains`: the fallback sending domain of each region. */
+function fallbackDomainOf(scope: Construct, region: Region): string {
+  const domains = scope.node.tryGetContext('emailDomains') as
+    Partial<Record<Region, string>> | undefined;
+  const domain = domains?.[region];
+  if (typeof domain !== 'string' || domain === '') {
+    throw new Error(
+      `cdk.json context "emailDomains" must give the fallback sending domain of ${region}`,
+    );
+  }
+  return domain;
+}
+
+/**
+ * Context `instanceConfig` (optional): the instance configuration file whose instances'
+ * `sending_domains` get an SES identity in their region. Without it, only the fallback domain.
+ */
+function sendingDomainsOf(scope: Construct, region: Region): string[] {
+  const file = scope.node.tryGetContext('instanceConfig') as string | undefined;
+  if (!file) return [];
+  const config = ConfigurationFile.parse(JSON.parse(readFileSync(file, 'utf8')));
+  return config.instances
+    .filter((instance) => instance.region === region)
+    .flatMap((instance) => instance.sending_domains);
 }

@@ -3,7 +3,7 @@ import httpEventNormalizer from '@middy/http-event-normalizer';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { z as zod } from 'zod';
 import { readEnv } from '../config/env.js';
@@ -28,7 +28,7 @@ interface ApiContext extends Context {
   tenant?: Tenant;
 }
 
-type Event = APIGatewayProxyEventV2;
+type Event = APIGatewayProxyEvent;
 type Middleware = MiddlewareObj<Event, HttpResponse, Error, ApiContext>;
 
 export interface HandlerResult {
@@ -43,15 +43,17 @@ export interface ApiInput<B> {
   requestId: string;
 }
 
-/** What the runtime calls: API Gateway (HTTP API, payload v2) and the local server alike. */
-export type HttpHandler = (
-  event: APIGatewayProxyEventV2,
-  context: Context,
-) => Promise<HttpResponse>;
+/**
+ * What the runtime calls: API Gateway (REST API, Lambda proxy, payload format 1.0) and the
+ * local server alike. REST rather than HTTP API because only REST lets every error the
+ * gateway answers itself (oversized bodies, throttling, integration failures) be the error
+ * envelope, and lets WAF refuse bodies a Lambda invocation could not carry (`shared/edge.ts`).
+ */
+export type HttpHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<HttpResponse>;
 
 /**
  * middy types the event as the union of what its event normalizer accepts (v1 and v2
- * payloads); the functions are deployed behind HTTP APIs (v2) only, hence the narrowing.
+ * payloads); the functions are deployed behind a REST API (v1) only, hence the narrowing.
  */
 function asHttpHandler(handler: (event: never, context: never) => Promise<HttpResponse>) {
   return handler as HttpHandler;
@@ -88,7 +90,7 @@ export function requestIdOf(event: Event): string {
 }
 
 function bodyBytes(event: Event): number {
-  if (event.body === undefined) return 0;
+  if (event.body === null) return 0;
   return Buffer.byteLength(event.body, event.isBase64Encoded ? 'base64' : 'utf8');
 }
 

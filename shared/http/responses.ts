@@ -1,6 +1,6 @@
-import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyResult } from 'aws-lambda';
 
-export type HttpResponse = APIGatewayProxyStructuredResultV2 & {
+export type HttpResponse = APIGatewayProxyResult & {
   statusCode: number;
   headers: Record<string, string>;
   body: string;

@@ -4,9 +4,20 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { buildApp } from '../../infra/bin/app.js';
 import { REGIONS } from '../../shared/domain/regions.js';
-import { QUEUES, TABLES, queueName, tableName } from '../../shared/resources.js';
-import { ROUTES, routeKey } from '../../shared/routes.js';
+import type { Region } from '../../shared/domain/regions.js';
+import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
+import {
+  QUEUES,
+  TABLES,
+  queueName,
+  sesConfigurationSet,
+  tableName,
+  type QueueName,
+  type TableName,
+} from '../../shared/resources.js';
+import { ROUTES, routeKey, type Access } from '../../shared/routes.js';
 import { WORKERS } from '../../shared/workers.js';
+import { STAGE_THROTTLE, routeName, workerName } from '../../infra/stacks/api-stack.js';
 
 /** The app as `cdk synth` builds it (cdk.json context), without bundling the functions. */
 function stackOf(app: App, id: string): Stack {
@@ -42,6 +53,141 @@ function actionsOf(statements: Statement[]): string[] {
   return statements.flatMap((statement) =>
     Array.isArray(statement.Action) ? statement.Action : [statement.Action],
   );
+}
+
+type ApiMethod = {
+  Properties: {
+    HttpMethod: string;
+    ResourceId: { Ref: string } | { 'Fn::GetAtt': [string, string] };
+    Integration: { Uri: unknown };
+  };
+};
+type GatewayResponse = {
+  ResponseType: string;
+  StatusCode: string;
+  ResponseTemplates: Record<string, string>;
+  ResponseParameters?: Record<string, string>;
+};
+type FunctionResource = { Properties: { Environment: { Variables: Record<string, unknown> } } };
+
+function readContext(): Record<string, unknown> {
+  return (JSON.parse(readFileSync('cdk.json', 'utf8')) as { context: Record<string, unknown> })
+    .context;
+}
+
+/** The path of a REST API method, from its resource up to the root. */
+function pathOf(template: Template, method: ApiMethod): string {
+  const resources = template.findResources('AWS::ApiGateway::Resource') as Record<
+    string,
+    { Properties: { PathPart: string; ParentId: { Ref?: string } } }
+  >;
+  const parts: string[] = [];
+  let id = 'Ref' in method.Properties.ResourceId ? method.Properties.ResourceId.Ref : undefined;
+  while (id) {
+    const resource = resources[id];
+    if (!resource) break;
+    parts.unshift(resource.Properties.PathPart);
+    id = resource.Properties.ParentId.Ref;
+  }
+  return `/${parts.join('/')}`;
+}
+
+/** The logical ID of the function a method's integration invokes. */
+function functionOf(method: ApiMethod | undefined): string {
+  const match = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(
+    JSON.stringify(method?.Properties.Integration.Uri),
+  );
+  return match?.[1] ?? '';
+}
+
+const READS = ['GetItem', 'BatchGetItem', 'Query', 'ConditionCheckItem'].map(
+  (a) => `dynamodb:${a}`,
+);
+const WRITES = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem'].map(
+  (a) => `dynamodb:${a}`,
+);
+const CONSUME = [
+  'sqs:ReceiveMessage',
+  'sqs:ChangeMessageVisibility',
+  'sqs:GetQueueUrl',
+  'sqs:DeleteMessage',
+  'sqs:GetQueueAttributes',
+];
+
+/** `action target` pairs a policy allows, with targets named after the data stack's resources. */
+function touchesOf(statements: Statement[]): string[] {
+  const touches = new Set<string>();
+  for (const statement of statements) {
+    const resources = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
+    for (const resource of resources) {
+      const text = JSON.stringify(resource);
+      const table = /FnGetAtt(config|people|organizations|activities|requests|emails)table/.exec(
+        text,
+      );
+      const queue = /FnGetAtt(ingest|emailevents|email)queue/.exec(text);
+      const target = table
+        ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
+        : queue
+          ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}`
+          : text.includes('payloadsbucket')
+            ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
+            : text.includes(':identity/')
+              ? `ses:identity/${/:identity\/([^"]+)"/.exec(text)?.[1] ?? '?'}`
+              : text.includes(':configuration-set/')
+                ? 'ses:configuration-set'
+                : text.includes('placeindex')
+                  ? 'geo:place-index'
+                  : resource === '*'
+                    ? '*'
+                    : text;
+      for (const action of actionsOf([statement])) touches.add(`${action} ${target}`);
+    }
+  }
+  return [...touches].sort();
+}
+
+/** What each kind of access should allow, written out independently of the construct. */
+function expectedTouches(
+  access: readonly Access[],
+  region: Region,
+  consumes?: QueueName,
+): string[] {
+  // X-Ray's upload actions have no resource of their own.
+  const touches = new Set<string>(['xray:PutTraceSegments *', 'xray:PutTelemetryRecords *']);
+  const table = (name: TableName, actions: string[]) => {
+    const indexed = TABLES.find((t) => t.name === name)?.indexes.length ?? 0;
+    for (const action of actions) {
+      touches.add(`${action} table:${name}`);
+      if (indexed > 0) touches.add(`${action} table:${name}/index`);
+    }
+  };
+  const domains = [(readContext().emailDomains as Record<string, string>)[region] ?? ''];
+  for (const need of access) {
+    if (need === 'config:read') table('config', READS);
+    else if (need === 'config:write') table('config', [...READS, ...WRITES]);
+    else if (need.endsWith(':read')) table(need.replace(':read', '') as TableName, READS);
+    else if (['people', 'organizations', 'activities', 'requests', 'emails'].includes(need)) {
+      table(need as TableName, [...READS, ...WRITES]);
+    } else if (need === 'payloads:put') {
+      touches.add('s3:PutObject bucket:ingest').add('s3:DeleteObject bucket:ingest');
+    } else if (need === 'payloads:get') touches.add('s3:GetObject bucket:ingest');
+    else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
+    else if (need === 'email-payloads:get') touches.add('s3:GetObject bucket:email');
+    else if (need === 'queue:ingest' || need === 'queue:email') {
+      for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
+        touches.add(`${action} queue:${need.slice('queue:'.length)}`);
+      }
+    } else if (need.startsWith('queue:') && need.endsWith(':retry')) {
+      touches.add(`sqs:ChangeMessageVisibility queue:${need.slice(6, -6)}`);
+    } else if (need === 'ses:send') {
+      for (const action of ['ses:SendEmail', 'ses:SendRawEmail']) {
+        touches.add(`${action} ses:configuration-set`);
+        for (const domain of domains) touches.add(`${action} ses:identity/${domain}`);
+      }
+    } else if (need === 'geo') touches.add('geo:SearchPlaceIndexForText geo:place-index');
+  }
+  if (consumes) for (const action of CONSUME) touches.add(`${action} queue:${consumes}`);
+  return [...touches].sort();
 }
 
 describe('the CDK app', () => {
@@ -81,7 +227,7 @@ describe('the CDK app', () => {
       api = Template.fromStack(stackOf(app, `cdp-${region}-api`));
     });
 
-    it('keeps every table, with point-in-time recovery and deletion protection', () => {
+    it('keeps every table, encrypted, with point-in-time recovery and deletion protection', () => {
       for (const table of TABLES) {
         data.hasResource('AWS::DynamoDB::Table', {
           DeletionPolicy: 'Retain',
@@ -90,6 +236,7 @@ describe('the CDK app', () => {
             BillingMode: 'PAY_PER_REQUEST',
             DeletionProtectionEnabled: true,
             PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+            SSESpecification: { SSEEnabled: true },
             KeySchema: [
               { AttributeName: 'pk', KeyType: 'HASH' },
               { AttributeName: 'sk', KeyType: 'RANGE' },
@@ -114,37 +261,73 @@ describe('the CDK app', () => {
       }
     });
 
-    it('routes every entry of the routes table to its own Node.js 22 ARM64 function', () => {
+    it('serves exactly the routes table, each route by its own Node.js 22 ARM64 function', () => {
+      const methods = Object.values(
+        api.findResources('AWS::ApiGateway::Method') as Record<string, ApiMethod>,
+      );
+      const served = methods
+        .filter((method) => method.Properties.HttpMethod !== 'ANY')
+        .map((method) => `${method.Properties.HttpMethod} ${pathOf(api, method)}`);
+      expect(served.sort()).toEqual(ROUTES.map(routeKey).sort());
       for (const route of ROUTES) {
-        api.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: routeKey(route) });
+        const method = methods.find(
+          (m) => m.Properties.HttpMethod === route.method && pathOf(api, m) === route.path,
+        );
+        expect(functionOf(method)).toMatch(
+          new RegExp(`^${routeName(route).replace(/-/g, '')}function`),
+        );
       }
-      api.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: '$default' });
+      // Every other method of every path, and every unknown path, reach the fallback.
+      const resources = Object.keys(api.findResources('AWS::ApiGateway::Resource'));
+      const anyMethods = methods.filter((method) => method.Properties.HttpMethod === 'ANY');
+      expect(anyMethods).toHaveLength(resources.length + 1);
+      for (const method of anyMethods) expect(functionOf(method)).toMatch(/^fallbackfunction/);
+      expect(anyMethods.map((method) => pathOf(api, method))).toContain('/{proxy+}');
+
       const functions = api.findResources('AWS::Lambda::Function', {
         Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'] },
       });
       expect(Object.keys(functions)).toHaveLength(ROUTES.length + 1 + WORKERS.length);
     });
 
+    it('grants every function exactly what its entry in the routes or workers table declares', () => {
+      const entries: { id: string; access: readonly Access[]; consumes?: QueueName }[] = [
+        ...ROUTES.map((route) => ({ id: routeName(route), access: route.access })),
+        ...WORKERS.map((worker) => ({
+          id: workerName(worker),
+          access: worker.access,
+          consumes: worker.queue,
+        })),
+        { id: 'fallback', access: [] },
+      ];
+      for (const entry of entries) {
+        const prefix = `${entry.id.replace(/-/g, '')}function`;
+        const granted = touchesOf(statementsOf(api, prefix));
+        const expected = expectedTouches(entry.access, region, entry.consumes);
+        expect({ function: entry.id, grants: granted }).toEqual({
+          function: entry.id,
+          grants: expected,
+        });
+      }
+    });
+
     it('feeds every worker from its queue, reporting partial batch failures, with bounded concurrency', () => {
+      const mappings = Object.values(api.findResources('AWS::Lambda::EventSourceMapping')).map(
+        (mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties),
+      );
+      expect(mappings).toHaveLength(WORKERS.length);
       for (const worker of WORKERS) {
-        api.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        const queueId = `FnGetAtt${worker.queue.replace(/-/g, '')}queue`;
+        const mapping = mappings.find((m) =>
+          m.includes(`"Ref":"${workerName(worker).replace(/-/g, '')}function`),
+        );
+        expect(mapping).toContain(queueId);
+        expect(JSON.parse(mapping ?? '{}')).toMatchObject({
           BatchSize: worker.batchSize,
           FunctionResponseTypes: ['ReportBatchItemFailures'],
           ScalingConfig: { MaximumConcurrency: worker.maxConcurrency },
         });
       }
-      // The worker may read claim-check payloads and delay failed messages; it cannot send.
-      const statements = statementsOf(api, 'workeringestworker');
-      const actions = actionsOf(statements);
-      expect(actions).toEqual(
-        expect.arrayContaining([
-          's3:GetObject',
-          'sqs:ChangeMessageVisibility',
-          'sqs:ReceiveMessage',
-        ]),
-      );
-      expect(actions).not.toContain('sqs:SendMessage');
-      expect(actions).not.toContain('s3:PutObject');
     });
 
     it('tells every function its region and the base address of every region', () => {
@@ -187,16 +370,125 @@ describe('the CDK app', () => {
       expect(listing).not.toContain('geo:SearchPlaceIndexForText');
     });
 
-    it('throttles and logs access on the stage', () => {
-      api.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
-        StageName: '$default',
-        AutoDeploy: true,
-        DefaultRouteSettings: Match.objectLike({
-          ThrottlingRateLimit: 1000,
-          ThrottlingBurstLimit: 2000,
-        }),
-        AccessLogSettings: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    it('throttles, traces and logs the stage, behind the WAF rule that refuses oversized bodies', () => {
+      api.hasResourceProperties('AWS::ApiGateway::RestApi', {
+        Name: `cdp-${region}`,
+        BinaryMediaTypes: ['*/*'],
+        EndpointConfiguration: { Types: ['REGIONAL'] },
       });
+      api.hasResourceProperties('AWS::ApiGateway::Stage', {
+        StageName: STAGE_NAME,
+        TracingEnabled: true,
+        AccessLogSetting: Match.objectLike({ DestinationArn: Match.anyValue() }),
+        MethodSettings: Match.arrayWith([
+          Match.objectLike({
+            HttpMethod: '*',
+            ResourcePath: '/*',
+            LoggingLevel: 'ERROR',
+            ThrottlingRateLimit: STAGE_THROTTLE.rateLimit,
+            ThrottlingBurstLimit: STAGE_THROTTLE.burstLimit,
+          }),
+        ]),
+      });
+      const acls = api.findResources('AWS::WAFv2::WebACL');
+      expect(Object.keys(acls)).toHaveLength(1);
+      const [aclId, acl] = Object.entries(acls)[0] as [string, { Properties: unknown }];
+      const rule = JSON.stringify(acl.Properties);
+      expect(rule).toContain(JSON.stringify(numbersAbove(EDGE_MAX_BODY_BYTES)).slice(1, -1));
+      expect(rule).toContain('content-length');
+      expect(rule).toContain('chunked');
+      api.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {
+        WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
+        ResourceArn: Match.objectLike({
+          'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/stages/')])],
+        }),
+      });
+    });
+
+    it('answers every error of the gateway itself in the error envelope', () => {
+      const responses = Object.values(
+        api.findResources('AWS::ApiGateway::GatewayResponse') as Record<
+          string,
+          { Properties: GatewayResponse }
+        >,
+      ).map(({ Properties }) => Properties);
+      const byType = new Map(responses.map((response) => [response.ResponseType, response]));
+      const expected: [string, number, string][] = [
+        ['WAF_FILTERED', 413, EDGE_ERRORS.bodyRefused.message],
+        ['REQUEST_TOO_LARGE', 413, EDGE_ERRORS.gatewayTooLarge.message],
+        ['THROTTLED', 429, EDGE_ERRORS.throttled.message],
+        ['INTEGRATION_FAILURE', 502, EDGE_ERRORS.integrationFailure.message],
+        ['INTEGRATION_TIMEOUT', 504, EDGE_ERRORS.integrationTimeout.message],
+      ];
+      for (const [type, status, message] of expected) {
+        const response = byType.get(type);
+        expect(response?.StatusCode).toBe(String(status));
+        const template = response?.ResponseTemplates['application/json'] ?? '';
+        expect(JSON.parse(template.replace('$context.requestId', 'r-1'))).toEqual({
+          request_id: 'r-1',
+          code: status,
+          error: message,
+        });
+      }
+      expect(byType.get('THROTTLED')?.ResponseParameters).toMatchObject({
+        'gatewayresponse.header.Retry-After': "'1'",
+      });
+      for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX', 'MISSING_AUTHENTICATION_TOKEN']) {
+        expect(byType.get(type)?.ResponseTemplates['application/json']).toMatch(
+          /^\{"request_id":"\$context\.requestId","code":\d{3},"error":/,
+        );
+      }
+    });
+
+    it("sends email through the region's configuration set, whose events reach the email-events queue", () => {
+      data.hasResourceProperties('AWS::SES::ConfigurationSet', {
+        Name: sesConfigurationSet(region),
+        ReputationOptions: { ReputationMetricsEnabled: true },
+      });
+      const topics = data.findResources('AWS::SNS::Topic', {
+        Properties: { TopicName: `cdp-${region}-ses-events` },
+      });
+      const [topicId, topic] = Object.entries(topics)[0] as [
+        string,
+        { Properties: { KmsMasterKeyId?: unknown } },
+      ];
+      expect(topic.Properties.KmsMasterKeyId).toBeDefined();
+      data.hasResourceProperties('AWS::SES::ConfigurationSetEventDestination', {
+        EventDestination: {
+          Enabled: true,
+          MatchingEventTypes: Match.arrayEquals([
+            'send',
+            'delivery',
+            'bounce',
+            'complaint',
+            'reject',
+          ]),
+          SnsDestination: { TopicARN: { Ref: topicId } },
+        },
+      });
+      const queues = data.findResources('AWS::SQS::Queue', {
+        Properties: { QueueName: queueName(region, 'email-events') },
+      });
+      data.hasResourceProperties('AWS::SNS::Subscription', {
+        Protocol: 'sqs',
+        TopicArn: { Ref: topicId },
+        Endpoint: { 'Fn::GetAtt': [Object.keys(queues)[0], 'Arn'] },
+        RawMessageDelivery: false,
+      });
+      const fallbackDomain = (readContext().emailDomains as Record<string, string>)[region];
+      data.hasResourceProperties('AWS::SES::EmailIdentity', { EmailIdentity: fallbackDomain });
+      // The sender knows the fallback domain and where links point; the worker, the set.
+      const variablesOf = (prefix: string) =>
+        Object.entries(api.findResources('AWS::Lambda::Function'))
+          .filter(([id]) => id.startsWith(prefix))
+          .map(([, fn]) => (fn as FunctionResource).Properties.Environment.Variables)[0];
+      expect(variablesOf('postv1transactionalsendfunction')).toMatchObject({
+        EMAIL_FALLBACK_DOMAIN: fallbackDomain,
+        PUBLIC_BASE_URL: (readContext().baseUrls as Record<string, string>)[region],
+      });
+      expect(JSON.stringify(variablesOf('workeremailworkerfunction'))).toMatch(
+        /"SES_CONFIGURATION_SET":\{"Fn::ImportValue":"cdp-[a-z]+-data:ExportsOutputRefemailconfigurationset/,
+      );
     });
   });
 });

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { proxyEvent } from '../../local/http-adapter.js';
 import { localBucketName, tableName } from '../../shared/resources.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
@@ -86,40 +87,21 @@ export function functionEnv(extra: Record<string, string>): void {
   });
 }
 
-/** An API Gateway (HTTP API) event of a POST, as the local adapter builds them. */
+/** An API Gateway (REST API) event of a POST, as the local adapter builds them. */
 export function postEvent(
   path: string,
   body: unknown,
   apiKey: string,
   requestId: string,
-): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `POST ${path}`,
-    rawPath: path,
-    rawQueryString: '',
+): APIGatewayProxyEvent {
+  return proxyEvent({
+    method: 'POST',
+    url: path,
     headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-    requestContext: {
-      accountId: '1',
-      apiId: 'local',
-      domainName: 'localhost',
-      domainPrefix: 'localhost',
-      http: {
-        method: 'POST',
-        path,
-        protocol: 'HTTP/1.1',
-        sourceIp: '127.0.0.1',
-        userAgent: 'test',
-      },
-      requestId,
-      routeKey: `POST ${path}`,
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-    },
-    body: JSON.stringify(body),
-    isBase64Encoded: false,
-  };
+    body: Buffer.from(JSON.stringify(body)),
+    requestId,
+    resource: path,
+  });
 }
 
 /** A Lambda context with the time a route has (29 s). */

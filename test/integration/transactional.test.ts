@@ -229,7 +229,7 @@ describe('POST /v1/transactional/send: gates and limits', () => {
     expect(found.body.contacts).toEqual([]);
   });
 
-  it('refuses a request body over 6 MB with 413 in the envelope', async () => {
+  it('refuses a request body over the edge limit with 413 in the envelope', async () => {
     const response = await call('/v1/transactional/send', {
       key,
       rawBody: JSON.stringify({ asset: asset(), emails: [], pad: 'x'.repeat(6 * 1024 * 1024) }),

@@ -13,7 +13,6 @@ const MB = 1024 * 1024;
 
 export const EMAIL_LIMITS = {
   emails: 100,
-  requestBytes: 6 * MB,
   /** Of one attachment's `content`, as sent (base64). */
   attachmentBytes: 1 * MB,
   /** Of one built email (headers, parts, attachments). */

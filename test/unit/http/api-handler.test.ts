@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
+import { proxyEvent } from '../../../local/http-adapter.js';
 import { z } from 'zod';
 import {
   InvalidTimeZoneError,
@@ -14,36 +15,22 @@ import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 
 const tenant = testTenant();
 
+/** A REST API event with a text body (API Gateway sends base64 ones too: tested below). */
 function event(
   body: string | undefined,
   headers: Record<string, string> = {},
-): APIGatewayProxyEventV2 {
+): APIGatewayProxyEvent {
   return {
-    version: '2.0',
-    routeKey: 'POST /v1/person/merge',
-    rawPath: '/v1/person/merge',
-    rawQueryString: '',
-    headers: { 'content-type': 'application/json', ...headers },
-    requestContext: {
-      accountId: '1',
-      apiId: 'api',
-      domainName: 'api.test',
-      domainPrefix: 'api',
-      http: {
-        method: 'POST',
-        path: '/v1/person/merge',
-        protocol: 'HTTP/1.1',
-        sourceIp: '1.2.3.4',
-        userAgent: 'test',
-      },
+    ...proxyEvent({
+      method: 'POST',
+      url: '/v1/person/merge',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: Buffer.alloc(0),
       requestId: 'req-123',
-      routeKey: 'POST /v1/person/merge',
-      stage: '$default',
-      time: '',
-      timeEpoch: 0,
-    },
+      resource: '/v1/person/merge',
+    }),
+    body: body ?? null,
     isBase64Encoded: false,
-    ...(body === undefined ? {} : { body }),
   };
 }
 
