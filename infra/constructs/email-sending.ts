@@ -8,8 +8,7 @@ import {
   EventDestination,
   Identity,
 } from 'aws-cdk-lib/aws-ses';
-import { Topic } from 'aws-cdk-lib/aws-sns';
-import { SqsSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { Subscription, SubscriptionProtocol, Topic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
@@ -73,7 +72,22 @@ export class EmailSending extends Construct {
         conditions: { StringEquals: { 'aws:SourceAccount': stack.account } },
       }),
     );
-    topic.addSubscription(new SqsSubscription(props.eventsQueue, { rawMessageDelivery: false }));
+    // Named here rather than by `SqsSubscription` after the topic's path from the app, which a
+    // pipeline stage lengthens (a direct and a pipeline deploy must build the same resources).
+    new Subscription(this, 'events-to-queue', {
+      topic,
+      protocol: SubscriptionProtocol.SQS,
+      endpoint: props.eventsQueue.queueArn,
+      rawMessageDelivery: false,
+    });
+    props.eventsQueue.addToResourcePolicy(
+      new PolicyStatement({
+        principals: [new ServicePrincipal('sns.amazonaws.com')],
+        actions: ['sqs:SendMessage'],
+        resources: [props.eventsQueue.queueArn],
+        conditions: { ArnEquals: { 'aws:SourceArn': topic.topicArn } },
+      }),
+    );
 
     const configurationSet = new ConfigurationSet(this, 'configuration-set', {
       configurationSetName: sesConfigurationSet(props.region),

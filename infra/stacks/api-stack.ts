@@ -9,7 +9,6 @@ import {
   RestApi,
   type IResource,
 } from 'aws-cdk-lib/aws-apigateway';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
 import { NagSuppressions } from 'cdk-nag';
@@ -18,7 +17,9 @@ import type { Region } from '../../shared/domain/regions.js';
 import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../../shared/routes.js';
 import { WORKERS, type WorkerDefinition } from '../../shared/workers.js';
+import { QUEUES, TABLES } from '../../shared/resources.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
+import { Operations } from '../constructs/operations.js';
 import type { RegionData } from './data-stack.js';
 
 export interface ApiStackProps extends StackProps {
@@ -45,6 +46,7 @@ export class ApiStack extends Stack {
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
+    const alarmEmail = this.node.tryGetContext('alarmEmail') as string | undefined;
     const environment = {
       CDP_REGION: props.region,
       BASE_URL_DEFAULT: props.baseUrls.default,
@@ -99,6 +101,24 @@ export class ApiStack extends Stack {
 
     this.addBodyLimitRule(props.region);
     this.addWorkers(props, environment);
+
+    new Operations(this, 'operations', {
+      region: props.region,
+      api: { restApiName: this.api.restApiName, stageName: this.api.deploymentStage.stageName },
+      functions: this.functions,
+      queues: QUEUES.map(({ name }) => ({
+        name,
+        queue: props.data.queues[name],
+        deadLetters: props.data.deadLetters[name],
+      })),
+      tables: TABLES.map(({ name, indexes }) => ({
+        name,
+        table: props.data.tables[name],
+        indexes: indexes.map((index) => index.name),
+      })),
+      sesConfigurationSet: props.data.email.configurationSet,
+      ...(alarmEmail ? { alarmEmail } : {}),
+    });
 
     NagSuppressions.addStackSuppressions(this, [
       {
@@ -273,13 +293,17 @@ export class ApiStack extends Stack {
   private addWorkers(props: ApiStackProps, environment: Record<string, string>): void {
     for (const worker of WORKERS) {
       const fn = this.function(workerName(worker), { ...worker, props, environment });
-      fn.addEventSource(
-        new SqsEventSource(props.data.queues[worker.queue], {
-          batchSize: worker.batchSize,
-          maxConcurrency: worker.maxConcurrency,
-          reportBatchItemFailures: true,
-        }),
-      );
+      const queue = props.data.queues[worker.queue];
+      // A mapping named here, not by `SqsEventSource` after the queue's path from the app:
+      // that path differs inside a pipeline stage, and a second mapping of the same function
+      // and queue would be refused when switching between a direct and a pipeline deploy.
+      fn.addEventSourceMapping(`${worker.queue}-source`, {
+        eventSourceArn: queue.queueArn,
+        batchSize: worker.batchSize,
+        maxConcurrency: worker.maxConcurrency,
+        reportBatchItemFailures: true,
+      });
+      queue.grantConsumeMessages(fn);
     }
   }
 }

@@ -32,6 +32,8 @@ export interface RegionData {
   region: Region;
   tables: Record<TableName, ITable>;
   queues: Record<QueueName, IQueue>;
+  /** Each queue's dead-letter queue (for the alarms and the dashboard). */
+  deadLetters: Record<QueueName, IQueue>;
   buckets: Record<BucketName, IBucket>;
   /** The Amazon Location Service place index address lookups use. */
   placeIndex: { name: string; arn: string };
@@ -81,6 +83,7 @@ export class DataStack extends Stack {
     }
 
     const queues = {} as Record<QueueName, IQueue>;
+    const deadLetterQueues = {} as Record<QueueName, IQueue>;
     for (const definition of QUEUES) {
       const deadLetters = new Queue(this, `${definition.name}-dlq`, {
         queueName: queueName(region, definition.name, true),
@@ -89,6 +92,7 @@ export class DataStack extends Stack {
         enforceSSL: true,
         removalPolicy: RemovalPolicy.RETAIN,
       });
+      deadLetterQueues[definition.name] = deadLetters;
       NagSuppressions.addResourceSuppressions(deadLetters, [
         { id: 'AwsSolutions-SQS3', reason: 'This is the dead-letter queue of another queue.' },
       ]);
@@ -142,6 +146,7 @@ export class DataStack extends Stack {
       region,
       tables,
       queues,
+      deadLetters: deadLetterQueues,
       buckets,
       placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
       email: email.data,

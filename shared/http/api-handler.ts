@@ -3,6 +3,7 @@ import httpEventNormalizer from '@middy/http-event-normalizer';
 import httpHeaderNormalizer from '@middy/http-header-normalizer';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
 import httpSecurityHeaders from '@middy/http-security-headers';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import type { z } from 'zod';
 import { z as zod } from 'zod';
@@ -10,6 +11,7 @@ import { readEnv } from '../config/env.js';
 import { PayloadTooLargeError, ValidationError } from '../domain/errors.js';
 import type { Tenant } from '../domain/tenancy.js';
 import { parseWith } from '../domain/validation.js';
+import { logger } from '../lib/logger.js';
 import { currentDeadline, withDeadline } from '../lib/time-budget.js';
 import { routeKey, type RouteDefinition } from '../routes.js';
 import { errorResponse } from './error-mapper.js';
@@ -128,8 +130,22 @@ function errorEnvelope(): Middleware {
   };
 }
 
+/**
+ * Every log line of a request carries the Lambda context and API Gateway's request ID (the
+ * one the response, the error envelope and the access logs carry), reset between requests.
+ */
+function requestLogging(): Middleware {
+  return {
+    before: ({ event }) => {
+      logger.appendKeys({ request_id: requestIdOf(event) });
+    },
+  };
+}
+
 function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody = true) {
   const handler = middy<Event, HttpResponse, Error, ApiContext>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(requestLogging())
     .use(httpHeaderNormalizer())
     .use(httpEventNormalizer());
   if (route) handler.use(bodyGuard(route));

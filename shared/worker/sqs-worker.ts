@@ -78,6 +78,8 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
     }
   };
   return (event, context) => {
+    // Every log line of the batch carries the invocation's request ID.
+    logger.addContext(context);
     const remaining =
       typeof context.getRemainingTimeInMillis === 'function'
         ? context.getRemainingTimeInMillis()

@@ -17,6 +17,7 @@ import {
 } from '../../shared/resources.js';
 import { ROUTES, routeKey, type Access } from '../../shared/routes.js';
 import { WORKERS } from '../../shared/workers.js';
+import { alarmName } from '../../infra/constructs/operations.js';
 import { STAGE_THROTTLE, routeName, workerName } from '../../infra/stacks/api-stack.js';
 
 /** The app as `cdk synth` builds it (cdk.json context), without bundling the functions. */
@@ -403,6 +404,41 @@ describe('the CDK app', () => {
           'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/stages/')])],
         }),
       });
+    });
+
+    it('alarms on dead letters, queue age, 5xx, function errors and throttles, table throttles and SES rates, on a dashboard', () => {
+      const names = Object.values(api.findResources('AWS::CloudWatch::Alarm')).map(
+        (alarm) => (alarm as { Properties: { AlarmName: string } }).Properties.AlarmName,
+      );
+      const functionNames = [
+        'fallback',
+        ...ROUTES.map((route) => routeName(route)),
+        ...WORKERS.map((worker) => workerName(worker)),
+      ];
+      expect(names).toEqual(
+        expect.arrayContaining([
+          ...QUEUES.flatMap((queue) => [
+            alarmName.deadLetters(region, queue.name),
+            alarmName.oldestMessage(region, queue.name),
+          ]),
+          alarmName.api5xxRate(region),
+          ...functionNames.flatMap((fn) => [
+            alarmName.functionErrors(region, fn),
+            alarmName.functionThrottles(region, fn),
+          ]),
+          ...TABLES.map((table) => alarmName.tableThrottles(region, table.name)),
+          alarmName.sesBounceRate(region),
+          alarmName.sesComplaintRate(region),
+        ]),
+      );
+      const topics = api.findResources('AWS::SNS::Topic');
+      for (const alarm of Object.values(api.findResources('AWS::CloudWatch::Alarm'))) {
+        const actions = JSON.stringify(
+          (alarm as { Properties: { AlarmActions: unknown } }).Properties.AlarmActions,
+        );
+        expect(Object.keys(topics).some((id) => actions.includes(`"Ref":"${id}"`))).toBe(true);
+      }
+      api.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: `cdp-${region}` });
     });
 
     it('answers every error of the gateway itself in the error envelope', () => {

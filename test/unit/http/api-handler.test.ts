@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { proxyEvent } from '../../../local/http-adapter.js';
 import { z } from 'zod';
@@ -9,6 +9,7 @@ import {
   ValidationError,
 } from '../../../shared/domain/errors.js';
 import { apiHandler, publicHandler } from '../../../shared/http/api-handler.js';
+import { logger } from '../../../shared/lib/logger.js';
 import { findRoute } from '../../../shared/routes.js';
 import { testTenant } from '../fixtures.js';
 import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
@@ -294,5 +295,38 @@ describe('Idempotency-Key', () => {
     const response = await handler(withKey('{"people":[1]}', 'has space'), context);
     expect(response.statusCode).toBe(400);
     expect(parse(response).error).toMatch(/^Idempotency-Key: /);
+  });
+});
+
+describe('the logs of a request', () => {
+  it('are JSON lines carrying API Gateway’s request ID and the Lambda request ID', async () => {
+    const lines: string[] = [];
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      lines.push(String(chunk));
+      return true;
+    });
+    // The level is reset at the start of every invocation; a domain step logs mid-request.
+    const { handler } = setup((body) => {
+      logger.setLogLevel('INFO');
+      logger.info('Merging', { records: body.people.length });
+      logger.setLogLevel('SILENT');
+      return Promise.resolve(body);
+    });
+    try {
+      await handler(event('{"people":[1]}', { 'x-api-key': 'good' }), context);
+    } finally {
+      write.mockRestore();
+    }
+    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(logged).toEqual([
+      expect.objectContaining({
+        message: 'Merging',
+        level: 'INFO',
+        records: 1,
+        request_id: 'req-123',
+        function_request_id: 'lambda-1',
+      }),
+    ]);
+    expect(lines.join('')).not.toContain('good');
   });
 });
