@@ -1,6 +1,8 @@
+/* global process */
 // Four projects: unit (no network), integration (against the local stack that the global
 // setup starts), integration-faults (the same against a stack with DynamoDB faults) and
-// infra (CDK template assertions).
+// infra (CDK template assertions). With CDP_AWS_ENDPOINT=external (`npm run test:localstack`)
+// integration-localstack takes the place of the two integration projects.
 const swc = [
   '@swc/jest',
   {
@@ -21,38 +23,65 @@ const common = {
   testEnvironment: 'node',
 };
 
+const integration = {
+  ...common,
+  displayName: 'integration',
+  testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+  globalSetup: '<rootDir>/test/integration/global-setup.ts',
+  globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+};
+
+const integrationFaults = {
+  // The same suite against a stack whose DynamoDB calls meet conflicts, throttling and
+  // stale reads (CDP_FAULTS): the results must not change. Tests of the process, the
+  // CLI and the queue pollers, and those that inject faults themselves, run once.
+  ...common,
+  displayName: 'integration-faults',
+  testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+  testPathIgnorePatterns: [
+    '/lifecycle\\.test\\.ts$',
+    '/admin\\.test\\.ts$',
+    '/queue-poller\\.test\\.ts$',
+    '/fault-injection\\.test\\.ts$',
+    '/store-faults\\.test\\.ts$',
+    '/ingest-worker\\.test\\.ts$',
+    '/ses-gateway\\.test\\.ts$',
+  ],
+  setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
+  globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',
+  globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+};
+
+const integrationLocalstack = {
+  // The same suite with every AWS service at $AWS_ENDPOINT_URL (LocalStack); the APIs and
+  // pollers still run here. Left out, because they need the local emulators themselves:
+  ...common,
+  displayName: 'integration-localstack',
+  testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+  testPathIgnorePatterns: [
+    // Starts and stops whole local stacks: DynamoDB Local and its data directory, the Java
+    // and busy-port checks, the demo keys of an in-memory stack (CDP_EPHEMERAL).
+    '/lifecycle\\.test\\.ts$',
+    // The local SES gateway itself (raw mail, /messages, /faults) on a fauxqs of its own.
+    '/ses-gateway\\.test\\.ts$',
+    // Reads what SES received from the gateway (/messages, /raw/<id>), throttles it through
+    // its POST /faults, and needs the bounces and complaints the gateway makes of the
+    // mailbox simulator's addresses, which LocalStack does not send.
+    '/transactional\\.test\\.ts$',
+  ],
+  setupFiles: [...common.setupFiles, '<rootDir>/test/integration/localstack-env.js'],
+  globalSetup: '<rootDir>/test/integration/global-setup-localstack.ts',
+  globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
+};
+
+const external = process.env.CDP_AWS_ENDPOINT === 'external';
+
 export default {
   // Integration and infra tests start processes and synthesize stacks; unit tests finish in ms.
   testTimeout: 120000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    {
-      ...common,
-      displayName: 'integration',
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      globalSetup: '<rootDir>/test/integration/global-setup.ts',
-      globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
-    },
-    {
-      // The same suite against a stack whose DynamoDB calls meet conflicts, throttling and
-      // stale reads (CDP_FAULTS): the results must not change. Tests of the process, the
-      // CLI and the queue pollers, and those that inject faults themselves, run once.
-      ...common,
-      displayName: 'integration-faults',
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testPathIgnorePatterns: [
-        '/lifecycle\\.test\\.ts$',
-        '/admin\\.test\\.ts$',
-        '/queue-poller\\.test\\.ts$',
-        '/fault-injection\\.test\\.ts$',
-        '/store-faults\\.test\\.ts$',
-        '/ingest-worker\\.test\\.ts$',
-        '/ses-gateway\\.test\\.ts$',
-      ],
-      setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
-      globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',
-      globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
-    },
+    ...(external ? [integrationLocalstack] : [integration, integrationFaults]),
     {
       ...common,
       displayName: 'infra',

@@ -30,7 +30,9 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   dlq list [--queue ingest] [--region default|au|eu]
  *   dlq redrive [--queue ingest] [--message <message or request ID>] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
- * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name.
+ * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name. With
+ * `CDP_AWS_ENDPOINT=external` it talks to the local stack run on an external endpoint
+ * (LocalStack: every region in one AWS region, as `npm start` made it there).
  */
 const USAGE = `usage:
   npm run admin -- apply <file> [--region default|au|eu] [--settle <seconds>]
@@ -43,6 +45,7 @@ const USAGE = `usage:
 class UsageError extends Error {}
 
 function targetsAws(env: NodeJS.ProcessEnv): boolean {
+  if (env.CDP_AWS_ENDPOINT) return false;
   return [
     'AWS_ENDPOINT_URL',
     'AWS_ENDPOINT_URL_DYNAMODB',

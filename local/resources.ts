@@ -1,9 +1,11 @@
 import {
   CreateTableCommand,
+  DeleteTableCommand,
   DescribeTableCommand,
   ResourceNotFoundException,
   UpdateTableCommand,
   UpdateTimeToLiveCommand,
+  waitUntilTableNotExists,
   type AttributeDefinition,
   type DynamoDBClient,
   type GlobalSecondaryIndex,
@@ -19,8 +21,17 @@ import {
   CreateQueueCommand,
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
+  PurgeQueueCommand,
+  PurgeQueueInProgress,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
+import {
+  AlreadyExistsException,
+  CreateConfigurationSetCommand,
+  CreateConfigurationSetEventDestinationCommand,
+  CreateEmailIdentityCommand,
+  type SESv2Client,
+} from '@aws-sdk/client-sesv2';
 import type { Region } from '../shared/domain/regions.js';
 import {
   BUCKETS,
@@ -28,6 +39,7 @@ import {
   TABLES,
   localBucketName,
   queueName,
+  sesConfigurationSet,
   tableName,
   type IndexDefinition,
   type QueueName,
@@ -35,8 +47,8 @@ import {
 } from '../shared/resources.js';
 
 /**
- * Creates the tables, queues and buckets of one region on the local stand-ins, from the same
- * list the CDK stack reads. Idempotent: what exists is kept (a table gains the indexes the
+ * Creates the tables, queues and buckets of one region on the local stand-ins (or, with
+ * `CDP_AWS_ENDPOINT=external`, on LocalStack), from the same list the CDK stack reads. Idempotent: what exists is kept (a table gains the indexes the
  * list added since), so a restart finds the data of the last run.
  */
 function attributeDefinitions(table: TableDefinition): AttributeDefinition[] {
@@ -105,6 +117,24 @@ export async function ensureTables(db: DynamoDBClient, region: Region): Promise<
   for (const table of TABLES) await ensureTable(db, region, table);
 }
 
+/**
+ * Deletes a region's tables, for a stack on an external endpoint that is to start from
+ * nothing (`CDP_EPHEMERAL=1`): LocalStack keeps its state until it restarts, where the local
+ * emulators forget by running in memory. Run before `ensureTables`, which makes them again.
+ */
+export async function dropTables(db: DynamoDBClient, region: Region): Promise<void> {
+  for (const table of TABLES) {
+    const TableName = tableName(region, table.name);
+    try {
+      await db.send(new DeleteTableCommand({ TableName }));
+    } catch (error) {
+      if (error instanceof ResourceNotFoundException) continue;
+      throw error;
+    }
+    await waitUntilTableNotExists({ client: db, maxWaitTime: 60 }, { TableName });
+  }
+}
+
 export type QueueUrls = Record<QueueName, string>;
 
 export async function ensureQueues(sqs: SQSClient, region: Region): Promise<QueueUrls> {
@@ -132,6 +162,25 @@ export async function ensureQueues(sqs: SQSClient, region: Region): Promise<Queu
     urls[queue.name] = created.QueueUrl;
   }
   return urls as QueueUrls;
+}
+
+/**
+ * Empties a region's queues and dead-letter queues (`CDP_EPHEMERAL=1` on an external
+ * endpoint, with `dropTables`), so that no message of an earlier run reaches the new tables.
+ * A purge refused as one is already under way (SQS allows one a minute) has the same effect.
+ */
+export async function purgeQueues(sqs: SQSClient, region: Region): Promise<void> {
+  for (const queue of QUEUES) {
+    for (const deadLetter of [false, true]) {
+      const QueueName = queueName(region, queue.name, deadLetter);
+      const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName }));
+      try {
+        await sqs.send(new PurgeQueueCommand({ QueueUrl }));
+      } catch (error) {
+        if (!(error instanceof PurgeQueueInProgress)) throw error;
+      }
+    }
+  }
 }
 
 export async function ensureBuckets(s3: S3Client, region: Region): Promise<void> {
@@ -178,4 +227,53 @@ export async function ensureSesEventTopic(
   } while (NextToken);
   await sns.send(new SubscribeCommand({ TopicArn, Protocol: 'sqs', Endpoint: queueArn }));
   return TopicArn;
+}
+
+/** Runs a create call; one that finds its resource already there has done its job. */
+async function createOnce(create: () => Promise<unknown>): Promise<void> {
+  try {
+    await create();
+  } catch (error) {
+    if (!(error instanceof AlreadyExistsException)) throw error;
+  }
+}
+
+/**
+ * What an SES that checks senders (LocalStack) needs before a region's emails can go out:
+ * its sending domains as identities (LocalStack verifies them at once; on AWS that takes
+ * DNS records, an operator's step), and the region's configuration set, whose event
+ * destination publishes to the SES event topic. Idempotent. The local SES gateway needs none
+ * of it: it sends from any address and is handed its configuration sets' topics.
+ */
+export async function ensureSesSending(
+  ses: SESv2Client,
+  region: Region,
+  topicArn: string,
+  domains: readonly string[],
+): Promise<void> {
+  for (const domain of domains) {
+    await createOnce(() => ses.send(new CreateEmailIdentityCommand({ EmailIdentity: domain })));
+  }
+  const ConfigurationSetName = sesConfigurationSet(region);
+  await createOnce(() => ses.send(new CreateConfigurationSetCommand({ ConfigurationSetName })));
+  await createOnce(() =>
+    ses.send(
+      new CreateConfigurationSetEventDestinationCommand({
+        ConfigurationSetName,
+        EventDestinationName: `cdp-${region}-ses-events`,
+        EventDestination: {
+          Enabled: true,
+          MatchingEventTypes: [
+            'SEND',
+            'DELIVERY',
+            'BOUNCE',
+            'COMPLAINT',
+            'REJECT',
+            'RENDERING_FAILURE',
+          ],
+          SnsDestination: { TopicArn: topicArn },
+        },
+      }),
+    ),
+  );
 }

@@ -16,7 +16,24 @@ export interface StackSettings {
   seedFile: string | undefined;
   /** `CDP_FAULTS`: DynamoDB faults the API and workers meet (see dynamo-faults.ts). */
   faults: string | undefined;
+  /**
+   * `CDP_AWS_ENDPOINT=external`: no emulator is started; every AWS client goes to the endpoint
+   * the environment names (LocalStack). `undefined`: the stack's own emulators.
+   */
+  external: ExternalAws | undefined;
 }
+
+/** The services the stack uses, by the suffix of their `AWS_ENDPOINT_URL_<SERVICE>` variable. */
+export const AWS_SERVICES = ['DYNAMODB', 'SQS', 'S3', 'SNS', 'SESV2'] as const;
+export type AwsService = (typeof AWS_SERVICES)[number];
+
+export interface ExternalAws {
+  /** Each service's endpoint: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`. */
+  endpoints: Record<AwsService, string>;
+}
+
+/** Where LocalStack listens unless `AWS_ENDPOINT_URL` says otherwise. */
+export const DEFAULT_EXTERNAL_ENDPOINT = 'http://localhost:4566';
 
 function portFrom(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -26,6 +43,37 @@ function portFrom(name: string, fallback: number): number {
     throw new Error(`${name}=${raw} is not a port number`);
   }
   return port;
+}
+
+/** An http(s) URL (`localhost:4566` would parse, with `localhost:` as its scheme). */
+function urlFrom(name: string, value: string): string {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
+    throw new Error(`${name}=${value} is not a URL (expected http://host:port)`);
+  }
+  return url.toString().replace(/\/$/, '');
+}
+
+/**
+ * The external endpoints, always set: with `CDP_AWS_ENDPOINT=external` and no endpoint
+ * variable, clients go to LocalStack's default address, never to AWS itself.
+ */
+function readExternalAws(env: NodeJS.ProcessEnv): ExternalAws | undefined {
+  const mode = env.CDP_AWS_ENDPOINT?.trim();
+  if (!mode) return undefined;
+  if (mode !== 'external') {
+    throw new Error(`CDP_AWS_ENDPOINT=${mode} is not understood: the one value is "external"`);
+  }
+  const shared = env.AWS_ENDPOINT_URL
+    ? urlFrom('AWS_ENDPOINT_URL', env.AWS_ENDPOINT_URL)
+    : DEFAULT_EXTERNAL_ENDPOINT;
+  const endpoints = {} as Record<AwsService, string>;
+  for (const service of AWS_SERVICES) {
+    const name = `AWS_ENDPOINT_URL_${service}`;
+    const own = env[name];
+    endpoints[service] = own ? urlFrom(name, own) : shared;
+  }
+  return { endpoints };
 }
 
 export function readStackSettings(): StackSettings {
@@ -39,6 +87,7 @@ export function readStackSettings(): StackSettings {
     ephemeral: process.env.CDP_EPHEMERAL === '1' || process.env.CDP_EPHEMERAL === 'true',
     seedFile: process.env.CDP_SEED_FILE || undefined,
     faults: process.env.CDP_FAULTS?.trim() || undefined,
+    external: readExternalAws(process.env),
   };
 }
 
@@ -50,8 +99,24 @@ export function baseUrl(settings: StackSettings, region: Region): string {
   return `http://${settings.host}:${regionPort(settings, region)}`;
 }
 
-/** AWS SDK settings that point every client at the local stand-ins. */
+/**
+ * AWS SDK settings that point every client at the local stand-ins, or (external) at the
+ * endpoints the environment names. Credentials there are LocalStack's `test`/`test` (its
+ * account 000000000000), whatever the environment holds: real keys never go to an emulator.
+ */
 export function localAwsEnv(settings: StackSettings): Record<string, string> {
+  if (settings.external) {
+    const env: Record<string, string> = {
+      AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+    for (const service of AWS_SERVICES) {
+      env[`AWS_ENDPOINT_URL_${service}`] = settings.external.endpoints[service];
+    }
+    return env;
+  }
   const sqs = `http://${settings.host}:${settings.sqsPort}`;
   return {
     AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',

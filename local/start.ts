@@ -15,6 +15,8 @@ import {
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { createSesClient } from '../shared/adapters/ses-mailer.js';
+import { EmailApiEnv } from '../shared/config/env.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { parseFaults } from '../shared/adapters/dynamo-faults.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
@@ -36,18 +38,23 @@ import {
 } from '../shared/resources.js';
 import { demoConfiguration, type DemoKeys } from './demo-config.js';
 import {
+  dropTables,
   ensureBuckets,
   ensureQueues,
   ensureSesEventTopic,
+  ensureSesSending,
   ensureTables,
+  purgeQueues,
   type QueueUrls,
 } from './resources.js';
 import { startSesGateway } from './ses-gateway.js';
 import {
+  AWS_SERVICES,
   baseUrl,
   localAwsEnv,
   readStackSettings,
   regionPort,
+  type ExternalAws,
   type StackSettings,
 } from './settings.js';
 
@@ -57,6 +64,11 @@ import {
  * regional API (default on $PORT, au on $PORT+1, eu on $PORT+2) with its queue pollers.
  * Ctrl-C or SIGTERM stops every child process; a missing Java or a busy port is explained
  * in one line.
+ *
+ * With `CDP_AWS_ENDPOINT=external` no emulator is started: the tables, queues, buckets,
+ * topics and SES identities are made on the endpoint the environment names (LocalStack,
+ * `AWS_ENDPOINT_URL`), and only the APIs and pollers, the stand-ins of the Lambda functions,
+ * run here. `CDP_EPHEMERAL=1` there empties the tables and queues of earlier runs first.
  */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const children: { name: string; process: ChildProcess }[] = [];
@@ -164,6 +176,30 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   throw new StartupError(`${what} did not become ready within ${timeoutMs / 1000} seconds.`);
 }
 
+/**
+ * External mode fails at once, naming the variable, when nothing listens at an endpoint
+ * (rather than after the SDK's timeouts on the first table). Any HTTP answer will do.
+ */
+async function checkExternalEndpoints(external: ExternalAws): Promise<void> {
+  const variables = new Map<string, string[]>();
+  for (const service of AWS_SERVICES) {
+    const url = external.endpoints[service];
+    variables.set(url, [...(variables.get(url) ?? []), service]);
+  }
+  for (const [url, services] of variables) {
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(3_000) });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+      throw new StartupError(
+        `CDP_AWS_ENDPOINT=external, but nothing answers at ${url} (${cause}), the endpoint of ` +
+          `${services.join(', ')}: start LocalStack (\`localstack start\`) or set AWS_ENDPOINT_URL ` +
+          `(or AWS_ENDPOINT_URL_<SERVICE>) to where it listens.`,
+      );
+    }
+  }
+}
+
 async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
   const path = settings.ephemeral ? null : join(settings.dataDir, 'dynamodb');
   if (path) mkdirSync(path, { recursive: true });
@@ -212,6 +248,18 @@ async function startSes(
   servers.push({ close: () => gateway.close() });
 }
 
+/**
+ * The domains a region's emails may be sent from: its instances' sending domains and the
+ * fallback domain (`EMAIL_FALLBACK_DOMAIN`) for the other From addresses.
+ */
+function sendingDomains(configuration: ConfigurationFile, region: Region): string[] {
+  const fallback = EmailApiEnv.shape.EMAIL_FALLBACK_DOMAIN.parse(process.env.EMAIL_FALLBACK_DOMAIN);
+  const domains = configuration.instances
+    .filter((instance) => instance.region === region)
+    .flatMap((instance) => instance.sending_domains);
+  return [...new Set([...domains, fallback].map((domain) => domain.toLowerCase()))];
+}
+
 function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
   const env: Record<string, string> = {
     CDP_REGION: region,
@@ -247,6 +295,25 @@ async function startRegion(settings: StackSettings, region: Region, queues: Queu
   });
 }
 
+function serviceLines(settings: StackSettings): string[] {
+  if (settings.external) {
+    const { endpoints } = settings.external;
+    return [
+      '  AWS services (CDP_AWS_ENDPOINT=external; nothing emulated here):',
+      ...AWS_SERVICES.map((service) => `    ${service.padEnd(9)} ${endpoints[service]}`),
+      settings.ephemeral
+        ? '  Data: emptied at start (CDP_EPHEMERAL=1), then kept by that endpoint'
+        : '  Data: kept by that endpoint',
+    ];
+  }
+  return [
+    `  Sent mail (SES stand-in): http://${settings.host}:${settings.sesPort}/  (JSON: /store)`,
+    `  DynamoDB Local:           http://${settings.host}:${settings.dynamodbPort}`,
+    `  SQS and S3 (fauxqs):      http://${settings.host}:${settings.sqsPort}`,
+    `  Data: ${settings.ephemeral ? 'in memory (CDP_EPHEMERAL=1)' : relative(process.cwd(), settings.dataDir) || '.'}`,
+  ];
+}
+
 function printBanner(settings: StackSettings, configuration: ConfigurationFile, keys?: DemoKeys) {
   const lines = ['', 'CDP API is running (Ctrl-C stops it).', ''];
   for (const region of REGIONS) {
@@ -254,10 +321,7 @@ function printBanner(settings: StackSettings, configuration: ConfigurationFile, 
   }
   lines.push(
     '',
-    `  Sent mail (SES stand-in): http://${settings.host}:${settings.sesPort}/  (JSON: /store)`,
-    `  DynamoDB Local:           http://${settings.host}:${settings.dynamodbPort}`,
-    `  SQS and S3 (fauxqs):      http://${settings.host}:${settings.sqsPort}`,
-    `  Data: ${settings.ephemeral ? 'in memory (CDP_EPHEMERAL=1)' : relative(process.cwd(), settings.dataDir) || '.'}`,
+    ...serviceLines(settings),
     ...(settings.faults ? [`  DynamoDB faults injected (CDP_FAULTS): ${settings.faults}`] : []),
     '',
   );
@@ -281,17 +345,21 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown(0));
 
   const settings = readStackSettings();
-  checkJava();
-  for (const [port, variable] of [
+  const { external } = settings;
+  if (!external) checkJava();
+  const ports: (readonly [number, string])[] = [
     [settings.port, 'PORT'],
     [settings.port + 1, 'PORT'],
     [settings.port + 2, 'PORT'],
-    [settings.dynamodbPort, 'DYNAMODB_PORT'],
-    [settings.sqsPort, 'SQS_PORT'],
-    [settings.sesPort, 'SES_PORT'],
-  ] as const) {
-    await checkPortFree(port, variable);
+  ];
+  if (!external) {
+    ports.push(
+      [settings.dynamodbPort, 'DYNAMODB_PORT'],
+      [settings.sqsPort, 'SQS_PORT'],
+      [settings.sesPort, 'SES_PORT'],
+    );
   }
+  for (const [port, variable] of ports) await checkPortFree(port, variable);
   const { configuration, demoKeys } = loadConfiguration(settings);
   if (settings.faults) {
     try {
@@ -302,20 +370,35 @@ async function main(): Promise<void> {
   }
   Object.assign(process.env, localAwsEnv(settings));
 
-  const dynamodb = await startDynamoDb(settings);
-  await startFauxqs(settings);
+  let dynamodb: DynamoDBClient;
+  if (external) {
+    await checkExternalEndpoints(external);
+    dynamodb = createDynamoDbClient();
+  } else {
+    dynamodb = await startDynamoDb(settings);
+    await startFauxqs(settings);
+  }
 
   const sqs = createSqsClient();
   const sns = createSnsClient();
   const s3 = createS3Client();
+  const ses = createSesClient();
   const documents = createDocumentClient(dynamodb);
   const queues = new Map<Region, QueueUrls>();
   const sesTopics = new Map<string, string>();
+  // On an external endpoint "ephemeral" is forgetting what earlier runs left there.
+  const forget = external !== undefined && settings.ephemeral;
   for (const region of REGIONS) {
+    if (forget) await dropTables(dynamodb, region);
     await ensureTables(dynamodb, region);
     queues.set(region, await ensureQueues(sqs, region));
-    sesTopics.set(sesConfigurationSet(region), await ensureSesEventTopic(sns, sqs, region));
+    if (forget) await purgeQueues(sqs, region);
+    const topic = await ensureSesEventTopic(sns, sqs, region);
+    sesTopics.set(sesConfigurationSet(region), topic);
     await ensureBuckets(s3, region);
+    // The local SES gateway sends from any address and maps configuration sets to topics
+    // itself (`sesTopics`); an external SES needs the identities and the configuration set.
+    if (external) await ensureSesSending(ses, region, topic, sendingDomains(configuration, region));
     const store = new DynamoConfigStore(documents, tableName(region, 'config'));
     const people = new DynamoPeopleStore(documents, {
       people: tableName(region, 'people'),
@@ -325,7 +408,7 @@ async function main(): Promise<void> {
     // No function of this stack runs yet: nothing can hold the previous configuration.
     await applyConfiguration(configuration, region, store, { keyClaims: people, settleMs: 0 });
   }
-  await startSes(settings, sns, sesTopics);
+  if (!external) await startSes(settings, sns, sesTopics);
   await Promise.all(
     REGIONS.map((region) => startRegion(settings, region, queues.get(region) as QueueUrls)),
   );

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../shared/resources.js';
-import { localOnlyEnv, run } from './cli.js';
+import { adminEnv, run } from './cli.js';
 import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
 
-const env = localOnlyEnv({ DYNAMODB_PORT: String(TEST_STACK.dynamodbPort) });
+const env = adminEnv();
 const admin = (...args: string[]) => run(['local/admin.ts', ...args], env);
 
 function configFile(content: unknown): string {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { TEST_STACK, externalAws } from './stack-process.js';
 
 export interface CliResult {
   code: number | null;
@@ -13,6 +14,18 @@ export function localOnlyEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
     if (!name.startsWith('AWS_')) env[name] = value;
   }
   return { ...env, ...extra };
+}
+
+/**
+ * The environment of an admin CLI run against the test stack: its emulators' ports, or the
+ * external endpoint the stack runs on (`CDP_AWS_ENDPOINT=external`, the same variables).
+ */
+export function adminEnv(): NodeJS.ProcessEnv {
+  if (externalAws()) return { ...process.env, CDP_AWS_ENDPOINT: 'external' };
+  return localOnlyEnv({
+    DYNAMODB_PORT: String(TEST_STACK.dynamodbPort),
+    SQS_PORT: String(TEST_STACK.sqsPort),
+  });
 }
 
 export function run(

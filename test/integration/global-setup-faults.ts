@@ -3,5 +3,5 @@
 import { startTestStack } from './global-setup.ts';
 
 export default function globalSetup(): Promise<void> {
-  return startTestStack(true);
+  return startTestStack('faults');
 }

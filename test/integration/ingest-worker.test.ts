@@ -23,15 +23,15 @@ import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { withDeadline } from '../../shared/lib/time-budget.js';
 import { localBucketName, queueName, tableName } from '../../shared/resources.js';
 import { ingestPorts } from '../../shared/worker/ingest-runtime.js';
-import { localOnlyEnv, run } from './cli.js';
+import { adminEnv, run } from './cli.js';
 import { activitiesOf, meta } from './people.js';
 import {
   KEYS,
-  TEST_STACK,
   call,
   functionContext,
   functionEnv,
   postEvent,
+  stackAwsEnv,
   stackDb,
 } from './stack.js';
 
@@ -237,13 +237,7 @@ describe('exactly-once effect', () => {
 
 describe('dead letters', () => {
   it('sends a poisoned message to the dead-letter queue after 5 receives while the rest of its batch lands, and redrive applies it once it can be', async () => {
-    Object.assign(process.env, {
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
-      AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
-    });
+    Object.assign(process.env, stackAwsEnv());
     const sqs = createSqsClient();
     const { QueueUrl } = await sqs.send(
       new GetQueueUrlCommand({ QueueName: queueName('default', 'ingest') }),
@@ -264,11 +258,7 @@ describe('dead letters', () => {
       }
       expect((await status(m.request_id)).status).toBe('done');
     }
-    const env = localOnlyEnv({
-      SQS_PORT: String(TEST_STACK.sqsPort),
-      DYNAMODB_PORT: String(TEST_STACK.dynamodbPort),
-    });
-    const admin = (...args: string[]) => run(['local/admin.ts', ...args], env);
+    const admin = (...args: string[]) => run(['local/admin.ts', ...args], adminEnv());
     let listed = '';
     const deadline = Date.now() + 60_000;
     while (!listed.includes(poisoned.request_id) && Date.now() < deadline) {

@@ -3,7 +3,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { createS3Client } from '../../shared/adapters/aws-clients.js';
 import { localBucketName } from '../../shared/resources.js';
 import { activitiesOf, fieldsOf, uniqueEmail } from './people.js';
-import { KEYS, TEST_STACK, call } from './stack.js';
+import { KEYS, call, stackAwsEnv } from './stack.js';
 
 /**
  * Asynchronous ingestion over HTTP and the local queues: `async: true` is checked, queued,
@@ -183,12 +183,7 @@ describe('async: true', () => {
       (await fieldsOf(key, entries[4]?.person_id ?? '', ['txt:cm:notes']))['txt:cm:notes'],
     ).toBe(notes);
     // The body travelled by S3.
-    Object.assign(process.env, {
-      AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    });
+    Object.assign(process.env, stackAwsEnv());
     const { Contents = [] } = await createS3Client().send(
       new ListObjectsV2Command({
         Bucket: localBucketName('default', 'payloads'),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { localOnlyEnv, run } from './cli.js';
-import { KEYS, TEST_STACK, call } from './stack.js';
+import { adminEnv, run } from './cli.js';
+import { KEYS, call } from './stack.js';
 import { fieldsOf, mergeOne, uniqueEmail } from './people.js';
 
 const key = KEYS.people; // a Business-plan instance
@@ -81,7 +81,7 @@ describe('person merge: location', () => {
   });
 
   it('counts address lookups for billing, reported by the admin CLI', async () => {
-    const env = localOnlyEnv({ DYNAMODB_PORT: String(TEST_STACK.dynamodbPort) });
+    const env = adminEnv();
     const before = await run(['local/admin.ts', 'usage', '--instance', 'people'], env);
     const count = (text: string) => Number(/: (\d+)\n/.exec(text)?.[1] ?? NaN);
     await mergeOne(key, {

@@ -8,11 +8,11 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import { startQueuePoller } from '../../local/queue-poller.js';
-import { TEST_STACK } from './stack.js';
+import { stackAwsEnv, stackEndpoint } from './stack.js';
 
 const sqs = new SQSClient({
-  endpoint: `http://127.0.0.1:${TEST_STACK.sqsPort}`,
-  region: 'us-east-1',
+  endpoint: stackEndpoint('SQS'),
+  region: stackAwsEnv().AWS_REGION,
   credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
   useQueueUrlAsEndpoint: false,
 });

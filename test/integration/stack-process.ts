@@ -47,9 +47,71 @@ export const FAULTS_STACK: StackPorts = shifted({
 });
 export const FAULTS = 'conflict=0.2,throttle=0.1,stale=0.3';
 
+/**
+ * The suite against LocalStack (jest project `integration-localstack`, `npm run
+ * test:localstack`): the APIs and pollers on these ports, every AWS service at
+ * `$AWS_ENDPOINT_URL` (`CDP_AWS_ENDPOINT=external`). Its emulator ports are not used.
+ */
+export const LOCALSTACK_STACK: StackPorts = shifted({
+  port: 3940,
+  dynamodbPort: 8940,
+  sqsPort: 5006,
+  sesPort: 8945,
+});
+
+export type TestStackKind = 'plain' | 'faults' | 'localstack';
+
+export const TEST_STACKS: Record<TestStackKind, StackPorts> = {
+  plain: PLAIN_STACK,
+  faults: FAULTS_STACK,
+  localstack: LOCALSTACK_STACK,
+};
+
+const kind = process.env.CDP_TEST_STACK;
+
 /** The stack the tests of this jest project talk to (the project's setup file says which). */
 export const TEST_STACK: StackPorts =
-  process.env.CDP_TEST_STACK === 'faults' ? FAULTS_STACK : PLAIN_STACK;
+  kind === 'faults' || kind === 'localstack' ? TEST_STACKS[kind] : PLAIN_STACK;
+
+/** Whether the tests run against an external AWS endpoint (LocalStack) rather than emulators. */
+export function externalAws(): boolean {
+  return process.env.CDP_AWS_ENDPOINT === 'external';
+}
+
+/**
+ * Where a service of the test stack answers: its emulator, or the external endpoint, read
+ * from the same variables as `local/settings.ts` reads (that module cannot be imported here).
+ */
+export function stackEndpoint(
+  service: 'DYNAMODB' | 'SQS' | 'S3' | 'SNS',
+  ports: StackPorts = TEST_STACK,
+): string {
+  if (externalAws()) {
+    return (
+      process.env[`AWS_ENDPOINT_URL_${service}`] ||
+      process.env.AWS_ENDPOINT_URL ||
+      'http://localhost:4566'
+    );
+  }
+  return `http://127.0.0.1:${service === 'DYNAMODB' ? ports.dynamodbPort : ports.sqsPort}`;
+}
+
+/**
+ * AWS SDK settings for a test's own client of the stack's tables, queues and buckets (the
+ * region and credentials the stack uses: `local/settings.ts` `localAwsEnv`).
+ */
+export function stackAwsEnv(ports: StackPorts = TEST_STACK): Record<string, string> {
+  const credentials = externalAws() ? 'test' : 'local';
+  return {
+    AWS_REGION: externalAws() ? (process.env.AWS_REGION ?? 'us-east-1') : 'us-east-1',
+    AWS_ACCESS_KEY_ID: credentials,
+    AWS_SECRET_ACCESS_KEY: credentials,
+    AWS_ENDPOINT_URL_DYNAMODB: stackEndpoint('DYNAMODB', ports),
+    AWS_ENDPOINT_URL_SQS: stackEndpoint('SQS', ports),
+    AWS_ENDPOINT_URL_S3: stackEndpoint('S3', ports),
+    AWS_ENDPOINT_URL_SNS: stackEndpoint('SNS', ports),
+  };
+}
 
 export const SEED_FILE = 'test/fixtures/seed.json';
 

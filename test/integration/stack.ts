@@ -5,7 +5,7 @@ import { localBucketName, tableName } from '../../shared/resources.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import type { Region } from '../../shared/domain/regions.js';
-import { baseUrl, TEST_STACK } from './stack-process.js';
+import { baseUrl, stackAwsEnv, stackEndpoint } from './stack-process.js';
 
 export * from './stack-process.js';
 
@@ -47,19 +47,15 @@ export async function call(
 }
 
 /**
- * A DynamoDB client on the test stack's DynamoDB Local (no injected faults unless given), for
- * tests that set up states no request can make, or look at what requests left behind.
+ * A DynamoDB client on the test stack's DynamoDB (no injected faults unless given), for
+ * tests that set up states no request can make, or look at what requests left behind. It
+ * points the process's AWS settings at the stack's services (stackAwsEnv).
  */
 export function stackDb(faults = ''): {
   base: DynamoDBClient;
   db: DynamoDBDocumentClient;
 } {
-  Object.assign(process.env, {
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'local',
-    AWS_SECRET_ACCESS_KEY: 'local',
-    AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${TEST_STACK.dynamodbPort}`,
-  });
+  Object.assign(process.env, stackAwsEnv());
   const base = createDynamoDbClient();
   return { base, db: createDocumentClient(base, faults) };
 }
@@ -81,7 +77,7 @@ export function functionEnv(extra: Record<string, string>): void {
     BASE_URL_AU: baseUrl('au'),
     BASE_URL_EU: baseUrl('eu'),
     GEOCODER: 'offline',
-    INGEST_QUEUE_URL: `http://127.0.0.1:${TEST_STACK.sqsPort}/000000000000/cdp-default-ingest`,
+    INGEST_QUEUE_URL: `${stackEndpoint('SQS')}/000000000000/cdp-default-ingest`,
     PAYLOADS_BUCKET: localBucketName('default', 'payloads'),
     ...extra,
   });

@@ -1,0 +1,64 @@
+import { expect } from '@jest/globals';
+import { KEYS, call } from './stack.js';
+
+/** Helpers for the transactional email tests: send, and wait for an email's status. */
+export type Body = Record<string, unknown>;
+
+export interface Entry {
+  person_id?: string;
+  contact_status: string;
+  email_status: string;
+  message_id?: string;
+  email_name?: string;
+  error?: string;
+}
+
+export const html = (inner: string) => `<html><body>${inner}</body></html>`;
+
+/** An asset of the mailer instance (from its sending domain), with overrides. */
+export function asset(overrides: Body = {}): Body {
+  return {
+    from_email: 'team@mail.mailer.test',
+    from_name: 'Mailer Team',
+    subject: 'Hello {{ people.first-name }}',
+    email_name: 'hello',
+    html_body: html('<p>Hi {{ people.first-name }}</p>'),
+    ...overrides,
+  };
+}
+
+export async function send(body: Body, apiKey: string = KEYS.mailer) {
+  return call('/v1/transactional/send', { key: apiKey, body });
+}
+
+export async function sendOk(body: Body): Promise<Entry[]> {
+  const response = await send({ merge_by: ['str::email'], ...body });
+  expect({ status: response.status, body: response.body }).toMatchObject({ status: 202 });
+  return response.body.emails as Entry[];
+}
+
+export async function statusOf(messageId: string): Promise<Body> {
+  const response = await call('/v1/transactional/get', {
+    key: KEYS.mailer,
+    body: { message_ids: [messageId] },
+  });
+  expect(response.status).toBe(200);
+  return (response.body.emails as Body[])[0] as Body;
+}
+
+export async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+}
+
+export async function settledStatus(messageId: string, wanted: string[]): Promise<Body> {
+  return until(`email ${messageId} to be ${wanted.join('|')}`, async () => {
+    const status = await statusOf(messageId);
+    return wanted.includes(status.status as string) ? status : undefined;
+  });
+}
