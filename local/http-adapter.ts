@@ -200,7 +200,12 @@ export function createRegionServer(handlers: RegionHandlers): Server {
             route?.function ?? 'not-found',
             route?.timeoutSeconds ?? 10,
           );
-          send(response, await handler(event, context));
+          const result = await handler(event, context);
+          // Lambda refuses to return more than it takes; API Gateway then answers 502.
+          if (Buffer.byteLength(JSON.stringify(result)) > LAMBDA_MAX_EVENT_BYTES) {
+            throw new EdgeRefusal(EDGE_ERRORS.integrationFailure);
+          }
+          send(response, result);
         } catch (error) {
           if (error instanceof EdgeRefusal) {
             refuse(response, error.answer, requestId);

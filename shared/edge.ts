@@ -13,6 +13,7 @@
  * 4,500,000 × 4/3 = 6,000,000. A larger body would make the invocation fail, which API Gateway
  * answers with a bare 502; the WAF rule refuses it first, by its `Content-Length`.
  */
+/** A synchronous invocation's event, and its response, each at most this (else a 502). */
 export const LAMBDA_MAX_EVENT_BYTES = 6_291_556;
 /** The largest request body any endpoint accepts (the transactional send's). */
 export const EDGE_MAX_BODY_BYTES = 4_500_000;
