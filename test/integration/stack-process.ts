@@ -75,6 +75,9 @@ export const KEYS = {
   mailer: 'test-key-mailer',
   nomail: 'test-key-nomail',
   cheapmail: 'test-key-cheapmail',
+  ratelimited: 'test-key-ratelimited',
+  ratelimitedBackend: 'test-key-ratelimited-backend',
+  ratelimitedWorker: 'test-key-ratelimited-worker',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
