@@ -19,7 +19,7 @@ export interface StackPorts {
  */
 const offset = Number(process.env.CDP_TEST_PORT_OFFSET ?? 0);
 
-function shifted(ports: StackPorts): StackPorts {
+export function shifted(ports: StackPorts): StackPorts {
   return {
     port: ports.port + offset,
     dynamodbPort: ports.dynamodbPort + offset,
