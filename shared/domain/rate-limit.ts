@@ -15,8 +15,9 @@ import type { Tenant } from './tenancy.js';
  * A container does not write the store per request. It takes a **lease** of tokens with one
  * conditional write (about 100 ms worth of its own demand, at most `R / 10`, at least 1) and
  * admits requests from it locally. The write is an atomic increment of the TAT, conditioned
- * on the bucket not going below empty, so concurrent containers never lose each other's
- * takes and never retry because of each other; a failed condition returns the bucket's
+ * on the bucket not going below empty, so concurrent writes do not invalidate each other (a
+ * write fails only when the bucket holds too few tokens, or when the container took a
+ * full bucket for a partly used one or the reverse); a failed condition returns the bucket's
  * current TAT, so a container with stale knowledge corrects it without an extra read.
  * Unused leased tokens are discarded after `leaseTtlMs` (never returned), so a lease cannot
  * be saved up into a burst later. When the store says the bucket is empty, the container

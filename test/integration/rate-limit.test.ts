@@ -1,6 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
+import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoRateLimitStore } from '../../shared/adapters/rate-limit-store.js';
 import { hashApiKey } from '../../shared/domain/api-keys.js';
+import { RateLimiter } from '../../shared/domain/rate-limit.js';
 import { tableName } from '../../shared/resources.js';
 import { KEYS, call, stackDb, type ApiResponse } from './stack.js';
 
@@ -128,6 +131,32 @@ describe('rate limits', () => {
     expect(Number(Item?.expires_at)).toBeGreaterThanOrEqual(Math.ceil(tatS));
     expect(Number(Item?.expires_at)).toBeLessThanOrEqual(nowS + 3 + 61);
     expect(JSON.stringify(Item)).not.toContain(KEYS.ratelimitedWorker);
+  });
+
+  it('keeps one bucket exact for containers racing on DynamoDB', async () => {
+    // Four containers, a hundred requests each at once, on one bucket of 100 (50 a second).
+    const { db } = stackDb();
+    const store = new DynamoRateLimitStore(db, tableName('default', 'requests'));
+    const failures: unknown[] = [];
+    const fleet = Array.from(
+      { length: 4 },
+      () => new RateLimiter(store, { onStoreFailure: (error) => failures.push(error) }),
+    );
+    const bucket = { instanceId: 'ratelimited', keyId: `race-${randomUUID()}` };
+    const limit = { requests_per_second: 50, burst: 100 };
+    const startedAt = Date.now();
+    const answers = await Promise.all(
+      fleet.flatMap((limiter) => Array.from({ length: 100 }, () => limiter.check(bucket, limit))),
+    );
+    const seconds = (Date.now() - startedAt) / 1000;
+    const admitted = answers.filter((answer) => answer.admitted).length;
+    expect(failures).toEqual([]);
+    // Every token of the burst is used (demand exceeds it), and none beyond what refilled.
+    expect(admitted).toBeGreaterThanOrEqual(100);
+    expect(admitted).toBeLessThanOrEqual(100 + Math.floor(50 * seconds));
+    for (const answer of answers) {
+      if (!answer.admitted) expect(answer.retryAfterSeconds).toBe(1);
+    }
   });
 
   it('does not limit the public routes', async () => {
