@@ -59,7 +59,8 @@ export const TABLES: readonly TableDefinition[] = [
   },
   {
     name: 'requests',
-    purpose: 'idempotency records (24 hours), asynchronous requests and their ledgers (7 days)',
+    purpose:
+      'idempotency records (24 hours), asynchronous requests and their ledgers (21 days), rate-limit buckets',
     indexes: [],
     ttlAttribute: 'expires_at',
   },

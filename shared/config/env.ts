@@ -23,7 +23,10 @@ const tableName = z.string().min(3);
 export const ApiEnv = z.object({
   CDP_REGION: z.enum(REGIONS),
   CONFIG_TABLE: tableName,
-  /** Idempotency records; functions that answer POST/PUT under /v1 need it. */
+  /**
+   * Idempotency records (functions that answer POST/PUT under /v1) and rate-limit buckets
+   * (every function with a key): every authenticated function needs it.
+   */
   REQUESTS_TABLE: tableName.optional(),
   /**
    * How long a container keeps key lookups and instance configuration (unknown keys at most

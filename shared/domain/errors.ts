@@ -131,6 +131,25 @@ export class ServiceUnavailableError extends CdpError {
   }
 }
 
+/**
+ * The API key made more requests than its instance's `rate_limit` allows (429 with
+ * `Retry-After`: whole seconds until the key may make a request again, at least 1).
+ */
+export class RateLimitedError extends CdpError {
+  constructor(
+    readonly retryAfterSeconds: number,
+    readonly limit: { requests_per_second: number; burst: number },
+  ) {
+    super(
+      `Rate limit exceeded: this API key may make ${plural(limit.requests_per_second, 'request')} per second (bursts of ${limit.burst}); retry after ${plural(retryAfterSeconds, 'second')}`,
+    );
+  }
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
 /** An unexpected fault part-way through a request: a 500 whose `details` say what was applied. */
 export class IncompleteRequestError extends CdpError {
   constructor(details: ErrorDetail[]) {

@@ -96,6 +96,31 @@ const templateFields = {
 const Campaign = z.strictObject({ ...templateFields, status: z.enum(['draft', 'sent']) });
 const Asset = z.strictObject({ ...templateFields, status: z.enum(['draft', 'published']) });
 
+/**
+ * Per API key (docs/api.md, Rate limits): `requests_per_second` sustained, bursts of up to
+ * `burst` requests. Absent: `DEFAULT_RATE_LIMIT` (rate-limit.ts), so that a change of the
+ * default reaches every instance that sets none.
+ */
+export const MAX_REQUESTS_PER_SECOND = 10_000;
+export const MAX_BURST = 100_000;
+export const RateLimitConfig = z
+  .strictObject({
+    requests_per_second: z
+      .int('expected a whole number of requests per second')
+      .min(1, 'expected at least 1 request per second')
+      .max(MAX_REQUESTS_PER_SECOND, `expected at most ${MAX_REQUESTS_PER_SECOND}`),
+    burst: z
+      .int('expected a whole number of requests')
+      .min(1, 'expected at least 1 request')
+      .max(MAX_BURST, `expected at most ${MAX_BURST}`),
+  })
+  .refine((limit) => limit.burst >= limit.requests_per_second, {
+    path: ['burst'],
+    message:
+      'expected at least requests_per_second (a key may always make one second of requests at once)',
+  });
+export type RateLimitConfig = z.infer<typeof RateLimitConfig>;
+
 const InstanceShape = z.strictObject({
   id: z
     .string()
@@ -108,6 +133,7 @@ const InstanceShape = z.strictObject({
     .array(z.string().regex(/^(?=.{1,253}$)([a-z0-9-]+\.)+[a-z]{2,}$/i, 'expected a domain name'))
     .default([]),
   data_sources: z.array(DataSource).default([]),
+  rate_limit: RateLimitConfig.optional(),
   person_fields: z.array(CustomField).max(MAX_CUSTOM_FIELDS).default([]),
   organization_fields: z.array(CustomField).max(MAX_CUSTOM_FIELDS).default([]),
   activities: z.array(ActivityDefinition).default([]),

@@ -27,6 +27,11 @@ export interface Tenant {
   dataSource: InstanceSchema['data_sources'][number];
   personFields: FieldCatalog;
   organizationFields: FieldCatalog;
+  /**
+   * The SHA-256 of the API key the request came with (its rate-limit bucket); absent for
+   * tenants rebuilt from a queued request or acting as the service.
+   */
+  apiKeyHash?: string;
 }
 
 export function instanceSchemaOf(config: InstanceConfig): InstanceSchema {
@@ -38,6 +43,7 @@ export function instanceSchemaOf(config: InstanceConfig): InstanceSchema {
     transactional_email: config.transactional_email,
     sending_domains: config.sending_domains,
     data_sources: config.data_sources.map(({ api_key: _key, ...source }) => source),
+    ...(config.rate_limit ? { rate_limit: config.rate_limit } : {}),
     person_fields: config.person_fields,
     // Where each unique field stands is decided when the configuration is applied.
     organization_fields: config.organization_fields,
@@ -74,7 +80,7 @@ export async function authenticate(
   }
   const tenant = await tenantOf(directory, record.instance_id, record.data_source);
   if (!tenant) throw new UnknownApiKeyError();
-  return tenant;
+  return { ...tenant, apiKeyHash: record.key_hash };
 }
 
 /** The tenant of a data source of an instance (a queued request names both), if they exist. */

@@ -4,6 +4,7 @@ import { SqsIngestQueue } from '../adapters/ingest-queue.js';
 import { DynamoRequestStore } from '../adapters/request-store.js';
 import { DynamoPeopleStore } from '../adapters/people-store.js';
 import { DynamoIdempotencyStore } from '../adapters/idempotency-store.js';
+import { DynamoRateLimitStore } from '../adapters/rate-limit-store.js';
 import { LocationClient } from '@aws-sdk/client-location';
 import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
@@ -15,15 +16,18 @@ import { LinkSigner, messageLinks } from '../domain/email/link-tokens.js';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { authenticate } from '../domain/tenancy.js';
+import { RateLimiter, rateLimitOf } from '../domain/rate-limit.js';
+import { logger } from '../lib/logger.js';
 import { cursorCodec, type CursorCodec } from '../domain/cursor.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import type { Authenticator } from './api-handler.js';
 
 /**
  * What every API function builds once per container: its checked environment, the DynamoDB
- * client, the key-checking authenticator (with its short-lived cache) and, for functions
- * that answer `POST`/`PUT`, the idempotency store. Handler modules call this at module
- * scope; they are the composition roots. `http` is what `apiHandler` takes.
+ * client, the key-checking authenticator (with its short-lived cache and the container's
+ * rate limiter) and, for functions that answer `POST`/`PUT`, the idempotency store. Handler
+ * modules call this at module scope; they are the composition roots. `http` is what
+ * `apiHandler` takes.
  */
 export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const db = createDocumentClient();
@@ -33,8 +37,18 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
   );
   const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
-  const authenticator: Authenticator = (apiKey) =>
-    authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
+  const limiter = env.REQUESTS_TABLE ? createRateLimiter(db, env.REQUESTS_TABLE) : undefined;
+  // Every request with a key is admitted by the limiter as soon as the key is known, before
+  // its body is parsed (limits are enforced before any work): see docs/api.md, Rate limits.
+  const authenticator: Authenticator = async (apiKey) => {
+    const tenant = await authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
+    if (!limiter) {
+      throw new Error('Authenticated routes need REQUESTS_TABLE (rate-limit buckets)');
+    }
+    const { bucket, limit } = rateLimitOf(tenant);
+    await limiter.admit(bucket, limit);
+    return tenant;
+  };
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   const signingSecret = signingSecrets(config);
   const idempotency = env.REQUESTS_TABLE
@@ -50,6 +64,21 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     cursors: async (instanceId: string): Promise<CursorCodec> =>
       cursorCodec(await signingSecret(), instanceId),
   };
+}
+
+/**
+ * The rate limiter of the container: buckets in the requests table. A store that stays
+ * throttled or unavailable is logged, and keys are then limited by this container alone.
+ */
+export function createRateLimiter(db: DynamoDBDocumentClient, table: string): RateLimiter {
+  return new RateLimiter(new DynamoRateLimitStore(db, table), {
+    onStoreFailure: (error, bucket) => {
+      logger.warn('Rate-limit store failed: limiting this key in the container alone for now', {
+        instanceId: bucket.instanceId,
+        error: error as Error,
+      });
+    },
+  });
 }
 
 /**

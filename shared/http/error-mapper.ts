@@ -10,6 +10,7 @@ import {
   NotFoundError,
   NotImplementedError,
   PayloadTooLargeError,
+  RateLimitedError,
   ServiceUnavailableError,
   UnknownApiKeyError,
   ValidationError,
@@ -39,6 +40,7 @@ const STATUS: [new (...args: never[]) => CdpError, number][] = [
   [IdempotencyKeyReusedError, 422],
   // 421 Misdirected Request: the key is valid, but for another regional deployment.
   [WrongRegionError, 421],
+  [RateLimitedError, 429],
   [NotImplementedError, 501],
   [ServiceUnavailableError, 503],
 ];
@@ -86,7 +88,7 @@ export function errorResponse(error: unknown, requestId: string, log = true): Ht
   else logger.info('Request refused', { requestId, status, reason: known.message });
   const headers: Record<string, string> = {};
   if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
-  if (known instanceof ServiceUnavailableError) {
+  if (known instanceof ServiceUnavailableError || known instanceof RateLimitedError) {
     headers['retry-after'] = String(known.retryAfterSeconds);
   }
   return envelope(status, known.message, requestId, known.details, headers);

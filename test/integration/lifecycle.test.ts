@@ -11,14 +11,16 @@ import {
   stopStack,
   waitForBanner,
   waitForHealth,
-  type StackPorts,
+  shifted,
 } from './stack.js';
 
 /**
  * `npm start` itself, on ports of its own: data survives a restart, Ctrl-C (SIGTERM) stops
  * every child, and the failures a newcomer meets are explained in one line.
  */
-const PORTS: StackPorts = { port: 3950, dynamodbPort: 8950, sqsPort: 5066, sesPort: 8955 };
+// Moved by CDP_TEST_PORT_OFFSET like the suite's stacks, and clear of theirs at any offset
+// that is a multiple of 100 (the SQS port was 5066: the plain stack's at offset 100).
+const PORTS = shifted({ port: 3950, dynamodbPort: 8950, sqsPort: 5006, sesPort: 8955 });
 
 async function post(
   path: string,

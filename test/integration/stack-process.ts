@@ -19,7 +19,7 @@ export interface StackPorts {
  */
 const offset = Number(process.env.CDP_TEST_PORT_OFFSET ?? 0);
 
-function shifted(ports: StackPorts): StackPorts {
+export function shifted(ports: StackPorts): StackPorts {
   return {
     port: ports.port + offset,
     dynamodbPort: ports.dynamodbPort + offset,
@@ -137,6 +137,9 @@ export const KEYS = {
   mailer: 'test-key-mailer',
   nomail: 'test-key-nomail',
   cheapmail: 'test-key-cheapmail',
+  ratelimited: 'test-key-ratelimited',
+  ratelimitedBackend: 'test-key-ratelimited-backend',
+  ratelimitedWorker: 'test-key-ratelimited-worker',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -24,7 +24,7 @@ function errorOf(input: unknown): ValidationError {
 describe('the instance configuration file', () => {
   it('accepts the shape DESIGN.md gives and fills the defaults', () => {
     const file = parseConfigurationFile(fixture);
-    expect(file.instances).toHaveLength(17);
+    expect(file.instances).toHaveLength(18);
     const globex = file.instances[1];
     expect(globex).toMatchObject({
       id: 'globex',
@@ -128,10 +128,45 @@ describe('the instance configuration file', () => {
       'instances[0].campaigns[0].id',
       /24 lowercase hexadecimal/,
     ],
+    [
+      { rate_limit: { requests_per_second: 0, burst: 10 } },
+      'instances[0].rate_limit.requests_per_second',
+      /at least 1/,
+    ],
+    [
+      { rate_limit: { requests_per_second: 2.5, burst: 10 } },
+      'instances[0].rate_limit.requests_per_second',
+      /whole number/,
+    ],
+    [
+      { rate_limit: { requests_per_second: 50, burst: 10 } },
+      'instances[0].rate_limit.burst',
+      /at least requests_per_second/,
+    ],
+    [
+      { rate_limit: { requests_per_second: 50, burst: 1_000_000 } },
+      'instances[0].rate_limit.burst',
+      /at most 100000/,
+    ],
+    [{ rate_limit: { requests_per_second: 50 } }, 'instances[0].rate_limit.burst', /./],
+    [
+      { rate_limit: { requests_per_second: 5, burst: 10, window: 1 } },
+      'instances[0].rate_limit',
+      /window/,
+    ],
   ])('refuses %p at %s', (changes, path, message) => {
     const error = errorOf(withInstance(changes));
     const detail = error.details?.find((d) => d.field === path);
     expect(detail?.error).toMatch(message);
+  });
+
+  it('keeps a rate limit given, and leaves it absent (the default applies) otherwise', () => {
+    const file = parseConfigurationFile(fixture);
+    expect(file.instances.find((i) => i.id === 'ratelimited')?.rate_limit).toEqual({
+      requests_per_second: 1,
+      burst: 3,
+    });
+    expect(file.instances.find((i) => i.id === 'globex')?.rate_limit).toBeUndefined();
   });
 
   it('allows 100 custom fields of each kind and no more', () => {

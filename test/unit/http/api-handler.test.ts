@@ -4,6 +4,7 @@ import { proxyEvent } from '../../../local/http-adapter.js';
 import { z } from 'zod';
 import {
   InvalidTimeZoneError,
+  RateLimitedError,
   ServiceUnavailableError,
   UnknownApiKeyError,
   ValidationError,
@@ -51,6 +52,9 @@ function setup(
     {
       authenticate: (key) => {
         seenKeys.push(key);
+        if (key === 'limited') {
+          return Promise.reject(new RateLimitedError(2, { requests_per_second: 1, burst: 3 }));
+        }
         return key === 'good' ? Promise.resolve(tenant) : Promise.reject(new UnknownApiKeyError());
       },
       body: z.object({ people: z.array(z.unknown()).min(1).max(100) }),
@@ -108,6 +112,25 @@ describe('the HTTP stack', () => {
     const response = await handler(event('{broken', { 'x-api-key': 'bad' }), context);
     expect(response.statusCode).toBe(401);
     expect(parse(response)).toMatchObject({ code: 401, error: 'Invalid API key' });
+  });
+
+  it('answers a rate-limited key 429 with Retry-After, before the body is read or kept', async () => {
+    const { handler, idempotency, runs } = setup();
+    const response = await handler(
+      event('{broken', { 'x-api-key': 'limited', 'idempotency-key': 'k-429' }),
+      context,
+    );
+    expect(response.statusCode).toBe(429);
+    expect(response.headers['retry-after']).toBe('2');
+    expect(response.headers['x-request-id']).toBe('req-123');
+    expect(parse(response)).toEqual({
+      request_id: 'req-123',
+      code: 429,
+      error:
+        'Rate limit exceeded: this API key may make 1 request per second (bursts of 3); retry after 2 seconds',
+    });
+    expect(runs()).toBe(0);
+    expect(idempotency.records.size).toBe(0);
   });
 
   it('answers malformed JSON with 400', async () => {

@@ -26,6 +26,17 @@ describe('the routes table', () => {
       expect(route.auth).toBe(true);
   });
 
+  it('grants the requests table to every route with a key (its rate-limit buckets)', () => {
+    const keyed = ROUTES.filter((route) => route.auth);
+    expect(keyed.length).toBeGreaterThan(10);
+    for (const route of keyed) {
+      expect({ route: routeKey(route), requests: route.access.includes('requests') }).toEqual({
+        route: routeKey(route),
+        requests: true,
+      });
+    }
+  });
+
   it('sets the body limits of the spec, but where a Lambda invocation could not carry them', () => {
     const limit = (key: string) => ROUTES.find((r) => routeKey(r) === key)?.maxBodyBytes;
     // The spec says 6 MB; the edge's limit is what reaches a function on AWS (shared/edge.ts).
