@@ -191,33 +191,21 @@ export class ApiStack extends Stack {
     const envelope = (status: number, error: string) =>
       `{"request_id":"$context.requestId","code":${status},"error":${error}}`;
     const quoted = (text: string) => JSON.stringify(text);
-    const responses: [ResponseType, number, string, Record<string, string>?][] = [
-      [
-        ResponseType.WAF_FILTERED,
-        EDGE_ERRORS.bodyRefused.status,
-        quoted(EDGE_ERRORS.bodyRefused.message),
-      ],
-      [
-        ResponseType.REQUEST_TOO_LARGE,
-        EDGE_ERRORS.gatewayTooLarge.status,
-        quoted(EDGE_ERRORS.gatewayTooLarge.message),
-      ],
-      [
-        ResponseType.THROTTLED,
-        EDGE_ERRORS.throttled.status,
-        quoted(EDGE_ERRORS.throttled.message),
-        { 'Retry-After': "'1'" },
-      ],
-      [
-        ResponseType.INTEGRATION_FAILURE,
-        EDGE_ERRORS.integrationFailure.status,
-        quoted(EDGE_ERRORS.integrationFailure.message),
-      ],
-      [
-        ResponseType.INTEGRATION_TIMEOUT,
-        EDGE_ERRORS.integrationTimeout.status,
-        quoted(EDGE_ERRORS.integrationTimeout.message),
-      ],
+    const fromEdge: [ResponseType, keyof typeof EDGE_ERRORS, Record<string, string>?][] = [
+      [ResponseType.WAF_FILTERED, 'bodyRefused'],
+      [ResponseType.REQUEST_TOO_LARGE, 'gatewayTooLarge'],
+      [ResponseType.THROTTLED, 'throttled', { 'Retry-After': "'1'" }],
+      [ResponseType.INTEGRATION_FAILURE, 'integrationFailure'],
+      [ResponseType.INTEGRATION_TIMEOUT, 'integrationTimeout'],
+    ];
+    type Response = [ResponseType, number, string, Record<string, string>?];
+    const responses: Response[] = [
+      ...fromEdge.map(([type, name, headers]): Response => [
+        type,
+        EDGE_ERRORS[name].status,
+        quoted(EDGE_ERRORS[name].message),
+        headers,
+      ]),
       // Every path and method has a function behind it; should one not, it is a 404.
       [ResponseType.MISSING_AUTHENTICATION_TOKEN, 404, quoted('No such endpoint')],
       [ResponseType.DEFAULT_4XX, 400, '$context.error.messageString'],
