@@ -225,14 +225,16 @@ export function createRegionServer(handlers: RegionHandlers): Server {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       return;
     }
+    const requestId = randomUUID();
     const body = JSON.stringify({
-      request_id: randomUUID(),
+      request_id: requestId,
       code: answer.status,
       error: answer.message,
     });
     socket.end(
       `HTTP/1.1 ${answer.status} Request Header Fields Too Large\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
+        `X-Request-Id: ${requestId}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });

@@ -106,14 +106,19 @@ export class EmailSending extends Construct {
       ],
     });
 
-    const domains = [...new Set([props.fallbackDomain, ...props.sendingDomains])].sort();
+    // SES identities are case-insensitive: one per domain, however the files spell it.
+    const domains = [
+      ...new Set([props.fallbackDomain, ...props.sendingDomains].map((d) => d.toLowerCase())),
+    ].sort();
     domains.forEach((domain) => {
       const identity = new EmailIdentity(this, `identity-${domain}`, {
         identity: Identity.domain(domain),
         configurationSet,
       });
       identity.dkimRecords.forEach((record, index) => {
-        new CfnOutput(this, `dkim-${domain}-${index + 1}`.replace(/[^A-Za-z0-9]/g, ''), {
+        // Output IDs are alphanumeric: the domain's position keeps `a-b.com` and `ab.com` apart.
+        const id = `dkim${domain.replace(/[^A-Za-z0-9]/g, '')}${domains.indexOf(domain)}x${index + 1}`;
+        new CfnOutput(this, id, {
           description: `DKIM CNAME record ${index + 1} of ${domain}, to publish in its DNS zone`,
           value: stack.toJsonString({ type: 'CNAME', name: record.name, value: record.value }),
         });

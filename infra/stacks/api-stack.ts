@@ -65,7 +65,11 @@ export class ApiStack extends Stack {
       // Every body reaches the functions base64-encoded: 4/3 of its size whatever it holds,
       // so the edge limit (shared/edge.ts) always fits a Lambda invocation.
       binaryMediaTypes: ['*/*'],
-      cloudWatchRole: true,
+      // API Gateway's logging role is one setting per account and region: context
+      // `apiGatewayCloudWatchRole: false` leaves it to whatever already manages it.
+      cloudWatchRole: !['false', false].includes(
+        this.node.tryGetContext('apiGatewayCloudWatchRole') as string | boolean,
+      ),
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
         stageName: STAGE_NAME,
@@ -208,8 +212,25 @@ export class ApiStack extends Stack {
       ]),
       // Every path and method has a function behind it; should one not, it is a 404.
       [ResponseType.MISSING_AUTHENTICATION_TOKEN, 404, quoted('No such endpoint')],
-      [ResponseType.DEFAULT_4XX, 400, '$context.error.messageString'],
-      [ResponseType.DEFAULT_5XX, 500, '$context.error.messageString'],
+      // The other types, each with its own status (a status set on DEFAULT_4XX/5XX would
+      // replace the status of every type not set here): API Gateway's message in the envelope.
+      ...(
+        [
+          [ResponseType.ACCESS_DENIED, 403],
+          [ResponseType.UNAUTHORIZED, 401],
+          [ResponseType.INVALID_API_KEY, 403],
+          [ResponseType.INVALID_SIGNATURE, 403],
+          [ResponseType.EXPIRED_TOKEN, 403],
+          [ResponseType.RESOURCE_NOT_FOUND, 404],
+          [ResponseType.UNSUPPORTED_MEDIA_TYPE, 415],
+          [ResponseType.QUOTA_EXCEEDED, 429],
+          [ResponseType.BAD_REQUEST_BODY, 400],
+          [ResponseType.BAD_REQUEST_PARAMETERS, 400],
+          [ResponseType.API_CONFIGURATION_ERROR, 500],
+          [ResponseType.AUTHORIZER_CONFIGURATION_ERROR, 500],
+          [ResponseType.AUTHORIZER_FAILURE, 500],
+        ] as const
+      ).map(([type, status]): Response => [type, status, '$context.error.messageString']),
     ];
     for (const [type, status, error, headers] of responses) {
       this.api.addGatewayResponse(`response-${type.responseType.toLowerCase()}`, {
@@ -217,6 +238,17 @@ export class ApiStack extends Stack {
         statusCode: String(status),
         responseHeaders: { 'Content-Type': "'application/json'", ...headers },
         templates: { 'application/json': envelope(status, error) },
+      });
+    }
+    // A type API Gateway may add later keeps its own status; every type known today is above.
+    for (const [type, code] of [
+      [ResponseType.DEFAULT_4XX, 400],
+      [ResponseType.DEFAULT_5XX, 500],
+    ] as const) {
+      this.api.addGatewayResponse(`response-${type.responseType.toLowerCase()}`, {
+        type,
+        responseHeaders: { 'Content-Type': "'application/json'" },
+        templates: { 'application/json': envelope(code, '$context.error.messageString') },
       });
     }
   }
@@ -228,10 +260,11 @@ export class ApiStack extends Stack {
    */
   private addBodyLimitRule(region: Region): void {
     const header = (name: string) => ({ singleHeader: { Name: name } });
+    // No sampled requests: WAF would keep whole requests, X-Api-Key included, for hours.
     const visibility = (metricName: string) => ({
       cloudWatchMetricsEnabled: true,
       metricName,
-      sampledRequestsEnabled: true,
+      sampledRequestsEnabled: false,
     });
     const acl = new CfnWebACL(this, 'edge', {
       name: `cdp-${region}-edge`,

@@ -48,13 +48,36 @@ export interface BucketKey {
   keyId: string;
 }
 
-/** The limit and bucket of an authenticated tenant (one bucket per API key). */
-export function rateLimitOf(tenant: Tenant): { bucket: BucketKey; limit: RateLimit } {
+/**
+ * The highest rate one bucket item takes. Each busy container writes its bucket about ten
+ * times a second (a lease is ~100 ms of its demand), and containers grow with the rate; a
+ * key allowed more is split into `ceil(R / SHARD_RATE)` buckets of an equal share of its
+ * rate and burst, and each container uses one of them, so no item nears DynamoDB's 1,000
+ * writes a second per partition. Within a bucket the limit is exact as above; across buckets
+ * a container may be refused while another bucket of the key still has tokens (never the
+ * reverse), which evens out as containers spread over the buckets.
+ */
+export const SHARD_RATE = 500;
+
+/** Which of a key's buckets this container uses (chosen once per container). */
+const CONTAINER_SEED = Math.floor(Math.random() * 1_000_000_000);
+
+/** The limit and bucket of an authenticated tenant (one bucket per API key, or its share). */
+export function rateLimitOf(
+  tenant: Tenant,
+  containerSeed = CONTAINER_SEED,
+): { bucket: BucketKey; limit: RateLimit } {
   // A tenant authenticated by a key carries its hash; otherwise one bucket per data source.
   const keyId = tenant.apiKeyHash ?? `source:${tenant.dataSource.name}`;
+  const limit = tenant.instance.rate_limit ?? DEFAULT_RATE_LIMIT;
+  const shards = Math.ceil(limit.requests_per_second / SHARD_RATE);
+  if (shards <= 1) return { bucket: { instanceId: tenant.instance.id, keyId }, limit };
   return {
-    bucket: { instanceId: tenant.instance.id, keyId },
-    limit: tenant.instance.rate_limit ?? DEFAULT_RATE_LIMIT,
+    bucket: { instanceId: tenant.instance.id, keyId: `${keyId}#${containerSeed % shards}` },
+    limit: {
+      requests_per_second: limit.requests_per_second / shards,
+      burst: Math.max(1, Math.floor(limit.burst / shards)),
+    },
   };
 }
 

@@ -398,6 +398,25 @@ describe('the CDK app', () => {
       expect(rule).toContain(JSON.stringify(numbersAbove(EDGE_MAX_BODY_BYTES)).slice(1, -1));
       expect(rule).toContain('content-length');
       expect(rule).toContain('chunked');
+      api.hasResourceProperties('AWS::WAFv2::WebACL', {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          Match.objectLike({
+            Action: { Block: {} },
+            Statement: {
+              OrStatement: {
+                Statements: [
+                  Match.objectLike({ RegexMatchStatement: Match.anyValue() }),
+                  Match.objectLike({ ByteMatchStatement: Match.anyValue() }),
+                ],
+              },
+            },
+            VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
+          }),
+        ],
+        // Sampled requests would keep X-Api-Key headers in WAF for hours.
+        VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
+      });
       api.hasResourceProperties('AWS::WAFv2::WebACLAssociation', {
         WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] },
         ResourceArn: Match.objectLike({
@@ -469,10 +488,27 @@ describe('the CDK app', () => {
       expect(byType.get('THROTTLED')?.ResponseParameters).toMatchObject({
         'gatewayresponse.header.Retry-After': "'1'",
       });
-      for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX', 'MISSING_AUTHENTICATION_TOKEN']) {
+      // Every other type keeps its own status, and says it in the envelope's code.
+      const own: [string, number][] = [
+        ['MISSING_AUTHENTICATION_TOKEN', 404],
+        ['ACCESS_DENIED', 403],
+        ['UNAUTHORIZED', 401],
+        ['RESOURCE_NOT_FOUND', 404],
+        ['UNSUPPORTED_MEDIA_TYPE', 415],
+        ['QUOTA_EXCEEDED', 429],
+        ['BAD_REQUEST_BODY', 400],
+        ['API_CONFIGURATION_ERROR', 500],
+      ];
+      for (const [type, status] of own) {
+        expect(byType.get(type)?.StatusCode).toBe(String(status));
         expect(byType.get(type)?.ResponseTemplates['application/json']).toMatch(
-          /^\{"request_id":"\$context\.requestId","code":\d{3},"error":/,
+          new RegExp(`^\\{"request_id":"\\$context\\.requestId","code":${status},"error":`),
         );
+      }
+      // The catch-alls change no status (one set there would apply to every type above).
+      for (const type of ['DEFAULT_4XX', 'DEFAULT_5XX']) {
+        expect(byType.get(type)).toBeDefined();
+        expect(byType.get(type)?.StatusCode).toBeUndefined();
       }
     });
 
@@ -510,6 +546,29 @@ describe('the CDK app', () => {
         TopicArn: { Ref: topicId },
         Endpoint: { 'Fn::GetAtt': [Object.keys(queues)[0], 'Arn'] },
         RawMessageDelivery: false,
+      });
+      // SES may use the topic's key, and only the topic may send to the queue.
+      data.hasResourceProperties('AWS::KMS::Key', {
+        EnableKeyRotation: true,
+        KeyPolicy: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Principal: { Service: 'ses.amazonaws.com' },
+              Action: ['kms:GenerateDataKey*', 'kms:Decrypt'],
+            }),
+          ]),
+        },
+      });
+      data.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({
+              Principal: { Service: 'sns.amazonaws.com' },
+              Action: 'sqs:SendMessage',
+              Condition: { ArnEquals: { 'aws:SourceArn': { Ref: topicId } } },
+            }),
+          ]),
+        },
       });
       const fallbackDomain = (readContext().emailDomains as Record<string, string>)[region];
       data.hasResourceProperties('AWS::SES::EmailIdentity', { EmailIdentity: fallbackDomain });

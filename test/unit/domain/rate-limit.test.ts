@@ -4,6 +4,7 @@ import { RateLimitedError } from '../../../shared/domain/errors.js';
 import {
   DEFAULT_RATE_LIMIT,
   RateLimiter,
+  SHARD_RATE,
   rateLimitOf,
   type BucketKey,
   type RateLimit,
@@ -390,5 +391,31 @@ describe('the limit of a tenant', () => {
       apiKeyHash: 'e'.repeat(64),
     };
     expect(rateLimitOf(limited).limit).toEqual({ requests_per_second: 5, burst: 9 });
+  });
+
+  it('splits a key allowed more than one bucket can take into shares, one per container', () => {
+    const tenant = testTenant();
+    const busy = {
+      ...tenant,
+      instance: {
+        ...tenant.instance,
+        rate_limit: { requests_per_second: 10_000, burst: 20_000 },
+      },
+      apiKeyHash: 'a'.repeat(64),
+    };
+    const shards = Math.ceil(10_000 / SHARD_RATE);
+    const seen = new Set<string>();
+    for (let seed = 0; seed < 100; seed += 1) {
+      const { bucket, limit } = rateLimitOf(busy, seed);
+      seen.add(bucket.keyId);
+      expect(limit).toEqual({ requests_per_second: 10_000 / shards, burst: 20_000 / shards });
+      expect(limit.requests_per_second).toBeLessThanOrEqual(SHARD_RATE);
+    }
+    // Every share is a bucket of its own; together they allow the key's rate and no more.
+    expect([...seen].sort()).toEqual(
+      Array.from({ length: shards }, (_, n) => `${'a'.repeat(64)}#${n}`).sort(),
+    );
+    // A container keeps its share.
+    expect(rateLimitOf(busy, 7).bucket).toEqual(rateLimitOf(busy, 7).bucket);
   });
 });
