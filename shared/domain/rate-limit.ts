@@ -280,10 +280,21 @@ export class RateLimiter {
    * for a millisecond, which sends the next request back to the store.
    */
   private async takeLease(bucket: BucketKey, state: KeyState, math: Bucket): Promise<void> {
+    // One `now` for the attempts while the bucket has room: a full bucket's take that another
+    // container beat to it (its TAT now after this `now`) is retried as a partial one against
+    // the same `now`, which it then passes, instead of racing the other writers' clocks again
+    // (a later `now` could find the bucket full again and lose the same way). An older `now`
+    // only makes the bucket look emptier, never fuller; when it looks empty, the clock is read
+    // again before the key is refused.
+    let nowMs = this.now();
+    let nowUs = Math.floor(nowMs * US_PER_MS);
     for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
-      const nowMs = this.now();
-      const nowUs = Math.floor(nowMs * US_PER_MS);
-      const available = math.available(state.tatUs, nowUs);
+      let available = math.available(state.tatUs, nowUs);
+      if (available < 1 && this.now() > nowMs) {
+        nowMs = this.now();
+        nowUs = Math.floor(nowMs * US_PER_MS);
+        available = math.available(state.tatUs, nowUs);
+      }
       if (available < 1) {
         state.emptyUntilMs = nowMs + Math.ceil(math.untilOneToken(state.tatUs, nowUs) / US_PER_MS);
         return;
