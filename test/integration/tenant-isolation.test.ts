@@ -3,10 +3,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { simpleParser } from 'mailparser';
 import { adminEnv, run } from './cli.js';
-import { until } from './emails.js';
-import { TEST_STACK, baseUrl, call, type ApiResponse } from './stack.js';
+import { linkTokensOf, until, type LinkTokens } from './emails.js';
+import { baseUrl, call, type ApiResponse } from './stack.js';
 
 /**
  * Tenant isolation (issue 12): a key of instance A tries every endpoint of the routes table
@@ -96,32 +95,6 @@ async function ok(path: string, key: string, body: unknown, headers?: Record<str
   return response.body;
 }
 
-interface Tokens {
-  click: string;
-  open: string;
-  unsubscribe: string;
-}
-
-/** The link tokens of a message, read from the mail the SES stand-in received. */
-async function tokensOf(instanceId: string, messageId: string): Promise<Tokens> {
-  const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
-  const sent = await until(`SES to receive ${messageId}`, async () => {
-    const listed = (await (await fetch(`${ses}/messages`)).json()) as {
-      messages: { messageId: string; tags: Record<string, string> }[];
-    };
-    return listed.messages.find((m) => m.tags.cdp_message === `${instanceId}_${messageId}`);
-  });
-  const mail = await simpleParser(await (await fetch(`${ses}/raw/${sent.messageId}`)).text());
-  const token = (path: string) => {
-    const found = new RegExp(`${path.replace('/', '\\/')}\\?t=([A-Za-z0-9_.-]+)`).exec(
-      mail.html || '',
-    )?.[1];
-    if (!found) throw new Error(`no ${path} link in ${messageId}`);
-    return found;
-  };
-  return { click: token('/t/c'), open: token('/t/o'), unsubscribe: token('/t/u') };
-}
-
 interface World {
   people: string[];
   emails: string[];
@@ -133,7 +106,7 @@ interface World {
   activityKeys: string[];
   requestId: string;
   messageId: string;
-  tokens: Tokens;
+  tokens: LinkTokens;
   /** Two keys, each used once with `idempotentBody`. */
   idempotencyKeys: string[];
   idempotentBody: Body;
@@ -216,7 +189,7 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
     emails: [{ fields: { 'str::email': emails[1] } }],
   });
   const messageId = (sent.emails as { message_id: string }[])[0]?.message_id as string;
-  const tokens = await tokensOf(`iso-${label}`, messageId);
+  const tokens = await linkTokensOf(`iso-${label}`, messageId);
   const cursor = async (path: string, body: Body) =>
     (await ok(path, key, { limit: 1, ...body })).cursor_id as string;
   return {
