@@ -125,7 +125,12 @@ function errorEnvelope(): Middleware {
       }
     },
     onError: (request) => {
-      request.response = errorResponse(request.error, requestIdOf(request.event));
+      request.response = errorResponse(
+        request.error,
+        requestIdOf(request.event),
+        true,
+        request.event.headers['x-api-key'] ?? undefined,
+      );
     },
   };
 }
@@ -153,10 +158,13 @@ function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody =
   if (route && route.method !== 'GET' && jsonBody) {
     handler.use(httpJsonBodyParser({ disableContentTypeCheck: true }));
   }
-  // The public links answer small pages whose button posts back to the same address.
+  // The public links answer small pages whose button posts back to the same address, and the
+  // open pixel, which mail clients of any origin embed: `same-origin` would have browsers
+  // refuse the image (the redirect and the pages are navigations, which this header spares).
   const headers = jsonBody
     ? httpSecurityHeaders()
     : httpSecurityHeaders({
+        crossOriginResourcePolicy: { policy: 'cross-origin' },
         contentSecurityPolicy: {
           'default-src': "'none'",
           'style-src': "'unsafe-inline'",
@@ -206,6 +214,7 @@ export function apiHandler<S extends z.ZodType>(
         route: routeKey(route),
         body: raw,
         requestId,
+        secret: event.headers['x-api-key'] ?? undefined,
         leaseUntil: currentDeadline() + ANSWER_MARGIN_MS,
       },
       answer,

@@ -74,7 +74,25 @@ function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
   ]);
 }
 
-export function errorResponse(error: unknown, requestId: string, log = true): HttpResponse {
+/** Shorter strings than this are not taken for a key (nothing would be left to read). */
+const MIN_SECRET_LENGTH = 8;
+
+/**
+ * Masks every occurrence of `secret` (the request's API key) in `text`: a message that quotes
+ * the request (a key pasted into a body member by mistake) must put the key neither in the
+ * answer nor in the logs.
+ */
+function masker(secret: string | undefined): (text: string) => string {
+  if (secret === undefined || secret.length < MIN_SECRET_LENGTH) return (text) => text;
+  return (text) => text.split(secret).join('[redacted]');
+}
+
+export function errorResponse(
+  error: unknown,
+  requestId: string,
+  log = true,
+  secret?: string,
+): HttpResponse {
   const known =
     error instanceof CdpError ? error : isMiddyHttpError(error) ? fromMiddy(error) : undefined;
   if (!known) {
@@ -82,16 +100,21 @@ export function errorResponse(error: unknown, requestId: string, log = true): Ht
     return envelope(500, 'Internal Server Error', requestId);
   }
   const status = statusOf(known);
+  const mask = masker(secret);
+  const message = mask(known.message);
+  const details = known.details?.map((detail) =>
+    detail.error === undefined ? detail : { ...detail, error: mask(detail.error) },
+  );
   if (!log) {
     // built only to be kept (idempotency); the error mapper logs it when it answers
   } else if (status >= 500) logger.error(known.message, { requestId, error: known });
-  else logger.info('Request refused', { requestId, status, reason: known.message });
+  else logger.info('Request refused', { requestId, status, reason: message });
   const headers: Record<string, string> = {};
   if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
   if (known instanceof ServiceUnavailableError || known instanceof RateLimitedError) {
     headers['retry-after'] = String(known.retryAfterSeconds);
   }
-  return envelope(status, known.message, requestId, known.details, headers);
+  return envelope(status, message, requestId, details, headers);
 }
 
 export function envelope(

@@ -99,6 +99,8 @@ export interface IdempotentCall {
   route: string;
   body: unknown;
   requestId: string;
+  /** The request's API key: masked in a kept error answer that quotes it (error-mapper.ts). */
+  secret?: string;
   /** Until when the key is held for this request if it never answers. */
   leaseUntil: number;
 }
@@ -178,7 +180,9 @@ export async function runIdempotent(
   try {
     response = await answer();
   } catch (error) {
-    const kept = isKept(error) ? errorResponse(error, call.requestId, false) : undefined;
+    const kept = isKept(error)
+      ? errorResponse(error, call.requestId, false, call.secret)
+      : undefined;
     await settle(kept ? { statusCode: kept.statusCode, body: kept.body } : undefined);
     throw error;
   }

@@ -1,5 +1,6 @@
 import { expect } from '@jest/globals';
-import { KEYS, call } from './stack.js';
+import { simpleParser } from 'mailparser';
+import { KEYS, TEST_STACK, call } from './stack.js';
 
 /** Helpers for the transactional email tests: send, and wait for an email's status. */
 export type Body = Record<string, unknown>;
@@ -61,4 +62,33 @@ export async function settledStatus(messageId: string, wanted: string[]): Promis
     const status = await statusOf(messageId);
     return wanted.includes(status.status as string) ? status : undefined;
   });
+}
+
+export interface LinkTokens {
+  click: string;
+  open: string;
+  unsubscribe: string;
+}
+
+/**
+ * The tokens of a message's links (its first tracked link, its pixel and its unsubscribe
+ * link, which its HTML must hold), read from the mail the SES stand-in received.
+ */
+export async function linkTokensOf(instanceId: string, messageId: string): Promise<LinkTokens> {
+  const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
+  const sent = await until(`SES to receive ${messageId}`, async () => {
+    const listed = (await (await fetch(`${ses}/messages`)).json()) as {
+      messages: { messageId: string; tags: Record<string, string> }[];
+    };
+    return listed.messages.find((m) => m.tags.cdp_message === `${instanceId}_${messageId}`);
+  });
+  const mail = await simpleParser(await (await fetch(`${ses}/raw/${sent.messageId}`)).text());
+  const token = (path: string) => {
+    const found = new RegExp(`${path.replace('/', '\\/')}\\?t=([A-Za-z0-9_.-]+)`).exec(
+      mail.html || '',
+    )?.[1];
+    if (!found) throw new Error(`no ${path} link in ${messageId}`);
+    return found;
+  };
+  return { click: token('/t/c'), open: token('/t/o'), unsubscribe: token('/t/u') };
 }

@@ -353,3 +353,55 @@ describe('the logs of a request', () => {
     expect(lines.join('')).not.toContain('good');
   });
 });
+
+describe('an error that quotes the request', () => {
+  it('masks the request’s API key in the answer, the log and the kept idempotent answer', async () => {
+    const key = 'secret-key-0123456789';
+    const idempotency = new MemoryIdempotencyStore();
+    const handler = apiHandler(
+      findRoute('POST /v1/person/merge'),
+      {
+        authenticate: (given) =>
+          given === key ? Promise.resolve(tenant) : Promise.reject(new UnknownApiKeyError()),
+        body: z.object({ merge_by: z.array(z.string()) }),
+        idempotency,
+      },
+      ({ body }) =>
+        Promise.reject(
+          new ValidationError(`merge_by[0]: "${body.merge_by[0] ?? ''}" cannot be a merge key`, [
+            { field: 'merge_by', error: `"${body.merge_by[0] ?? ''}" is not a field` },
+          ]),
+        ),
+    );
+    // The log level is reset at each invocation: what is handed to the logger is checked.
+    const logged: unknown[] = [];
+    const info = jest.spyOn(logger, 'info').mockImplementation((...args: unknown[]) => {
+      logged.push(args);
+    });
+    const request = () =>
+      handler(
+        event(JSON.stringify({ merge_by: [key] }), { 'x-api-key': key, 'idempotency-key': 'i-1' }),
+        context,
+      );
+    let first: Awaited<ReturnType<typeof request>>;
+    let again: Awaited<ReturnType<typeof request>>;
+    try {
+      first = await request();
+      again = await request();
+    } finally {
+      info.mockRestore();
+    }
+    expect(first.statusCode).toBe(400);
+    expect(parse(first)).toEqual({
+      request_id: 'req-123',
+      code: 400,
+      error: 'merge_by[0]: "[redacted]" cannot be a merge key',
+      details: [{ field: 'merge_by', error: '"[redacted]" is not a field' }],
+    });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    expect(JSON.stringify(logged)).toContain('Request refused');
+    expect(JSON.stringify(logged)).toContain('[redacted]');
+    expect(JSON.stringify(logged)).not.toContain(key);
+  });
+});
