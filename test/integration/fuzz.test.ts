@@ -127,11 +127,14 @@ const wrongType = (...allowed: JsonType[]) =>
       .filter((type) => !allowed.includes(type))
       .map((type) => BY_TYPE[type]),
   );
-/** A string of `min` to `max` characters, cheap to make however long. */
+/**
+ * A string of `min` to `max` characters, cheap to make however long. Characters, not UTF-16
+ * units: the schemas' limits count code points (an emoji is one).
+ */
 const longString = (min: number, max: number) =>
   fc
     .tuple(fc.integer({ min, max }), fc.constantFrom('x', 'é', '😀', ' ', '\\', '"'))
-    .map(([length, char]) => char.repeat(Math.ceil(length / char.length)));
+    .map(([length, char]) => char.repeat(length));
 /** Integers and numbers outside `[min, max]` or not whole, `1e400` (Infinity) included. */
 const badInteger = (min: number, max: number) =>
   fc.oneof(
@@ -223,7 +226,8 @@ const dtzBad = fc.record({
   timezone: badTimeZone,
 });
 const dtzBroken = fc.oneof(
-  wrongType('object'),
+  // null clears the field: valid.
+  wrongType('object', 'null'),
   fc.record({
     year: badInteger(1, 9999),
     month: fc.constant(1),
@@ -532,11 +536,14 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
           body: { id: `act:cm:fuzz-${u}`, name: 'Fuzzed', [key]: 1 },
           mention: key,
         })),
-        wrongFieldId.map((id) => ({
-          kind: 'wrong attribute ID',
-          body: { id: `act:cm:fuzz-${u}`, name: 'Fuzzed', attributes: [{ id, name: 'A' }] },
-          mention: 'attributes[0]',
-        })),
+        wrongFieldId
+          // A definition declares its attributes: a new custom one is valid.
+          .filter((id) => !/^[a-z]{3}:cm:[a-z0-9]+(?:-[a-z0-9]+)*$/.test(id))
+          .map((id) => ({
+            kind: 'wrong attribute ID',
+            body: { id: `act:cm:fuzz-${u}`, name: 'Fuzzed', attributes: [{ id, name: 'A' }] },
+            mention: 'attributes[0]',
+          })),
       ),
   },
   'POST /v1/organizations/get': {
@@ -920,6 +927,11 @@ function expectRefusal(fuzzCase: Case, answer: Awaited<ReturnType<typeof send>>)
     message.length > 0 &&
     Object.keys(body).every((key) => ['request_id', 'code', 'error', 'details'].includes(key));
   if (!envelopeOk) throw new Error(`not the error envelope (${context})`);
+  // Refused before any work. The instance allows 10,000 requests a second, but the limiters
+  // of the stack's functions (one per function, as one per Lambda container) contend for the
+  // one bucket of the key, and a limiter that loses four conditional writes in a row refuses
+  // (rate-limit.ts, takeLease). Counted, and kept rare below.
+  if (answer.status === 429 && message.startsWith('Rate limit exceeded')) return;
   if (fuzzCase.timeZone) {
     const fields = Array.isArray(body.details)
       ? (body.details as { field?: unknown }[]).map((d) => d.field)
@@ -933,7 +945,6 @@ function expectRefusal(fuzzCase: Case, answer: Awaited<ReturnType<typeof send>>)
     }
     return;
   }
-  // 429 would be refused before any work; the instance's rate limit keeps it from happening.
   if (answer.status < 400 || answer.status > 499) throw new Error(`expected a 4xx (${context})`);
   const named =
     typeof fuzzCase.mention === 'string'
@@ -1033,8 +1044,11 @@ describe('bad input, fuzzed', () => {
 
   it('wrote nothing for any of them, and the API still answers', async () => {
     expect(tallies.size).toBe(FUZZED.length);
-    for (const tally of tallies.values())
+    for (const tally of tallies.values()) {
       expect(tally.bodies).toBeGreaterThanOrEqual(RUNS_PER_ROUTE);
+      // Validation, not the rate limiter, answered nearly all of them.
+      expect(tally.statuses.get(429) ?? 0).toBeLessThanOrEqual(tally.bodies * 0.02);
+    }
     expect(await countItems()).toEqual(before);
     const health = await fetch(`${baseUrl('default')}/health`);
     expect(health.status).toBe(200);
