@@ -2,11 +2,11 @@ import { describe, expect, it } from '@jest/globals';
 import { proxyEvent } from '../../../local/http-adapter.js';
 
 describe('the local adapter’s API Gateway events', () => {
-  it('keeps query parameters and headers named like prototype members as plain members', () => {
+  it('keeps query parameters named like prototype members as plain parameters', () => {
     const event = proxyEvent({
       method: 'GET',
       url: '/t/c?__proto__=1&t=a&t=b&constructor=2',
-      headers: { __proto__: 'x', host: 'localhost' } as unknown as Record<string, string>,
+      headers: { host: 'localhost' },
       body: Buffer.alloc(0),
       requestId: 'r',
       resource: '/t/c',
