@@ -60,11 +60,12 @@ async function readBody(request: IncomingMessage): Promise<Buffer> {
 }
 
 function headersOf(request: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
-  }
-  return headers;
+  // Built from entries, not by assignment: a header named `__proto__` stays a header.
+  return Object.fromEntries(
+    Object.entries(request.headers).flatMap(([name, value]) =>
+      value === undefined ? [] : [[name, Array.isArray(value) ? value.join(',') : value]],
+    ),
+  );
 }
 
 export interface ProxyRequest {
@@ -83,8 +84,11 @@ export interface ProxyRequest {
 export function proxyEvent(request: ProxyRequest): APIGatewayProxyEvent {
   const url = new URL(request.url, 'http://localhost');
   const query = Object.fromEntries(url.searchParams.entries());
-  const multiQuery: Record<string, string[]> = {};
-  for (const [name, value] of url.searchParams.entries()) (multiQuery[name] ??= []).push(value);
+  // From entries, not by assignment: `?__proto__=1` is a parameter like any other (on AWS
+  // too), not the prototype of the object (which made this throw, a 500).
+  const multiQuery: Record<string, string[]> = Object.fromEntries(
+    [...new Set(url.searchParams.keys())].map((name) => [name, url.searchParams.getAll(name)]),
+  );
   const now = new Date();
   const host = request.headers.host ?? 'localhost';
   const hasQuery = Object.keys(query).length > 0;
@@ -225,6 +229,7 @@ export function createRegionServer(handlers: RegionHandlers): Server {
       socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
       return;
     }
+    // The envelope with its request ID in the header too, as every other answer has it.
     const requestId = randomUUID();
     const body = JSON.stringify({
       request_id: requestId,

@@ -14,6 +14,7 @@ import { parseWith } from '../domain/validation.js';
 import { logger } from '../lib/logger.js';
 import { currentDeadline, withDeadline } from '../lib/time-budget.js';
 import { routeKey, type RouteDefinition } from '../routes.js';
+import { checkJsonDepth, checkWellFormedText } from './body-checks.js';
 import { errorResponse } from './error-mapper.js';
 import { idempotencyKeyOf, runIdempotent, type IdempotencyStore } from './idempotency.js';
 import { json, type HttpResponse } from './responses.js';
@@ -109,6 +110,18 @@ function bodyGuard(route: RouteDefinition): Middleware {
   };
 }
 
+/** Refuses bodies nested too deep to parse safely, with a message saying so (body-checks.ts). */
+function jsonDepthGuard(): Middleware {
+  return {
+    before: ({ event }) => {
+      if (typeof event.body !== 'string') return;
+      checkJsonDepth(
+        event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body,
+      );
+    },
+  };
+}
+
 function authentication(authenticate: Authenticator): Middleware {
   return {
     before: async (request) => {
@@ -156,7 +169,7 @@ function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody =
   if (route) handler.use(bodyGuard(route));
   if (authenticate) handler.use(authentication(authenticate));
   if (route && route.method !== 'GET' && jsonBody) {
-    handler.use(httpJsonBodyParser({ disableContentTypeCheck: true }));
+    handler.use(jsonDepthGuard()).use(httpJsonBodyParser({ disableContentTypeCheck: true }));
   }
   // The public links answer small pages whose button posts back to the same address, and the
   // open pixel, which mail clients of any origin embed: `same-origin` would have browsers
@@ -198,6 +211,7 @@ export function apiHandler<S extends z.ZodType>(
         { field: 'body', error: 'expected a JSON object' },
       ]);
     }
+    if (raw) checkWellFormedText(raw);
     const requestId = requestIdOf(event);
     const answer = async () => {
       const body = parseWith(options.body, raw ?? {}, 'request body');

@@ -69,6 +69,15 @@ function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
       { field: 'body', error: 'missing' },
     ]);
   }
+  if (error.message === 'Forbidden key in JSON body') {
+    // middy's parser refuses `__proto__` (and `constructor.prototype`) members: valid JSON,
+    // but a way to change objects' prototypes. The message names the member.
+    const member = typeof error.cause.data === 'string' ? error.cause.data : 'member';
+    return new ValidationError(
+      `Forbidden member "${member}" in the request body: it names an object prototype`,
+      [{ field: member, error: 'forbidden member name' }],
+    );
+  }
   return new ValidationError('Malformed JSON body: the request body must be a JSON object', [
     { field: 'body', error: 'not valid JSON' },
   ]);

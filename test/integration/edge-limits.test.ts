@@ -32,7 +32,7 @@ function expectEnvelope(
 function rawRequest(
   path: string,
   options: { headers: Record<string, string>; chunks?: Buffer[] },
-): Promise<{ status: number; body: Record<string, unknown> }> {
+): Promise<{ status: number; body: Record<string, unknown>; requestId?: string }> {
   return new Promise((resolve, reject) => {
     const outgoing = request(
       `${baseUrl('default')}${path}`,
@@ -45,6 +45,7 @@ function rawRequest(
           try {
             resolve({
               status: response.statusCode ?? 0,
+              requestId: response.headers['x-request-id'] as string | undefined,
               body: JSON.parse(Buffer.concat(parts).toString('utf8')) as Record<string, unknown>,
             });
           } catch (error) {
@@ -129,5 +130,6 @@ describe('the size edge of every endpoint', () => {
       EDGE_ERRORS.headersTooLarge.status,
       EDGE_ERRORS.headersTooLarge.message,
     );
+    expect(response.requestId).toBe(response.body.request_id);
   });
 });

@@ -161,6 +161,29 @@ describe('POST /v1/transactional/send: each recipient', () => {
     expect(bad.message_id).toBeUndefined();
   });
 
+  it('names the entry of emails whose person fields are invalid, not a position among people', async () => {
+    const response = await send({
+      asset: asset(),
+      emails: [
+        {
+          fields: { 'str::email': uniqueEmail() },
+          asset: asset({ html_body: '{{ people.first-name | nosuchfilter }}' }),
+        },
+        { fields: { 'str::email': uniqueEmail() } },
+        { fields: { 'str::email': uniqueEmail(), 'str::nope': 'x' } },
+      ],
+    });
+    expect(response.status).toBe(202);
+    const bad = (response.body.emails as Entry[])[2];
+    expect(bad?.error).toMatch(/^emails\[2\]\.fields\.str::nope: /);
+    const refused = await send({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail(), 'str::nope': 'x' } }],
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatch(/\(emails\[0\]\.fields\.str::nope: /);
+  });
+
   it('skips people that do not exist with skip_non_existing, and emails unsubscribed people', async () => {
     const unsubscribed = uniqueEmail('unsub');
     const [entry, skipped] = await sendOk({

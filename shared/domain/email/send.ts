@@ -173,6 +173,8 @@ export async function sendTransactional(
         : {}),
     },
     { tenant, ...context.people },
+    // Errors name the member the client sent: `emails[5].fields…`, not `people[0].fields…`.
+    (position) => `emails[${mergeable[position]?.index ?? position}]`,
   ).catch((error: unknown) => {
     throw renumbered(
       error,

@@ -55,9 +55,15 @@ export interface MergeContext {
  * request whose every record is invalid is a 400. Pure: an asynchronous request is checked
  * with it before it is queued.
  */
-export function preparePeopleMerge(request: PersonMergeRequest, tenant: Tenant) {
+export function preparePeopleMerge(
+  request: PersonMergeRequest,
+  tenant: Tenant,
+  where?: (index: number) => string,
+) {
   const options = mergeOptions(request, tenant);
-  const records = request.people.map((raw, index) => prepareRecord(raw, index, options, tenant));
+  const records = request.people.map((raw, index) =>
+    prepareRecord(raw, index, options, tenant, where),
+  );
   const valid = records.filter((record): record is PreparedRecord => 'values' in record);
   if (valid.length === 0) {
     const details = records.map((record) => ({
@@ -85,8 +91,10 @@ export function preparePeopleMerge(request: PersonMergeRequest, tenant: Tenant) 
 export async function mergePeople(
   request: PersonMergeRequest,
   { tenant, store, location, now = () => new Date(), ledger }: MergeContext,
+  /** Where record `index` stands in the client's request, when that is not `people[index]`. */
+  where?: (index: number) => string,
 ): Promise<MergeResult[]> {
-  const { options, records, valid } = preparePeopleMerge(request, tenant);
+  const { options, records, valid } = preparePeopleMerge(request, tenant, where);
   let outcomes: Map<number, MergeOutcome>;
   try {
     outcomes = await mergePreparedPeople(valid, ledger ? { ...options, ledger } : options, {

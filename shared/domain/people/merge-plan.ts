@@ -54,9 +54,10 @@ export function prepareRecord(
   index: number,
   options: MergeOptions,
   tenant: Tenant,
-  list = 'people',
+  list: string | ((index: number) => string) = 'people',
 ): PreparedRecord | InvalidRecord {
-  const where = `${list}[${index}]`;
+  // A list name (`people[3]`), or where the record stands in another request (`emails[5]`).
+  const where = typeof list === 'string' ? `${list}[${index}]` : list(index);
   const parsed = PersonRecord.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -147,6 +147,51 @@ describe('the HTTP stack', () => {
       context,
     );
     expect(response.statusCode).toBe(400);
+    expect(parse(response).error).toBe(
+      'Forbidden member "__proto__" in the request body: it names an object prototype',
+    );
+  });
+
+  it('says a deeply nested valid JSON body nests too deep, not that it is malformed', async () => {
+    const { handler, runs } = setup();
+    const deep = `{"people":[${'['.repeat(10_000)}${']'.repeat(10_000)}]}`;
+    const response = await handler(event(deep, { 'x-api-key': 'good' }), context);
+    expect(response.statusCode).toBe(400);
+    expect(parse(response)).toMatchObject({
+      code: 400,
+      error: 'Request body nests deeper than 64 levels',
+      details: [{ field: 'body', error: 'nests deeper than 64 levels of objects and arrays' }],
+    });
+    expect(runs()).toBe(0);
+    // Brackets inside strings are text, not nesting; 64 levels are accepted.
+    const text = JSON.stringify({ people: ['['.repeat(1000)] });
+    expect((await handler(event(text, { 'x-api-key': 'good' }), context)).statusCode).toBe(200);
+    const deepest = `{"people":${'['.repeat(63)}${']'.repeat(63)}}`;
+    expect((await handler(event(deepest, { 'x-api-key': 'good' }), context)).statusCode).toBe(200);
+  });
+
+  it('refuses a lone UTF-16 surrogate in a value or a member name, naming the member', async () => {
+    const { handler, runs } = setup();
+    const inValue = await handler(
+      event('{"people":[{"fields":{"str::email":"\\ud800@x.co"}}]}', { 'x-api-key': 'good' }),
+      context,
+    );
+    expect(inValue.statusCode).toBe(400);
+    expect(parse(inValue).error).toMatch(
+      /^people\[0\]\.fields\.str::email: contains a lone UTF-16/,
+    );
+    const inName = await handler(
+      event('{"people":[{"a\\udc00":1}]}', { 'x-api-key': 'good' }),
+      context,
+    );
+    expect(parse(inName).error).toMatch(/^people\[0\]\.a\\udc00: contains a lone UTF-16/);
+    expect(runs()).toBe(0);
+    // A surrogate pair (an emoji) is text.
+    const pair = await handler(
+      event('{"people":[{"n":"\\ud83d\\ude00"}]}', { 'x-api-key': 'good' }),
+      context,
+    );
+    expect(pair.statusCode).toBe(200);
   });
 
   it('names the member that failed validation', async () => {
