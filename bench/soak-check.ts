@@ -29,6 +29,8 @@ export interface CheckReport {
   activities: number;
   activityKeys: number;
   asyncRequests: Record<string, number>;
+  /** Failed as a 400 when applied: every record refused (a key value taken meanwhile). */
+  asyncRefused: number;
   emails: Record<string, number>;
   suppressed: number;
   queueDepths: Record<string, number>;
@@ -107,6 +109,18 @@ function checkClaims(
       }
     }
   }
+}
+
+/**
+ * A queued request the worker refused as a whole, as the synchronous call would have (a 400:
+ * every record invalid, say its member number went to another person after it was
+ * accepted), recorded `failed` with its reason and not retried (docs/api.md). The soak's
+ * traffic makes such races on purpose; any other failure (five attempts, the dead-letter
+ * queue) is an inconsistency.
+ */
+function refusedAsSent(request: Item): boolean {
+  const failure = request.failure as { code?: unknown; error?: unknown } | undefined;
+  return failure?.code === 400 && typeof failure.error === 'string';
 }
 
 async function queueDepth(sqs: SQSClient, name: string): Promise<number> {
@@ -278,9 +292,11 @@ export async function checkConsistency(
       .filter((item) => item.sk === 'REQ')
       .map((item) => [String(item.pk).slice(`${instanceId}#REQ#`.length), item]),
   );
+  let refused = 0;
   for (const id of sent.asyncRequestIds) {
     const request = requests.get(id);
     if (!request) problems.push(`async request ${id}: accepted, but no record of it`);
+    else if (request.status === 'failed' && refusedAsSent(request)) refused += 1;
     else if (request.status !== 'done') {
       problems.push(
         `async request ${id}: ${String(request.status)} ${JSON.stringify(request.failure ?? '')}`,
@@ -333,6 +349,7 @@ export async function checkConsistency(
     memberships: [...members.values()].reduce((a, b) => a + b, 0),
     activities: activities.length,
     activityKeys: keys.length,
+    asyncRefused: refused,
     asyncRequests: count([...requests.values()].map((item) => String(item.status))),
     emails: count([...emails.values()].map((item) => String(item.status))),
     suppressed: emailItems.filter((item) => item.sk === 'SUP').length,

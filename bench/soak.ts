@@ -404,7 +404,7 @@ function printCheck(report: CheckReport) {
   );
   console.log(`  activities ${report.activities}, activity keys ${report.activityKeys}`);
   console.log(
-    `  async requests by status ${JSON.stringify(report.asyncRequests)} (accepted by this run: ${sent.asyncRequestIds.size})`,
+    `  async requests by status ${JSON.stringify(report.asyncRequests)} (accepted by this run: ${sent.asyncRequestIds.size}; failed as a 400 when applied, every record refused by a key race: ${report.asyncRefused})`,
   );
   console.log(
     `  emails by status ${JSON.stringify(report.emails)} (answered with a message ID: ${sent.messageIds.size}), suppressed addresses ${report.suppressed}`,
