@@ -15,7 +15,9 @@
  * drain and checks the tables directly. It exits 1 on any inconsistency, on any answer
  * other than 200/202/400 (400s come from records refused by a key race and are reported
  * with their messages), except 503s while CDP_FAULTS is set (the documented answer when a
- * record keeps losing to injected faults), and on any request that got no answer.
+ * record keeps losing to injected faults), and on any request that got no answer. An
+ * accepted async request must end `done`, or `failed` as a 400 (its every record refused
+ * when applied, having lost a key race after it was queued: documented behaviour).
  */
 import { parseArgs } from 'node:util';
 import {
