@@ -46,6 +46,7 @@ const integrationFaults = {
     '/store-faults\\.test\\.ts$',
     '/ingest-worker\\.test\\.ts$',
     '/ses-gateway\\.test\\.ts$',
+    '/process-faults\\.test\\.ts$',
   ],
   setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
   globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',
@@ -68,6 +69,8 @@ const integrationLocalstack = {
     // its POST /faults, and needs the bounces and complaints the gateway makes of the
     // mailbox simulator's addresses, which LocalStack does not send.
     '/transactional\\.test\\.ts$',
+    // Runs DynamoDB Local and fauxqs itself to kill and restart them, and downs the gateway.
+    '/process-faults\\.test\\.ts$',
   ],
   setupFiles: [...common.setupFiles, '<rootDir>/test/integration/localstack-env.js'],
   globalSetup: '<rootDir>/test/integration/global-setup-localstack.ts',

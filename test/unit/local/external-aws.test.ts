@@ -23,7 +23,7 @@ afterEach(() => {
 
 function settingsWith(env: Record<string, string | undefined>) {
   for (const name of Object.keys(process.env)) {
-    if (name.startsWith('AWS_') || name === 'CDP_AWS_ENDPOINT') {
+    if (name.startsWith('AWS_') || name === 'CDP_AWS_ENDPOINT' || name === 'CDP_SKIP_EMULATORS') {
       Reflect.deleteProperty(process.env, name);
     }
   }
@@ -131,6 +131,23 @@ describe('ensureSesSending', () => {
     );
     await expect(ensureSesSending(refused.client, 'default', 'arn:t', ['m.test'])).rejects.toThrow(
       'NotImplemented',
+    );
+  });
+});
+
+describe('CDP_SKIP_EMULATORS', () => {
+  it('names the emulators the stack leaves to someone else, none when unset', () => {
+    expect([...settingsWith({}).skipEmulators]).toEqual([]);
+    expect([...settingsWith({ CDP_SKIP_EMULATORS: 'dynamodb, sqs' }).skipEmulators]).toEqual([
+      'dynamodb',
+      'sqs',
+    ]);
+    expect([...settingsWith({ CDP_SKIP_EMULATORS: 'sqs' }).skipEmulators]).toEqual(['sqs']);
+  });
+
+  it('refuses an emulator it does not know, naming it', () => {
+    expect(() => settingsWith({ CDP_SKIP_EMULATORS: 'dynamodb,ses' })).toThrow(
+      'CDP_SKIP_EMULATORS=dynamodb,ses: ses is not one of dynamodb, sqs',
     );
   });
 });
