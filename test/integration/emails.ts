@@ -92,3 +92,17 @@ export async function linkTokensOf(instanceId: string, messageId: string): Promi
   };
   return { click: token('/t/c'), open: token('/t/o'), unsubscribe: token('/t/u') };
 }
+
+/** A link of an email followed as a mail client would: no redirects; a POST is one-click. */
+export function fetchLink(link: string, method: 'GET' | 'POST' = 'GET'): Promise<Response> {
+  return fetch(link, {
+    method,
+    redirect: 'manual',
+    ...(method === 'POST'
+      ? {
+          body: 'List-Unsubscribe=One-Click',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }
+      : {}),
+  });
+}

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
-import { asset, linkTokensOf, sendOk, statusOf, type Body } from './emails.js';
+import { asset, fetchLink, linkTokensOf, sendOk, statusOf, type Body } from './emails.js';
 import { activitiesOf, uniqueEmail } from './people.js';
 import {
   KEYS,
@@ -191,17 +191,6 @@ describe('API keys at rest', () => {
 });
 
 describe('link tokens', () => {
-  const fetchLink = (link: string, method: 'GET' | 'POST' = 'GET') =>
-    fetch(link, {
-      method,
-      redirect: 'manual',
-      ...(method === 'POST'
-        ? {
-            body: 'List-Unsubscribe=One-Click',
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          }
-        : {}),
-    });
   /** One character changed, in the payload (names) or in the signature. */
   const altered = (token: string, at: number) => {
     const c = token.charAt(at);

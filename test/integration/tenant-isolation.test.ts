@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminEnv, run } from './cli.js';
-import { linkTokensOf, until, type LinkTokens } from './emails.js';
+import { fetchLink, linkTokensOf, until, type LinkTokens } from './emails.js';
 import { baseUrl, call, type ApiResponse } from './stack.js';
 
 /**
@@ -587,16 +587,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       ];
       for (const token of [...altered.filter((t) => t !== own)]) {
         const attempt = async (value: string) => {
-          const response = await fetch(`${baseUrl('default')}${path}?t=${value}`, {
-            method,
-            redirect: 'manual',
-            ...(method === 'POST'
-              ? {
-                  body: 'List-Unsubscribe=One-Click',
-                  headers: { 'content-type': 'application/x-www-form-urlencoded' },
-                }
-              : {}),
-          });
+          const response = await fetchLink(`${baseUrl('default')}${path}?t=${value}`, method);
           const text = await response.text();
           return {
             status: response.status,
