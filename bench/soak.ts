@@ -484,6 +484,12 @@ async function main(): Promise<number> {
     const unexpected = Object.entries(statuses).filter(([status]) => !allowed.has(status));
     if (unexpected.length) {
       console.log(`\nFAIL: unexpected answers ${JSON.stringify(Object.fromEntries(unexpected))}`);
+      // What the functions logged as errors (run with POWERTOOLS_LOG_LEVEL=ERROR to see them).
+      const errors = stack
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"level":"ERROR"'));
+      for (const line of errors.slice(-20)) console.log(line);
     }
     if (report.problems.length) console.log('\nFAIL: the data is inconsistent');
     if (!unexpected.length && !report.problems.length) console.log('\nPASS');
