@@ -28,12 +28,25 @@ async function waitForUnprocessed(attempt: number, deadline: number): Promise<vo
   await sleep(wait);
 }
 
+/**
+ * Reads items by key, 100 at a time, asking again for what the store left unprocessed. A key
+ * asked twice is read once (DynamoDB refuses a batch that names a key twice: callers such as
+ * a record whose two merge keys are held by one person may well name it twice).
+ */
 export async function batchGet(
   db: DynamoDBDocumentClient,
   table: string,
-  keys: Key[],
+  requested: Key[],
   consistent = false,
 ): Promise<Item[]> {
+  const keys = [
+    ...new Map(
+      requested.map((key) => [
+        JSON.stringify(Object.entries(key).sort(([a], [b]) => a.localeCompare(b))),
+        key,
+      ]),
+    ).values(),
+  ];
   const items: Item[] = [];
   const deadline = currentDeadline();
   for (let start = 0; start < keys.length; start += 100) {
