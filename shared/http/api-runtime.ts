@@ -31,8 +31,9 @@ import type { Authenticator } from './api-handler.js';
  */
 export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const db = createDocumentClient();
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   const directory = new CachedTenantDirectory(
-    new DynamoConfigStore(db, env.CONFIG_TABLE),
+    config,
     env.CDP_CONFIG_CACHE_MS,
     Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
   );
@@ -49,7 +50,6 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     await limiter.admit(bucket, limit);
     return tenant;
   };
-  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   const signingSecret = signingSecrets(config);
   const idempotency = env.REQUESTS_TABLE
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)

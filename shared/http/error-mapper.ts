@@ -116,7 +116,7 @@ export function errorResponse(
   );
   if (!log) {
     // built only to be kept (idempotency); the error mapper logs it when it answers
-  } else if (status >= 500) logger.error(known.message, { requestId, error: known });
+  } else if (status >= 500) logger.error(message, { requestId, status, error: known.name });
   else logger.info('Request refused', { requestId, status, reason: message });
   const headers: Record<string, string> = {};
   if (known instanceof MethodNotAllowedError) headers.allow = known.allowed.join(', ');
