@@ -443,7 +443,7 @@ async function main(): Promise<number> {
     CDP_EPHEMERAL: '1',
     CDP_SEED_FILE: 'bench/soak-config.json',
     CDP_FAULTS: faults,
-    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'SILENT',
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR',
     // Retries come back within seconds (the defaults wait up to minutes), and SES is not the
     // bottleneck: the drain at the end stays short. Each can be set from outside.
     INGEST_RETRY_BASE_SECONDS: process.env.INGEST_RETRY_BASE_SECONDS ?? '1',
@@ -484,11 +484,14 @@ async function main(): Promise<number> {
     const unexpected = Object.entries(statuses).filter(([status]) => !allowed.has(status));
     if (unexpected.length) {
       console.log(`\nFAIL: unexpected answers ${JSON.stringify(Object.fromEntries(unexpected))}`);
-      // What the functions logged as errors (run with POWERTOOLS_LOG_LEVEL=ERROR to see them).
+    }
+    if (unexpected.length || report.problems.length) {
+      // What the functions logged as errors (POWERTOOLS_LOG_LEVEL, ERROR by default).
       const errors = stack
         .output()
         .split('\n')
         .filter((line) => line.includes('"level":"ERROR"'));
+      console.log(`\nThe functions logged ${errors.length} errors; the last ones:`);
       for (const line of errors.slice(-20)) console.log(line);
     }
     if (report.problems.length) console.log('\nFAIL: the data is inconsistent');

@@ -104,9 +104,14 @@ export class SqsEmailQueue implements EmailQueue {
     return JSON.stringify({ ...rest, payload: { key } });
   }
 
+  /** The job a message carries, without fetching its email. */
+  envelope(raw: string): EmailJob {
+    return EmailJob.parse(JSON.parse(raw));
+  }
+
   /** The job a message carries, its email fetched from the bucket if needed. */
   async open(raw: string): Promise<EmailJob & { email: OutgoingEmail }> {
-    const job = EmailJob.parse(JSON.parse(raw));
+    const job = this.envelope(raw);
     if (job.email) return { ...job, email: job.email };
     if (!job.payload) throw new Error(`Email job ${job.message_id} carries no email`);
     const text = await this.object(job.payload.key);

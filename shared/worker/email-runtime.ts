@@ -5,7 +5,7 @@ import { SqsEmailQueue } from '../adapters/email-queue.js';
 import { DynamoEmailStore } from '../adapters/email-store.js';
 import { createSesClient, SesMailer } from '../adapters/ses-mailer.js';
 import { EmailEventsWorkerEnv, EmailWorkerEnv, readEnv } from '../config/env.js';
-import { deliverEmail } from '../domain/email/deliver.js';
+import { deliverEmail, settleUndelivered } from '../domain/email/deliver.js';
 import { applySesEvent, parseSesEvent } from '../domain/email/delivery-events.js';
 import { unsubscriber } from '../domain/email/unsubscribe.js';
 import { createPeopleWriters } from '../http/api-runtime.js';
@@ -51,18 +51,14 @@ export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
       logger.info('Email delivered', { messageId: job.message_id, outcome });
     },
     onLastFailure: async (record: SQSRecord, error: unknown) => {
-      const job = JSON.parse(record.body) as { instance_id?: string; message_id?: string };
-      if (!job.instance_id || !job.message_id) return;
-      // It stays queued (a redrive sends it); the event says why it waits.
-      await store.move(job.instance_id, job.message_id, ['queued'], 'queued', {
-        event: {
-          type: 'dead_lettered',
-          at: new Date().toISOString(),
-          detail: `could not be sent after ${maxReceiveCount} attempts (${
-            error instanceof Error ? error.message : 'error'
-          }); it is in the dead-letter queue, and is sent when redriven`,
-        },
-      });
+      const job = queue.envelope(record.body);
+      return settleUndelivered(
+        job,
+        store,
+        `could not be sent after ${maxReceiveCount} attempts (${
+          error instanceof Error ? error.message : 'error'
+        })`,
+      );
     },
   });
 }
@@ -94,6 +90,6 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
       });
       logger.info('SES event applied', { messageId: record.messageId, outcome });
     },
-    onLastFailure: () => Promise.resolve(),
+    onLastFailure: () => Promise.resolve('dead-letter' as const),
   });
 }

@@ -129,13 +129,14 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
         records: message.records,
         accepted_at: message.accepted_at,
       });
-      if (state === 'done') return;
+      if (state === 'done') return 'dead-letter';
       await requests.fail(message.instance_id, message.request_id, {
         error: `could not be applied after ${maxReceiveCount} attempts (${
           error instanceof Error ? error.name : 'error'
         }); it is in the dead-letter queue, and is applied when redriven`,
         code: 503,
       });
+      return 'dead-letter';
     },
   });
 }

@@ -2,14 +2,17 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { ChangeMessageVisibilityCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { logger } from '../lib/logger.js';
+import { retryAfterMs } from '../lib/retry-later.js';
 import { canWait, withDeadline } from '../lib/time-budget.js';
 
 /**
  * The one SQS worker stack: Powertools' batch processor reports partial batch failures, so
  * a failed message comes back alone. A failed message is retried with backoff: its
- * visibility is set to `backoffBaseSeconds · 2^(receives − 1)` (capped at 15 minutes); on
- * its last receive (`maxReceiveCount`) `onLastFailure` records why it is going to the
- * dead-letter queue, and the reason is logged. Nothing is dropped silently. Messages of a
+ * visibility is set to `backoffBaseSeconds · 2^(receives − 1)`, or longer where the failure
+ * asks for it (`RetryLaterError`), capped at 15 minutes; on its last receive
+ * (`maxReceiveCount`) `onLastFailure` records why it is going to the dead-letter queue, and
+ * the reason is logged, unless it answers `settled`: the message's work reached a final
+ * state another way (recorded there), and the message is done. Nothing is dropped silently. Messages of a
  * batch are processed one after the other unless `parallel` (the event source's maximum
  * concurrency bounds how many batches run at once). Each batch runs within the function's time budget.
  */
@@ -22,7 +25,8 @@ export interface WorkerOptions {
   /** Messages of a batch at once (default: one after the other). */
   parallel?: boolean;
   process(record: SQSRecord): Promise<void>;
-  onLastFailure(record: SQSRecord, error: unknown): Promise<void>;
+  /** `settled`: the message needs no dead-letter queue (its outcome is recorded). */
+  onLastFailure(record: SQSRecord, error: unknown): Promise<'settled' | 'dead-letter' | undefined>;
 }
 
 const ANSWER_MARGIN_MS = 5_000;
@@ -43,13 +47,21 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
       const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
       const last = receives >= options.maxReceiveCount;
       if (last) {
+        const outcome = await options.onLastFailure(record, error).catch((cause: unknown) => {
+          logger.error('Could not record the failure', { error: cause as Error });
+        });
+        if (outcome === 'settled') {
+          logger.error('Message failed for the last time; its outcome is recorded', {
+            messageId: record.messageId,
+            receives,
+            error: error as Error,
+          });
+          return;
+        }
         logger.error('Message failed for the last time: it goes to the dead-letter queue', {
           messageId: record.messageId,
           receives,
           error: error as Error,
-        });
-        await options.onLastFailure(record, error).catch((cause: unknown) => {
-          logger.error('Could not record the failure', { error: cause as Error });
         });
       } else {
         logger.warn('Message failed; it will be retried', {
@@ -62,7 +74,13 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
       // the message to the dead-letter queue.
       const seconds = last
         ? 0
-        : Math.min(MAX_VISIBILITY_SECONDS, options.backoffBaseSeconds * 2 ** (receives - 1));
+        : Math.min(
+            MAX_VISIBILITY_SECONDS,
+            Math.max(
+              options.backoffBaseSeconds * 2 ** (receives - 1),
+              Math.ceil(retryAfterMs(error) / 1000),
+            ),
+          );
       await options.sqs
         .send(
           new ChangeMessageVisibilityCommand({

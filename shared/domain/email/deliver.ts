@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ActivityToWrite } from '../activities/record-activities.js';
 import { logger } from '../../lib/logger.js';
+import { RetryLaterError } from '../../lib/retry-later.js';
 import { emailActivity } from './email-activities.js';
-import type { EmailJob, EmailRecord, EmailState, OutgoingEmail } from './messages.js';
+import type { EmailEvent, EmailJob, EmailRecord, EmailState, OutgoingEmail } from './messages.js';
 
 /**
  * The email worker's rule (DESIGN.md, Transactional email): each email is sent at most
@@ -14,9 +15,17 @@ import type { EmailJob, EmailRecord, EmailState, OutgoingEmail } from './message
  * The one window left: the worker stops after SES accepted the email and before `sent` is
  * recorded (or SES's answer is lost). The email stays `sending`; a redelivery does not send
  * it again: once the attempt's lease has passed it marks it `failed` with "outcome unknown",
- * and the SES `Send` event, which names the message, sets it `sent` when it arrives.
+ * and the SES `Send` event, which names the message, sets it `sent` when it arrives. Every
+ * failure that leaves the email `sending` asks the queue to wait out the lease before the
+ * next delivery (`RetryLaterError`), so that delivery can settle it; if it was the last one,
+ * `settleUndelivered` settles it instead.
  */
 export const SEND_LEASE_MS = 90_000;
+/** How long after a lease has passed a held email's redelivery comes back. */
+const LEASE_MARGIN_MS = 1_000;
+
+export const UNKNOWN_OUTCOME =
+  'the send attempt stopped before SES answered: the outcome is unknown, and the email is not sent again (a Send event from SES marks it sent)';
 
 /** How a send went wrong: refused (nothing sent, retry), rejected (never), or unknown. */
 export class MailerError extends Error {
@@ -51,7 +60,7 @@ export interface DeliveryStore {
     messageId: string,
     from: EmailState[],
     to: EmailState,
-    extra?: { error?: string },
+    extra?: { error?: string; event?: EmailEvent },
   ): Promise<boolean>;
 }
 
@@ -87,13 +96,14 @@ export async function deliverEmail(
     return 'missing';
   }
   if (record.status === 'sending') {
-    if (now() - (record.sending_at ?? 0) < SEND_LEASE_MS) {
-      throw new Error('Another attempt is sending this email; trying again later');
+    const held = SEND_LEASE_MS - (now() - (record.sending_at ?? 0));
+    if (held > 0) {
+      throw new RetryLaterError(
+        'Another attempt is sending this email; trying again later',
+        held + LEASE_MARGIN_MS,
+      );
     }
-    await store.move(instanceId, messageId, ['sending'], 'failed', {
-      error:
-        'the send attempt stopped before SES answered: the outcome is unknown, and the email is not sent again (a Send event from SES marks it sent)',
-    });
+    await store.move(instanceId, messageId, ['sending'], 'failed', { error: UNKNOWN_OUTCOME });
     return 'failed';
   }
   if (record.status !== 'queued') return 'done-before';
@@ -118,13 +128,58 @@ export async function deliverEmail(
     }
     if (!(error instanceof MailerError) || error.outcome === 'refused') {
       // Nothing was sent: the email goes back to the queue's retries.
-      await store.release(instanceId, messageId, attempt);
+      await store.release(instanceId, messageId, attempt).catch((cause: unknown) => {
+        throw heldByAttempt(cause);
+      });
+      throw error;
     }
-    throw error;
+    throw heldByAttempt(error);
   }
   const activity = emailActivity('sent', record, new Date(now()), 'sent');
-  if (!(await store.markSent(instanceId, messageId, attempt, sesMessageId, activity))) {
+  const recorded = await store
+    .markSent(instanceId, messageId, attempt, sesMessageId, activity)
+    .catch((cause: unknown) => {
+      // SES has it; its Send event marks it sent if this attempt cannot.
+      throw heldByAttempt(cause);
+    });
+  if (!recorded) {
     logger.warn('A sent email was no longer held by its attempt', { instanceId, messageId });
   }
   return 'sent';
+}
+
+/** A failure that leaves the email `sending`: its next delivery waits out the lease. */
+function heldByAttempt(cause: unknown): RetryLaterError {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return new RetryLaterError(message, SEND_LEASE_MS + LEASE_MARGIN_MS, { cause });
+}
+
+/**
+ * What the email's last delivery leaves, when it failed too (its message goes to the
+ * dead-letter queue unless this settles it). A `queued` email stays queued, with an event
+ * saying why it waits (a redrive sends it): `dead-letter`. An email an attempt left
+ * `sending` is not sent again by anyone: it is `failed` with an unknown outcome now rather
+ * than never (SES's Send event marks it sent if it went), and its message is done:
+ * `settled`. So is an email already in a final state.
+ */
+export async function settleUndelivered(
+  job: Pick<EmailJob, 'instance_id' | 'message_id'>,
+  store: Pick<DeliveryStore, 'get' | 'move'>,
+  reason: string,
+): Promise<'settled' | 'dead-letter'> {
+  const { instance_id: instanceId, message_id: messageId } = job;
+  const status = async () => (await store.get(instanceId, [messageId])).get(messageId)?.status;
+  if ((await status()) === 'sending') {
+    await store.move(instanceId, messageId, ['sending'], 'failed', { error: UNKNOWN_OUTCOME });
+  }
+  // Read again: an attempt that gave the email back in the meantime left it queued.
+  if ((await status()) !== 'queued') return 'settled';
+  await store.move(instanceId, messageId, ['queued'], 'queued', {
+    event: {
+      type: 'dead_lettered',
+      at: new Date().toISOString(),
+      detail: `${reason}; it is in the dead-letter queue, and is sent when redriven`,
+    },
+  });
+  return 'dead-letter';
 }

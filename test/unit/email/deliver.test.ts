@@ -3,6 +3,7 @@ import {
   deliverEmail,
   MailerError,
   SEND_LEASE_MS,
+  settleUndelivered,
   type DeliveryStore,
   type Mailer,
 } from '../../../shared/domain/email/deliver.js';
@@ -11,6 +12,7 @@ import type {
   EmailState,
   OutgoingEmail,
 } from '../../../shared/domain/email/messages.js';
+import { RetryLaterError, retryAfterMs } from '../../../shared/lib/retry-later.js';
 
 /** The email worker's rule, against an in-memory store with the same conditional moves. */
 const MESSAGE = '0123456789abcdef01234567';
@@ -124,12 +126,24 @@ describe('deliverEmail', () => {
     let now = 1_000_000;
     const { store, state } = memoryStore(record);
     const ses = mailer(new MailerError('unknown', 'timeout'));
-    await expect(deliverEmail(job, { store, mailer: ses, pace, now: () => now })).rejects.toThrow();
+    const unknown = await deliverEmail(job, { store, mailer: ses, pace, now: () => now }).catch(
+      (error: unknown) => error,
+    );
     expect(state.record.status).toBe('sending');
-    // Within the attempt's lease: not touched.
-    await expect(
-      deliverEmail(job, { store, mailer: ses, pace, now: () => now + 1_000 }),
-    ).rejects.toThrow(/Another attempt/);
+    // The next delivery must not come before the lease has passed (or it could be the last).
+    expect(unknown).toBeInstanceOf(RetryLaterError);
+    expect(retryAfterMs(unknown)).toBeGreaterThan(SEND_LEASE_MS);
+    // Within the attempt's lease: not touched, and asked to come back once it has passed.
+    const held = await deliverEmail(job, {
+      store,
+      mailer: ses,
+      pace,
+      now: () => now + 30_000,
+    }).catch((error: unknown) => error);
+    expect(held).toBeInstanceOf(RetryLaterError);
+    expect((held as Error).message).toMatch(/Another attempt/);
+    expect(retryAfterMs(held)).toBeGreaterThan(SEND_LEASE_MS - 30_000);
+    expect(retryAfterMs(held)).toBeLessThanOrEqual(SEND_LEASE_MS - 30_000 + 5_000);
     now += SEND_LEASE_MS + 1;
     expect(await deliverEmail(job, { store, mailer: ses, pace, now: () => now })).toBe('failed');
     expect(state.record.error).toMatch(/outcome is unknown/);
@@ -142,5 +156,46 @@ describe('deliverEmail', () => {
     expect(await deliverEmail(job, { store, mailer: ses, pace })).toBe('suppressed');
     expect(state.record.status).toBe('suppressed');
     expect(ses.calls).toBe(0);
+  });
+
+  it('waits out the lease when the store fails after SES took the email', async () => {
+    const { store, state } = memoryStore(record);
+    const failing = { ...store, markSent: () => Promise.reject(new Error('store down')) };
+    const error = await deliverEmail(job, { store: failing, mailer: mailer(), pace }).catch(
+      (cause: unknown) => cause,
+    );
+    expect(state.record.status).toBe('sending');
+    expect(retryAfterMs(error)).toBeGreaterThan(SEND_LEASE_MS);
+  });
+
+  it('retries a refused send with the queue backoff when the email was given back', async () => {
+    const { store } = memoryStore(record);
+    const error = await deliverEmail(job, {
+      store,
+      mailer: mailer(new MailerError('refused', 'throttled')),
+      pace,
+    }).catch((cause: unknown) => cause);
+    expect(retryAfterMs(error)).toBe(0);
+  });
+});
+
+describe('settleUndelivered (the last delivery failed too)', () => {
+  it('fails an email an attempt left sending, with an unknown outcome: no dead letter', async () => {
+    const { store, state } = memoryStore({ ...record, status: 'sending', sending_at: Date.now() });
+    expect(await settleUndelivered(job, store, 'timeout')).toBe('settled');
+    expect(state.record).toMatchObject({ status: 'failed' });
+    expect(state.record.error).toMatch(/outcome is unknown/);
+  });
+
+  it('keeps a queued email queued for a redrive, and dead-letters its message', async () => {
+    const { store, state } = memoryStore(record);
+    expect(await settleUndelivered(job, store, 'SES refused')).toBe('dead-letter');
+    expect(state.record.status).toBe('queued');
+  });
+
+  it('leaves an email in a final state alone', async () => {
+    const { store, state } = memoryStore({ ...record, status: 'sent' });
+    expect(await settleUndelivered(job, store, 'x')).toBe('settled');
+    expect(state.record.status).toBe('sent');
   });
 });
