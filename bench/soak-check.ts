@@ -328,7 +328,8 @@ export async function checkConsistency(
         ? ['complained', 'suppressed']
         : ['sent', 'suppressed'];
     if (!expected.includes(status)) {
-      problems.push(`email ${id} (to ${to}): ${status}, expected ${expected.join(' or ')}`);
+      const why = email.error ? ` (${String(email.error)})` : '';
+      problems.push(`email ${id} (to ${to}): ${status}${why}, expected ${expected.join(' or ')}`);
     }
   }
 
