@@ -155,6 +155,11 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/person/get/activities', 'person-activities', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
+  // Beyond the spec (docs/api.md): what clients of the real API call besides.
+  api('POST', '/v1/person/subscriptions', 'person-subscriptions', {
+    access: ['config:read', 'people:read'],
+  }),
+  api('POST', '/v1/instance-schema/get', 'instance-schema-get'),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

@@ -322,7 +322,7 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
         invalid: fc.oneof(wrongType('array'), fc.constant([]), fc.constant(['str::nope'])),
       },
       { name: 'merge_strategy', invalid: badInteger(1, 3) },
-      { name: 'find_strategy', invalid: badInteger(0, 1) },
+      { name: 'find_strategy', invalid: badInteger(0, 2) },
       { name: 'skip_non_existing', invalid: wrongType('boolean') },
     ],
     special: (u) =>
@@ -492,6 +492,65 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
             mention: 'activities[0].created',
           })),
       ),
+  },
+  'POST /v1/person/subscriptions': {
+    base: (u) => ({ people: [{ email: email(u) }, { person_id: '0'.repeat(24) }] }),
+    members: [
+      {
+        name: 'people',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.constant([]),
+          fc.array(fc.constant({ person_id: '0'.repeat(24) }), { minLength: 101, maxLength: 110 }),
+          fc.array(wrongType('object'), { minLength: 1, maxLength: 3 }),
+        ),
+      },
+    ],
+    special: (u) =>
+      fc.oneof(
+        fc
+          .oneof(
+            wrongType('string'),
+            longString(256, 2000),
+            fc.string({ maxLength: 20 }).filter((s) => !s.includes('@')),
+          )
+          .map((value) => ({
+            kind: 'bad email',
+            body: { people: [{ email: value }] },
+            mention: 'people[0].email',
+          })),
+        notHexId.map((value) => ({
+          kind: 'bad person_id',
+          body: { people: [{ person_id: value }] },
+          mention: 'people[0].person_id',
+        })),
+        fc
+          .constantFrom(
+            {},
+            { email: email(u), person_id: '0'.repeat(24) },
+            { 'str::email': email(u) },
+          )
+          .map((lookup) => ({
+            kind: 'neither or both',
+            body: { people: [lookup] },
+            mention: 'people[0]: expected exactly one of email or person_id',
+          })),
+      ),
+  },
+  'POST /v1/instance-schema/get': {
+    base: () => ({ namespaces: ['', 'cm'] }),
+    members: [
+      {
+        name: 'namespaces',
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.array(wrongType('string'), { minLength: 1, maxLength: 3 }),
+          fc.array(longString(65, 500), { minLength: 1, maxLength: 2 }),
+          fc.array(fc.constant('cm'), { minLength: 101, maxLength: 110 }),
+        ),
+      },
+    ],
   },
   'POST /v1/async/get': {
     base: () => ({ request_id: 'r'.repeat(20) }),

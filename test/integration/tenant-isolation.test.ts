@@ -389,6 +389,11 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         '/v1/organizations/contacts/remove',
         (id) => ({ organization_id: id, inclusion_ids: [b.people[0]] }),
       ],
+      [
+        'subscriptions by ID',
+        '/v1/person/subscriptions',
+        (id) => ({ people: [{ person_id: id }] }),
+      ],
       ['async get', '/v1/async/get', (id) => ({ request_id: id })],
       ['transactional get', '/v1/transactional/get', (id) => ({ message_ids: [id] })],
       [
@@ -455,6 +460,12 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
           skip_non_existing: true,
           emails: [{ fields: { 'str::email': value } }],
         }),
+      ],
+      [
+        'subscriptions by email',
+        '/v1/person/subscriptions',
+        b.emails,
+        (value) => ({ people: [{ email: value }] }),
       ],
       // After the lookups above: it creates A's own person of that address (as for any).
       [
@@ -540,6 +551,16 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         (value) => ({ 'idempotency-key': value }),
       );
     }
+
+    // A's schema is A's: its own definition of B's activity ID, nothing of B's.
+    const schema = await call('/v1/instance-schema/get', { key: KEY_A, body: { namespaces: [] } });
+    cases += 1;
+    expect(schema.status).toBe(200);
+    const custom = (schema.body.namespaces as Record<string, { fields: Record<string, Body> }>).cm;
+    expect(custom?.fields['act:cm:b-only']).toMatchObject({ name: 'Defined by A' });
+    expect(
+      [...secretsOf(b), 'Only B'].filter((secret) => JSON.stringify(schema.body).includes(secret)),
+    ).toEqual([]);
 
     // Nothing of B changed: every read of B's key answers as before.
     expect(await snapshot(KEY_B, b)).toEqual(bBefore);
