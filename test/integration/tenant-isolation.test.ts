@@ -232,6 +232,10 @@ async function snapshot(key: string, world: World) {
       limit: 100,
       fields: ['str:o:name', 'str:oc:tier'],
     }),
+    organizationsByIds: await read('/v1/accounts/get-by-ids', {
+      account_ids: world.organizations,
+      fields: ['str:o:name', 'str:oc:tier'],
+    }),
     activities: await Promise.all(
       world.people.map((id) => read('/v1/person/get/activities', { person_id: id, limit: 100 })),
     ),
@@ -394,6 +398,41 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         '/v1/person/subscriptions',
         (id) => ({ people: [{ person_id: id }] }),
       ],
+      [
+        'organizations by ID',
+        '/v1/organizations/get-by-ids',
+        (id) => ({ organization_ids: [id], fields: ['str:o:name', 'str:oc:tier'] }),
+      ],
+      [
+        'accounts by ID',
+        '/v1/accounts/get-by-ids',
+        (id) => ({ account_ids: [id], fields: ['str:o:name', 'str:oc:tier'] }),
+      ],
+      [
+        'add person to own account',
+        '/v1/accounts/contacts/add',
+        (id) => ({ account_id: a.organizations[0], person_ids: [id] }),
+      ],
+      [
+        'remove person from own account',
+        '/v1/accounts/contacts/remove',
+        (id) => ({ account_id: a.organizations[0], person_ids: [id] }),
+      ],
+      [
+        'add own person to account',
+        '/v1/accounts/contacts/add',
+        (id) => ({ account_id: id, person_ids: [a.people[1]] }),
+      ],
+      [
+        'add B person to account (organizations names)',
+        '/v1/accounts/contacts/add',
+        (id) => ({ organization_id: id, inclusion_ids: [b.people[1]] }),
+      ],
+      [
+        'remove from account',
+        '/v1/accounts/contacts/remove',
+        (id) => ({ account_id: id, person_ids: [b.people[0]] }),
+      ],
       ['async get', '/v1/async/get', (id) => ({ request_id: id })],
       ['transactional get', '/v1/transactional/get', (id) => ({ message_ids: [id] })],
       [
@@ -477,6 +516,9 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         }),
       ],
       ['search organizations', '/v1/organizations/get', b.organizationNames, (q) => ({ q })],
+      // Before the merge below makes A's own organizations of these names. (Merging an
+      // account by B's name is that same merge: the function and domain call are one.)
+      ['search accounts', '/v1/accounts/get', b.organizationNames, (q) => ({ q })],
       [
         'merge an organization by name',
         '/v1/organizations/merge',
@@ -519,6 +561,12 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       [
         'organizations cursor',
         '/v1/organizations/get',
+        b.cursors.organizations,
+        (c) => ({ limit: 1, cursor_id: c }),
+      ],
+      [
+        'accounts cursor',
+        '/v1/accounts/get',
         b.cursors.organizations,
         (c) => ({ limit: 1, cursor_id: c }),
       ],

@@ -498,7 +498,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
 export function mergeDetails(
   records: ({ index: number } & ({ error: string } | object))[],
   outcomes: Map<number, MergeOutcome>,
-  idMember: 'person_id' | 'organization_id',
+  idMember: 'person_id' | 'organization_id' | 'account_id',
 ): ErrorDetail[] {
   return records.map((record) => {
     if ('error' in record) return { index: record.index, status: 'invalid', error: record.error };
