@@ -98,6 +98,20 @@ const PEOPLE_WRITER: readonly Access[] = [
   'payloads:put',
 ];
 
+/** Organizations (and the accounts names, the same functions): merging, which may queue. */
+const ORGANIZATIONS_MERGE: Partial<RouteDefinition> = {
+  maxBodyBytes: 2 * MB,
+  access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
+};
+/** Reading organizations (listings, by ID). */
+const ORGANIZATIONS_READ: Partial<RouteDefinition> = {
+  access: ['config:read', 'organizations:read'],
+};
+/** Linking people to organizations, or unlinking them. */
+const MEMBERSHIPS: Partial<RouteDefinition> = {
+  access: ['config:read', 'people', 'organizations'],
+};
+
 /** The public routes of email links: no key, small bodies, the signing secret in config. */
 function tracking(access: Access[]): Partial<RouteDefinition> {
   return {
@@ -125,16 +139,9 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ['config:read', 'emails:read'],
   }),
   api('POST', '/v1/person/merge', 'person-merge', { maxBodyBytes: 2 * MB, access: PEOPLE_WRITER }),
-  api('POST', '/v1/organizations/merge', 'organizations-merge', {
-    maxBodyBytes: 2 * MB,
-    access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
-  }),
-  api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', {
-    access: ['config:read', 'people', 'organizations'],
-  }),
-  api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', {
-    access: ['config:read', 'people', 'organizations'],
-  }),
+  api('POST', '/v1/organizations/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
+  api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
+  api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
   api('POST', '/v1/activities/create', 'activities-create', {
     maxBodyBytes: 2 * MB,
     access: PEOPLE_WRITER,
@@ -143,9 +150,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
     access: ['config:write'],
   }),
-  api('POST', '/v1/organizations/get', 'organizations-get', {
-    access: ['config:read', 'organizations:read'],
-  }),
+  api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATIONS_READ),
   api('POST', '/v1/person/get', 'person-get', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
@@ -155,6 +160,18 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/person/get/activities', 'person-activities', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
+  // Beyond the spec (docs/api.md): what clients of the real API call besides.
+  api('POST', '/v1/person/subscriptions', 'person-subscriptions', {
+    access: ['config:read', 'people:read'],
+  }),
+  api('POST', '/v1/instance-schema/get', 'instance-schema-get'),
+  api('POST', '/v1/organizations/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
+  // The accounts names newer clients use: the organizations' functions, with their grants.
+  api('POST', '/v1/accounts/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
+  api('POST', '/v1/accounts/get', 'organizations-get', ORGANIZATIONS_READ),
+  api('POST', '/v1/accounts/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
+  api('PUT', '/v1/accounts/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
+  api('PUT', '/v1/accounts/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

@@ -48,7 +48,7 @@ const DataSource = z.strictObject({
   api_key: z.string().min(1).max(256).optional(),
   merge_by: z.array(z.string()).min(1).max(2).default(['str::email']),
   merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(2),
-  find_strategy: z.union([z.literal(0), z.literal(1)]).default(0),
+  find_strategy: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(0),
 });
 
 /**

@@ -13,7 +13,7 @@ import type { Tenant } from '../domain/tenancy.js';
 import { parseWith } from '../domain/validation.js';
 import { logger } from '../lib/logger.js';
 import { currentDeadline, withDeadline } from '../lib/time-budget.js';
-import { routeKey, type RouteDefinition } from '../routes.js';
+import { routeKey, type RouteDefinition, type RouteKey } from '../routes.js';
 import { checkJsonDepth, checkWellFormedText } from './body-checks.js';
 import { errorResponse } from './error-mapper.js';
 import { idempotencyKeyOf, runIdempotent, type IdempotencyStore } from './idempotency.js';
@@ -235,6 +235,20 @@ export function apiHandler<S extends z.ZodType>(
     );
   });
   return withRequestBudget(asHttpHandler(handler));
+}
+
+/**
+ * One handler module behind several routes: the same operation under two sets of names
+ * (`/v1/organizations/…` and `/v1/accounts/…`). Each route is a function of its own, built
+ * from the module; a request is answered by the handler of the route it came by (API
+ * Gateway's `resource`, which the local server sets the same way).
+ */
+export function routeHandlers(handlers: Partial<Record<RouteKey, HttpHandler>>): HttpHandler {
+  return (event, context) => {
+    const handler = handlers[`${event.httpMethod.toUpperCase()} ${event.resource}` as RouteKey];
+    if (!handler) throw new Error(`no handler for ${event.httpMethod} ${event.resource}`);
+    return handler(event, context);
+  };
 }
 
 /** An endpoint that needs no key and reads no body (health, the fallback route). */

@@ -13,6 +13,12 @@ import {
 } from '../domain/activities/record-activities.js';
 import { applyIngest, type IngestPorts } from '../domain/ingest/ingest.js';
 import {
+  ACCOUNT_NAMES,
+  AccountMergeRequest,
+  accountResultsOf,
+  organizationMergeOf,
+} from '../domain/organizations/accounts.js';
+import {
   mergeOrganizations,
   OrganizationMergeRequest,
 } from '../domain/organizations/organization-merge.js';
@@ -59,6 +65,14 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
         organizations: await mergeOrganizations(
           parseWith(OrganizationMergeRequest, body, 'request body'),
           { tenant, store: organizations, ledger },
+        ),
+      }),
+      'accounts-merge': async (body, tenant, { ledger }) => ({
+        accounts: accountResultsOf(
+          await mergeOrganizations(
+            organizationMergeOf(parseWith(AccountMergeRequest, body, 'request body')),
+            { tenant, store: organizations, ledger, names: ACCOUNT_NAMES },
+          ),
         ),
       }),
       'activities-create': async (body, tenant, queued) => ({

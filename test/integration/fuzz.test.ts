@@ -322,7 +322,7 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
         invalid: fc.oneof(wrongType('array'), fc.constant([]), fc.constant(['str::nope'])),
       },
       { name: 'merge_strategy', invalid: badInteger(1, 3) },
-      { name: 'find_strategy', invalid: badInteger(0, 1) },
+      { name: 'find_strategy', invalid: badInteger(0, 2) },
       { name: 'skip_non_existing', invalid: wrongType('boolean') },
     ],
     special: (u) =>
@@ -493,6 +493,199 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
           })),
       ),
   },
+  'POST /v1/person/subscriptions': {
+    base: (u) => ({ people: [{ email: email(u) }, { person_id: '0'.repeat(24) }] }),
+    members: [
+      {
+        name: 'people',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.constant([]),
+          fc.array(fc.constant({ person_id: '0'.repeat(24) }), { minLength: 101, maxLength: 110 }),
+          fc.array(wrongType('object'), { minLength: 1, maxLength: 3 }),
+        ),
+      },
+    ],
+    special: (u) =>
+      fc.oneof(
+        fc
+          .oneof(
+            wrongType('string'),
+            longString(256, 2000),
+            fc.string({ maxLength: 20 }).filter((s) => !s.includes('@')),
+          )
+          .map((value) => ({
+            kind: 'bad email',
+            body: { people: [{ email: value }] },
+            mention: 'people[0].email',
+          })),
+        notHexId.map((value) => ({
+          kind: 'bad person_id',
+          body: { people: [{ person_id: value }] },
+          mention: 'people[0].person_id',
+        })),
+        fc
+          .constantFrom(
+            {},
+            { email: email(u), person_id: '0'.repeat(24) },
+            { 'str::email': email(u) },
+          )
+          .map((lookup) => ({
+            kind: 'neither or both',
+            body: { people: [lookup] },
+            mention: 'people[0]: expected exactly one of email or person_id',
+          })),
+      ),
+  },
+  'POST /v1/instance-schema/get': {
+    base: () => ({ namespaces: ['', 'cm'] }),
+    members: [
+      {
+        name: 'namespaces',
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.array(wrongType('string'), { minLength: 1, maxLength: 3 }),
+          fc.array(longString(65, 500), { minLength: 1, maxLength: 2 }),
+          fc.array(fc.constant('cm'), { minLength: 101, maxLength: 110 }),
+        ),
+      },
+    ],
+  },
+  'POST /v1/accounts/merge': {
+    base: (u) => ({
+      accounts: [{ fields: { 'str:o:name': `Fuzz ${u}` } }],
+      merge_by: ['str:o:name'],
+    }),
+    members: [
+      {
+        name: 'accounts',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.constant([]),
+          fc.array(scalar, { minLength: 101, maxLength: 110 }),
+        ),
+      },
+      {
+        name: 'merge_by',
+        required: true,
+        invalid: fc.oneof(wrongType('array'), fc.constant([]), fc.constant(['str::email'])),
+      },
+      { name: 'async', invalid: wrongType('boolean') },
+      { name: 'merge_strategy', invalid: badInteger(1, 3) },
+      { name: 'find_strategy', invalid: badInteger(0, 2) },
+    ],
+    special: (u) =>
+      fc.oneof(
+        wrongFieldId.map((id) => ({
+          kind: 'wrong field ID',
+          body: {
+            accounts: [{ fields: { 'str:o:name': `Fuzz ${u}`, [id]: 1 } }],
+            merge_by: ['str:o:name'],
+          },
+          mention: `accounts[0].fields.${id}`.slice(0, 200),
+        })),
+        wrongType('object').map((value) => ({
+          kind: 'record of the wrong type',
+          body: { accounts: [value], merge_by: ['str:o:name'] },
+          mention: 'accounts[0]',
+        })),
+        fc.constant({
+          kind: 'no merge key value',
+          body: { accounts: [{ fields: { 'str:o:industry': 'x' } }], merge_by: ['str:o:name'] },
+          mention: 'accounts[0].fields: str:o:name is required',
+        }),
+      ),
+  },
+  'POST /v1/accounts/get': {
+    base: () => ({ limit: 5 }),
+    members: [
+      ...personGetLike,
+      {
+        name: 'sort_by_field_id',
+        invalid: fc.oneof(
+          wrongType('string', 'null'),
+          fc.constantFrom('str::email', 'str:o:website'),
+        ),
+      },
+    ],
+    utf8Member: 'sort_order',
+  },
+  ...Object.fromEntries(
+    (['organization_ids', 'account_ids'] as const).map((member) => [
+      `POST /v1/${member === 'account_ids' ? 'accounts' : 'organizations'}/get-by-ids`,
+      {
+        base: () => ({ [member]: ['0'.repeat(24)] }),
+        members: [
+          {
+            name: member,
+            required: true,
+            invalid: fc.oneof(
+              wrongType('array'),
+              fc.constant([]),
+              fc.array(notHexId, { minLength: 1, maxLength: 3 }),
+              fc.array(fc.constant('0'.repeat(24)), { minLength: 101, maxLength: 110 }),
+            ),
+          },
+          {
+            name: 'fields',
+            invalid: fc.oneof(
+              wrongType('array'),
+              fc.array(wrongType('string'), { minLength: 1, maxLength: 2 }),
+              fc.constant(['str::email']),
+            ),
+          },
+        ],
+      } satisfies RouteFuzz,
+    ]),
+  ),
+  ...Object.fromEntries(
+    (['add', 'remove'] as const).map((op) => [
+      `PUT /v1/accounts/contacts/${op}`,
+      {
+        base: () => ({ person_ids: ['0'.repeat(24)], account_id: '1'.repeat(24) }),
+        members: [
+          {
+            name: 'person_ids',
+            required: true,
+            invalid: fc.oneof(
+              wrongType('array'),
+              fc.constant([]),
+              fc.array(notHexId, { minLength: 1, maxLength: 3 }),
+            ),
+          },
+          { name: 'account_id', required: true, invalid: notHexId },
+        ],
+        special: () =>
+          fc.oneof(
+            fc.constant({
+              kind: 'both vocabularies for the account',
+              body: {
+                person_ids: ['0'.repeat(24)],
+                account_id: '1'.repeat(24),
+                organization_id: '1'.repeat(24),
+              },
+              mention: 'account_id: give account_id or organization_id, not both',
+            }),
+            fc.constant({
+              kind: 'both vocabularies for the people',
+              body: {
+                person_ids: ['0'.repeat(24)],
+                inclusion_ids: ['0'.repeat(24)],
+                account_id: '1'.repeat(24),
+              },
+              mention: 'person_ids: give person_ids or inclusion_ids, not both',
+            }),
+            notHexId.map((value) => ({
+              kind: 'bad organization_id',
+              body: { inclusion_ids: ['0'.repeat(24)], organization_id: value },
+              mention: 'organization_id',
+            })),
+          ),
+      } satisfies RouteFuzz,
+    ]),
+  ),
   'POST /v1/async/get': {
     base: () => ({ request_id: 'r'.repeat(20) }),
     members: [

@@ -396,7 +396,7 @@ describe('person merge: validation writes nothing', () => {
       /people: expected 1 to 100 people/,
     ],
     [{ people: [{ fields: {} }], merge_strategy: 4 }, /merge_strategy/],
-    [{ people: [{ fields: {} }], find_strategy: 2 }, /find_strategy/],
+    [{ people: [{ fields: {} }], find_strategy: 3 }, /find_strategy/],
   ])('refuses a malformed request %#', async (body, message) => {
     const response = await call('/v1/person/merge', { key, body });
     expect(response.status).toBe(400);

@@ -232,6 +232,10 @@ async function snapshot(key: string, world: World) {
       limit: 100,
       fields: ['str:o:name', 'str:oc:tier'],
     }),
+    organizationsByIds: await read('/v1/accounts/get-by-ids', {
+      account_ids: world.organizations,
+      fields: ['str:o:name', 'str:oc:tier'],
+    }),
     activities: await Promise.all(
       world.people.map((id) => read('/v1/person/get/activities', { person_id: id, limit: 100 })),
     ),
@@ -389,6 +393,46 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         '/v1/organizations/contacts/remove',
         (id) => ({ organization_id: id, inclusion_ids: [b.people[0]] }),
       ],
+      [
+        'subscriptions by ID',
+        '/v1/person/subscriptions',
+        (id) => ({ people: [{ person_id: id }] }),
+      ],
+      [
+        'organizations by ID',
+        '/v1/organizations/get-by-ids',
+        (id) => ({ organization_ids: [id], fields: ['str:o:name', 'str:oc:tier'] }),
+      ],
+      [
+        'accounts by ID',
+        '/v1/accounts/get-by-ids',
+        (id) => ({ account_ids: [id], fields: ['str:o:name', 'str:oc:tier'] }),
+      ],
+      [
+        'add person to own account',
+        '/v1/accounts/contacts/add',
+        (id) => ({ account_id: a.organizations[0], person_ids: [id] }),
+      ],
+      [
+        'remove person from own account',
+        '/v1/accounts/contacts/remove',
+        (id) => ({ account_id: a.organizations[0], person_ids: [id] }),
+      ],
+      [
+        'add own person to account',
+        '/v1/accounts/contacts/add',
+        (id) => ({ account_id: id, person_ids: [a.people[1]] }),
+      ],
+      [
+        'add B person to account (organizations names)',
+        '/v1/accounts/contacts/add',
+        (id) => ({ organization_id: id, inclusion_ids: [b.people[1]] }),
+      ],
+      [
+        'remove from account',
+        '/v1/accounts/contacts/remove',
+        (id) => ({ account_id: id, person_ids: [b.people[0]] }),
+      ],
       ['async get', '/v1/async/get', (id) => ({ request_id: id })],
       ['transactional get', '/v1/transactional/get', (id) => ({ message_ids: [id] })],
       [
@@ -456,6 +500,12 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
           emails: [{ fields: { 'str::email': value } }],
         }),
       ],
+      [
+        'subscriptions by email',
+        '/v1/person/subscriptions',
+        b.emails,
+        (value) => ({ people: [{ email: value }] }),
+      ],
       // After the lookups above: it creates A's own person of that address (as for any).
       [
         'activity by email',
@@ -466,6 +516,9 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         }),
       ],
       ['search organizations', '/v1/organizations/get', b.organizationNames, (q) => ({ q })],
+      // Before the merge below makes A's own organizations of these names. (Merging an
+      // account by B's name is that same merge: the function and domain call are one.)
+      ['search accounts', '/v1/accounts/get', b.organizationNames, (q) => ({ q })],
       [
         'merge an organization by name',
         '/v1/organizations/merge',
@@ -512,6 +565,12 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         (c) => ({ limit: 1, cursor_id: c }),
       ],
       [
+        'accounts cursor',
+        '/v1/accounts/get',
+        b.cursors.organizations,
+        (c) => ({ limit: 1, cursor_id: c }),
+      ],
+      [
         'activities cursor, own person',
         '/v1/person/get/activities',
         b.cursors.activities,
@@ -540,6 +599,16 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         (value) => ({ 'idempotency-key': value }),
       );
     }
+
+    // A's schema is A's: its own definition of B's activity ID, nothing of B's.
+    const schema = await call('/v1/instance-schema/get', { key: KEY_A, body: { namespaces: [] } });
+    cases += 1;
+    expect(schema.status).toBe(200);
+    const custom = (schema.body.namespaces as Record<string, { fields: Record<string, Body> }>).cm;
+    expect(custom?.fields['act:cm:b-only']).toMatchObject({ name: 'Defined by A' });
+    expect(
+      [...secretsOf(b), 'Only B'].filter((secret) => JSON.stringify(schema.body).includes(secret)),
+    ).toEqual([]);
 
     // Nothing of B changed: every read of B's key answers as before.
     expect(await snapshot(KEY_B, b)).toEqual(bBefore);

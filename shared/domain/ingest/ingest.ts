@@ -57,6 +57,8 @@ function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
       return { people: entries({ status: 'queued' }), request_id: requestId };
     case 'organizations-merge':
       return { organizations: entries({ status: 'queued' }), request_id: requestId };
+    case 'accounts-merge':
+      return { accounts: entries({ status: 'queued' }), request_id: requestId };
     case 'activities-create':
       return {
         activities: entries({ person_status: 'queued', status: 'queued' }),
@@ -135,6 +137,14 @@ export interface IngestPorts {
   >;
 }
 
+/** What the answer of each kind calls the IDs of its records. */
+const ID_MEMBERS: Record<RequestKind, string> = {
+  'person-merge': 'person_id',
+  'organizations-merge': 'organization_id',
+  'accounts-merge': 'account_id',
+  'activities-create': 'person_id',
+};
+
 /** Errors the request itself causes: applying it again cannot succeed. */
 function failureOf(error: unknown): RequestFailure | undefined {
   if (!(error instanceof CdpError)) return undefined;
@@ -201,8 +211,7 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
             details: written.map(([index, outcome]) => ({
               index,
               status: outcome.status,
-              [message.kind === 'organizations-merge' ? 'organization_id' : 'person_id']:
-                outcome.id,
+              [ID_MEMBERS[message.kind]]: outcome.id,
             })),
           },
     );

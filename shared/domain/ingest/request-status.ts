@@ -8,7 +8,13 @@ import type { RecordLedger } from '../merge/merge-engine.js';
  * synchronous call would have answered (`result`), or `failed` with the reason. Kept at
  * least 7 days.
  */
-export const REQUEST_KINDS = ['person-merge', 'organizations-merge', 'activities-create'] as const;
+export const REQUEST_KINDS = [
+  'person-merge',
+  'organizations-merge',
+  // `POST /v1/accounts/merge`: organizations under the accounts names (its answer's shape).
+  'accounts-merge',
+  'activities-create',
+] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 export type RequestState = 'queued' | 'processing' | 'done' | 'failed';
 

@@ -16,6 +16,12 @@ import { backoffMs, canWait, sleep } from '../../lib/time-budget.js';
  * between the read and the write makes the write fail and the record be resolved again.
  */
 export type MergeStrategy = 1 | 2 | 3;
+/**
+ * How two `merge_by` fields find a record (API.md, find_strategy): 0 any (the first, else the
+ * second), 1 the second only when the first is not given, 2 all (a record holding every
+ * value given).
+ */
+export type FindStrategy = 0 | 1 | 2;
 export type MergeStatus = 'created' | 'merged' | 'skipped' | 'invalid';
 
 export interface MergeOutcome {
@@ -43,7 +49,7 @@ export interface MergeOptions {
   mergeBy: string[];
   byId: boolean;
   strategy: MergeStrategy;
-  findStrategy: 0 | 1;
+  findStrategy: FindStrategy;
   skipNonExisting: boolean;
   /** Fields whose values are claimed (unique per instance) when records are written. */
   keyFields: string[];
@@ -166,25 +172,46 @@ const WRITE_CONCURRENCY = 16;
 /** How often one record is re-resolved after losing a race (within the time budget). */
 const MAX_ATTEMPTS = 20;
 
-/** Which record a request record names, and the key field it was found by. */
+/** Which record a request record names, and the key fields it was found by. */
 export function findRecordMatch(
   record: MergeRecord,
   options: MergeOptions,
   owner: (fieldId: string, value: string) => string | undefined,
-): { id: string; field?: string } | undefined {
-  if (options.byId) return record.recordId === undefined ? undefined : { id: record.recordId };
+): { id: string; fields: string[] } | undefined {
+  if (options.byId) {
+    return record.recordId === undefined ? undefined : { id: record.recordId, fields: [] };
+  }
+  if (options.findStrategy === 2) return findHoldingAll(record, options.mergeBy, owner);
   const [first, second] = options.mergeBy;
   const firstValue = first ? record.claims.get(first) : undefined;
   if (first && firstValue !== undefined) {
     const found = owner(first, firstValue);
-    if (found !== undefined) return { id: found, field: first };
+    if (found !== undefined) return { id: found, fields: [first] };
     // find_strategy 1: a value given for the first field that matches nobody does not fall through.
     if (options.findStrategy === 1) return undefined;
   }
   const secondValue = second ? record.claims.get(second) : undefined;
   if (!second || secondValue === undefined) return undefined;
   const found = owner(second, secondValue);
-  return found === undefined ? undefined : { id: found, field: second };
+  return found === undefined ? undefined : { id: found, fields: [second] };
+}
+
+/**
+ * find_strategy 2 ("all"): the record that holds every `merge_by` value the request record
+ * gives (one value given: its holder). Values held by different records, or some held and
+ * some by nobody, match nothing; a record created then would take values others hold, so
+ * the merge refuses it (`conflictOf`) rather than pick one of them.
+ */
+function findHoldingAll(
+  record: MergeRecord,
+  mergeBy: string[],
+  owner: (fieldId: string, value: string) => string | undefined,
+): { id: string; fields: string[] } | undefined {
+  const given = mergeBy.filter((field) => record.claims.has(field));
+  const holders = new Set(given.map((field) => owner(field, record.claims.get(field) ?? '')));
+  const [holder] = holders;
+  if (given.length === 0 || holders.size !== 1 || holder === undefined) return undefined;
+  return { id: holder, fields: given };
 }
 
 /** Which record a request record names, given who owns which key value. */
@@ -400,7 +427,13 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       const plan = kind.planCreate(record, newId(), timestamp);
       const created = kind.created(plan);
       const conflict = this.conflictOf(record, created.claims);
-      if (conflict) return unwritten({ status: 'invalid', error: conflict });
+      if (conflict) {
+        const why =
+          options.findStrategy === 2 && options.mergeBy.length > 1
+            ? ` (find_strategy 2 matches only a ${kind.noun} holding every merge_by value the record gives)`
+            : '';
+        return unwritten({ status: 'invalid', error: `${conflict}${why}` });
+      }
       const tooLarge = kind.overBudget(created.record, record.index);
       if (tooLarge) return unwritten({ status: 'invalid', error: tooLarge });
       const outcome: MergeOutcome = { id: created.record.id, status: 'created' };
@@ -418,7 +451,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       state.records.set(id, stored);
     }
     if (options.strategy === 3) return unwritten({ id, status: 'skipped' });
-    const plan = kind.planUpdate(stored, record, timestamp, match?.field ? [match.field] : []);
+    const plan = kind.planUpdate(stored, record, timestamp, match?.fields ?? []);
     if (!plan) return unwritten({ id, status: 'merged' });
     const updated = kind.updated(plan);
     const conflict = this.conflictOf(record, updated.claimsAdded, id);
@@ -465,7 +498,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
 export function mergeDetails(
   records: ({ index: number } & ({ error: string } | object))[],
   outcomes: Map<number, MergeOutcome>,
-  idMember: 'person_id' | 'organization_id',
+  idMember: 'person_id' | 'organization_id' | 'account_id',
 ): ErrorDetail[] {
   return records.map((record) => {
     if ('error' in record) return { index: record.index, status: 'invalid', error: record.error };

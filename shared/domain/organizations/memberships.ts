@@ -22,6 +22,22 @@ export const MembershipRequest = z.object({
 });
 export type MembershipRequest = z.infer<typeof MembershipRequest>;
 
+/**
+ * The member names the caller used (the organizations' or the accounts', accounts.ts), so
+ * that a message names what was sent.
+ */
+export interface MembershipNames {
+  people: 'inclusion_ids' | 'person_ids';
+  organization: 'organization_id' | 'account_id';
+  noun: 'organization' | 'account';
+}
+
+export const ORGANIZATION_MEMBERSHIP_NAMES: MembershipNames = {
+  people: 'inclusion_ids',
+  organization: 'organization_id',
+  noun: 'organization',
+};
+
 export type LinkResult = 'done' | 'changed';
 
 /** The port memberships go through: people's `organization_id` and organizations' member counts. */
@@ -50,7 +66,12 @@ const CONCURRENCY = 16;
 /** How often one person is read again after someone else moved them, before giving up. */
 const MAX_ATTEMPTS = 10;
 
-async function validate(request: MembershipRequest, tenant: Tenant, store: MembershipStore) {
+async function validate(
+  request: MembershipRequest,
+  tenant: Tenant,
+  store: MembershipStore,
+  names: MembershipNames,
+) {
   const instanceId = tenant.instance.id;
   const personIds = [...new Set(request.inclusion_ids)];
   // Strongly consistent reads: they decide who moves and how much room is reserved.
@@ -61,13 +82,13 @@ async function validate(request: MembershipRequest, tenant: Tenant, store: Membe
   const problems = [];
   if (members === undefined) {
     problems.push({
-      field: 'organization_id',
-      error: `no organization ${request.organization_id}`,
+      field: names.organization,
+      error: `no ${names.noun} ${request.organization_id}`,
     });
   }
   const unknown = personIds.filter((personId) => !organizations.has(personId));
   if (unknown.length > 0) {
-    problems.push({ field: 'inclusion_ids', error: `no such people: ${unknown.join(', ')}` });
+    problems.push({ field: names.people, error: `no such people: ${unknown.join(', ')}` });
   }
   if (problems.length > 0) {
     throw new ValidationError(problems.map((p) => `${p.field}: ${p.error}`).join('; '), problems);
@@ -89,6 +110,7 @@ async function movePerson(
   personId: string,
   current: string | undefined,
   target: string | undefined,
+  names: MembershipNames,
   from?: string,
 ): Promise<PersonOutcome> {
   let where = current;
@@ -106,8 +128,8 @@ async function movePerson(
     if (result === 'done') return target === undefined ? 'unlinked' : 'linked';
     const fresh = await store.organizationsOf(instanceId, [personId]);
     if (!fresh.has(personId)) {
-      throw new ValidationError(`inclusion_ids: person ${personId} no longer exists`, [
-        { field: 'inclusion_ids', error: `no such people: ${personId}` },
+      throw new ValidationError(`${names.people}: person ${personId} no longer exists`, [
+        { field: names.people, error: `no such people: ${personId}` },
       ]);
     }
     where = fresh.get(personId);
@@ -142,15 +164,16 @@ export async function addMembers(
   request: MembershipRequest,
   tenant: Tenant,
   store: MembershipStore,
+  names: MembershipNames = ORGANIZATION_MEMBERSHIP_NAMES,
 ): Promise<void> {
-  const { instanceId, members, organizations } = await validate(request, tenant, store);
+  const { instanceId, members, organizations } = await validate(request, tenant, store, names);
   const target = request.organization_id;
   const moving = [...organizations].filter(([, current]) => current !== target);
   if (moving.length === 0) return;
   if (!(await store.reserve(instanceId, target, moving.length))) {
-    const message = `organization_id: organization ${target} holds ${members} people; adding ${moving.length} would pass the limit of ${MAX_MEMBERS}`;
+    const message = `${names.organization}: ${names.noun} ${target} holds ${members} people; adding ${moving.length} would pass the limit of ${MAX_MEMBERS}`;
     throw new ValidationError(message, [
-      { field: 'inclusion_ids', error: `at most ${MAX_MEMBERS} people per organization` },
+      { field: names.people, error: `at most ${MAX_MEMBERS} people per ${names.noun}` },
     ]);
   }
   const outcomes = new Map<string, PersonOutcome>();
@@ -161,7 +184,7 @@ export async function addMembers(
   let run: Awaited<ReturnType<typeof runBounded>> | undefined;
   try {
     run = await runBounded(moving, CONCURRENCY, async ([personId, current]) => {
-      const outcome = await movePerson(store, instanceId, personId, current, target);
+      const outcome = await movePerson(store, instanceId, personId, current, target, names);
       if (outcome === 'linked') linked += 1;
       outcomes.set(personId, outcome);
     });
@@ -189,8 +212,9 @@ export async function removeMembers(
   request: MembershipRequest,
   tenant: Tenant,
   store: MembershipStore,
+  names: MembershipNames = ORGANIZATION_MEMBERSHIP_NAMES,
 ): Promise<void> {
-  const { instanceId, organizations } = await validate(request, tenant, store);
+  const { instanceId, organizations } = await validate(request, tenant, store, names);
   const target = request.organization_id;
   const outcomes = new Map<string, PersonOutcome>();
   const leaving: string[] = [];
@@ -201,7 +225,7 @@ export async function removeMembers(
   const run = await runBounded(leaving, CONCURRENCY, async (personId) => {
     outcomes.set(
       personId,
-      await movePerson(store, instanceId, personId, target, undefined, target),
+      await movePerson(store, instanceId, personId, target, undefined, names, target),
     );
   });
   if (run.failure) throw stoppedPartWay(run.failure.error, membershipDetails(request, outcomes));

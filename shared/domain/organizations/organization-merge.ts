@@ -20,6 +20,7 @@ import { MERGE_PREFERENCES } from '../people/merge-request.js';
 import { overRecordBudget } from '../merge/record-budget.js';
 import type { Tenant } from '../tenancy.js';
 import { formatPath } from '../validation.js';
+import { ORGANIZATION_NAMES, type OrganizationNames } from './names.js';
 
 /** An organization as the domain sees it. */
 export interface Organization {
@@ -123,8 +124,9 @@ function prepare(
   index: number,
   options: MergeOptions,
   tenant: Tenant,
+  names: OrganizationNames,
 ): PreparedOrganization | { index: number; error: string } {
-  const where = `organizations[${index}]`;
+  const where = `${names.list}[${index}]`;
   const parsed = OrganizationRecord.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -166,7 +168,11 @@ function prepare(
  * What `POST /v1/organizations/merge` checks before anything is read or written (pure: an
  * asynchronous request is checked with it before it is queued).
  */
-export function prepareOrganizationMerge(request: OrganizationMergeRequest, tenant: Tenant) {
+export function prepareOrganizationMerge(
+  request: OrganizationMergeRequest,
+  tenant: Tenant,
+  names: OrganizationNames = ORGANIZATION_NAMES,
+) {
   if (request.merge_by.length === 2 && request.merge_by[0] === request.merge_by[1]) {
     throw new ValidationError('merge_by: the two merge fields must differ', [
       { field: 'merge_by', error: 'duplicate field' },
@@ -180,7 +186,9 @@ export function prepareOrganizationMerge(request: OrganizationMergeRequest, tena
     skipNonExisting: false,
     keyFields: ORGANIZATION_KEY_FIELDS,
   };
-  const records = request.organizations.map((raw, index) => prepare(raw, index, options, tenant));
+  const records = request.organizations.map((raw, index) =>
+    prepare(raw, index, options, tenant, names),
+  );
   const valid = records.filter((record): record is PreparedOrganization => 'values' in record);
   if (valid.length === 0) {
     const details = records.map((record) => ({
@@ -189,13 +197,18 @@ export function prepareOrganizationMerge(request: OrganizationMergeRequest, tena
       error: 'error' in record ? record.error : '',
     }));
     throw new ValidationError(
-      `No organization was merged: every record is invalid (${details[0]?.error ?? ''})`,
+      `No ${names.noun} was merged: every record is invalid (${details[0]?.error ?? ''})`,
       details,
     );
   }
   return { options, records, valid };
 }
 
+/**
+ * Merges the records of a request. `names` are those the caller used (`accounts` for
+ * `/v1/accounts/merge`): messages and 503 details name its members; the answer is the
+ * organizations' (the accounts edge renames it).
+ */
 export async function mergeOrganizations(
   request: OrganizationMergeRequest,
   {
@@ -203,9 +216,16 @@ export async function mergeOrganizations(
     store,
     now = () => new Date(),
     ledger,
-  }: { tenant: Tenant; store: OrganizationStore; now?: () => Date; ledger?: RecordLedger },
+    names = ORGANIZATION_NAMES,
+  }: {
+    tenant: Tenant;
+    store: OrganizationStore;
+    now?: () => Date;
+    ledger?: RecordLedger;
+    names?: OrganizationNames;
+  },
 ): Promise<OrganizationMergeResult[]> {
-  const prepared = prepareOrganizationMerge(request, tenant);
+  const prepared = prepareOrganizationMerge(request, tenant, names);
   const { records, valid } = prepared;
   const options = ledger ? { ...prepared.options, ledger } : prepared.options;
   const instanceId = tenant.instance.id;
@@ -216,8 +236,8 @@ export async function mergeOrganizations(
     OrganizationCreatePlan,
     OrganizationUpdatePlan
   > = {
-    list: 'organizations',
-    noun: 'organization',
+    list: names.list,
+    noun: names.noun,
     idField: 'idt::o',
     planCreate: (record, id, timestamp) => {
       const fields: Record<string, FieldValue> = {};
@@ -274,7 +294,7 @@ export async function mergeOrganizations(
     },
     updated: (plan) => plan,
     overBudget: (organization, index) =>
-      overRecordBudget(`organizations[${index}]`, 'organization', organization.fields),
+      overRecordBudget(`${names.list}[${index}]`, names.noun, organization.fields),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getOrganizations(instanceId, ids, consistent),
     create: (plan, marker) => store.createOrganization(instanceId, plan, marker),
@@ -285,12 +305,12 @@ export async function mergeOrganizations(
     outcomes = await mergeRecords(kind, valid, options, now);
   } catch (error) {
     if (!(error instanceof IncompleteMergeError)) throw error;
-    throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, 'organization_id'));
+    throw stoppedPartWay(error.cause, mergeDetails(records, error.outcomes, names.id));
   }
   const results = records.map((record): OrganizationMergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
     const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
     return id ? { organization_id: id, ...outcome } : outcome;
   });
-  return everyRecordInvalid(results, 'No organization was merged');
+  return everyRecordInvalid(results, `No ${names.noun} was merged`);
 }

@@ -7,7 +7,7 @@ import type { Tenant } from '../tenancy.js';
 export const MERGE_PREFERENCES = {
   merge_by: z.array(z.string()).min(1).max(2).optional(),
   merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).optional(),
-  find_strategy: z.union([z.literal(0), z.literal(1)]).optional(),
+  find_strategy: z.union([z.literal(0), z.literal(1), z.literal(2)]).optional(),
 };
 
 /** `POST /v1/person/merge` (API.md): the request-level members. Records are checked one by one. */

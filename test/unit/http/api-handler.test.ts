@@ -9,7 +9,7 @@ import {
   UnknownApiKeyError,
   ValidationError,
 } from '../../../shared/domain/errors.js';
-import { apiHandler, publicHandler } from '../../../shared/http/api-handler.js';
+import { apiHandler, publicHandler, routeHandlers } from '../../../shared/http/api-handler.js';
 import { logger } from '../../../shared/lib/logger.js';
 import { findRoute } from '../../../shared/routes.js';
 import { testTenant } from '../fixtures.js';
@@ -448,5 +448,28 @@ describe('an error that quotes the request', () => {
     expect(JSON.stringify(logged)).toContain('Request refused');
     expect(JSON.stringify(logged)).toContain('[redacted]');
     expect(JSON.stringify(logged)).not.toContain(key);
+  });
+});
+
+describe('routeHandlers', () => {
+  it('answers each request with the handler of the route it came by', async () => {
+    const answer = (name: string) => () =>
+      Promise.resolve({ statusCode: 200, headers: {}, body: name });
+    const handler = routeHandlers({
+      'POST /v1/organizations/merge': answer('organizations'),
+      'POST /v1/accounts/merge': answer('accounts'),
+    });
+    const on = (resource: string) =>
+      proxyEvent({
+        method: 'post',
+        url: resource,
+        headers: {},
+        body: Buffer.alloc(0),
+        requestId: 'req-1',
+        resource,
+      });
+    expect((await handler(on('/v1/accounts/merge'), context)).body).toBe('accounts');
+    expect((await handler(on('/v1/organizations/merge'), context)).body).toBe('organizations');
+    expect(() => handler(on('/v1/person/merge'), context)).toThrow(/no handler/);
   });
 });

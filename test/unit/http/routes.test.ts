@@ -50,6 +50,35 @@ describe('the routes table', () => {
     for (const fn of functions) expect(existsSync(`functions/${fn}/handler.ts`)).toBe(true);
   });
 
+  it('serves each accounts name with its organizations function, grants and limits', () => {
+    const pairs = [
+      ['POST /v1/accounts/merge', 'POST /v1/organizations/merge'],
+      ['POST /v1/accounts/get', 'POST /v1/organizations/get'],
+      ['POST /v1/accounts/get-by-ids', 'POST /v1/organizations/get-by-ids'],
+      ['PUT /v1/accounts/contacts/add', 'PUT /v1/organizations/contacts/add'],
+      ['PUT /v1/accounts/contacts/remove', 'PUT /v1/organizations/contacts/remove'],
+    ];
+    const route = (key: string) => {
+      const found = ROUTES.find((r) => routeKey(r) === key);
+      if (!found) throw new Error(`no route ${key}`);
+      const { path: _path, ...rest } = found;
+      return rest;
+    };
+    for (const [accounts, organizations] of pairs) {
+      expect(route(accounts ?? '')).toEqual(route(organizations ?? ''));
+    }
+  });
+
+  it('lets the read-only endpoints beyond the spec read only what they answer', () => {
+    const access = (key: string) => ROUTES.find((r) => routeKey(r) === key)?.access;
+    expect(access('POST /v1/person/subscriptions')).toEqual([
+      'config:read',
+      'people:read',
+      'requests',
+    ]);
+    expect(access('POST /v1/instance-schema/get')).toEqual(['config:read', 'requests']);
+  });
+
   it('matches like API Gateway: route, wrong method, nothing', () => {
     expect(matchRoute('post', '/v1/person/merge')).toMatchObject({ kind: 'route' });
     expect(matchRoute('DELETE', '/v1/person/merge')).toEqual({

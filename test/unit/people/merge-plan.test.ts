@@ -7,6 +7,7 @@ import {
   prepareRecord,
   type PreparedRecord,
 } from '../../../shared/domain/people/merge-plan.js';
+import { findRecordMatch } from '../../../shared/domain/merge/merge-engine.js';
 import type { MergeOptions } from '../../../shared/domain/people/merge-request.js';
 import type { Person } from '../../../shared/domain/people/person.js';
 import type { Tenant } from '../../../shared/domain/tenancy.js';
@@ -53,8 +54,33 @@ describe('findPersonId', () => {
     [1, { 'str::ei': 'E2', 'str::email': 'a@x.test' }, undefined],
     [1, { 'str::email': 'a@x.test' }, 'by-email'],
     [0, { 'str::ei': 'E2', 'str::email': 'b@x.test' }, undefined],
+    // find_strategy 2 ("all"): one person must hold every value the record gives.
+    [2, { 'str::ei': 'E1', 'str::email': 'a@x.test' }, undefined],
+    [2, { 'str::ei': 'E2', 'str::email': 'a@x.test' }, undefined],
+    [2, { 'str::ei': 'E1' }, 'by-ei'],
+    [2, { 'str::email': 'A@x.test' }, 'by-email'],
+    [2, { 'str::ei': 'E2', 'str::email': 'b@x.test' }, undefined],
   ] as const)('find_strategy %i with %p finds %p', (findStrategy, fields, expected) => {
     expect(findPersonId(prepare({ fields }), { ...options, findStrategy }, owner)).toBe(expected);
+  });
+});
+
+describe('findPersonId with find_strategy 2', () => {
+  it('finds the person who holds both values, and names both as what it was found by', () => {
+    const holders = new Map([
+      ['str::email\u0000a@x.test', 'both'],
+      ['str::ei\u0000E1', 'both'],
+    ]);
+    const owner = (field: string, value: string) => holders.get(`${field}\u0000${value}`);
+    const record = prepare({ fields: { 'str::ei': 'E1', 'str::email': 'a@x.test' } });
+    expect(findRecordMatch(record, { ...options, findStrategy: 2 }, owner)).toEqual({
+      id: 'both',
+      fields: ['str::ei', 'str::email'],
+    });
+    expect(findRecordMatch(record, { ...options, findStrategy: 0 }, owner)).toEqual({
+      id: 'both',
+      fields: ['str::ei'],
+    });
   });
 });
 

@@ -1,0 +1,71 @@
+import { describe, expect, it } from '@jest/globals';
+import {
+  getInstanceSchema,
+  InstanceSchemaRequest,
+} from '../../../shared/domain/fields/instance-schema.js';
+import { ActivityDefinition } from '../../../shared/domain/instance-config.js';
+import { testTenant } from '../fixtures.js';
+
+const tenant = testTenant({
+  person_fields: [{ id: 'bol:cm:vip', name: 'VIP' }],
+  organization_fields: [{ id: 'txt:oc:notes', name: 'Notes' }],
+  activities: [
+    ActivityDefinition.parse({
+      id: 'act:cm:paid',
+      name: 'Paid',
+      attributes: [
+        { id: 'int:cm:amount', name: 'Amount', kind: 'decimal' },
+        { id: 'str:cm:link', name: 'Receipt', kind: 'link' },
+      ],
+    }),
+  ],
+});
+
+describe('getInstanceSchema', () => {
+  it('describes the instance by namespace, from its configuration', () => {
+    const { namespaces } = getInstanceSchema(InstanceSchemaRequest.parse({}), tenant);
+    expect(Object.keys(namespaces)).toEqual(['', 'o', 'cm', 'oc']);
+    expect(namespaces.cm?.fields).toEqual({
+      'bol:cm:vip': {
+        id: 'bol:cm:vip',
+        name: 'VIP',
+        display_type: 'bool',
+        liquid_name: 'people.custom.vip',
+      },
+      'act:cm:paid': {
+        id: 'act:cm:paid',
+        name: 'Paid',
+        display_type: 'activity',
+        attributes: {
+          'int:cm:amount': { id: 'int:cm:amount', name: 'Amount', display_type: 'decimal' },
+          'str:cm:link': { id: 'str:cm:link', name: 'Receipt', display_type: 'link' },
+        },
+      },
+    });
+    expect(namespaces.oc).toEqual({
+      id: 'oc',
+      org: true,
+      fields: { 'txt:oc:notes': { id: 'txt:oc:notes', name: 'Notes', display_type: 'long_text' } },
+    });
+    const builtIn = namespaces['']?.fields ?? {};
+    expect(builtIn['str::person_id']).toEqual({
+      id: 'str::person_id',
+      name: 'Person ID',
+      display_type: 'text',
+      liquid_name: 'people.id',
+      read_only: true,
+    });
+    // Write-only context messages have no template variable.
+    expect(builtIn['str::u-ctx']).not.toHaveProperty('liquid_name');
+    expect(builtIn['act::u-all']).toMatchObject({
+      display_type: 'activity',
+      attributes: { 'str::u-ctx': { id: 'str::u-ctx', display_type: 'text' } },
+    });
+  });
+
+  it('answers the namespaces asked, once each, leaving out unknown ones', () => {
+    const { namespaces } = getInstanceSchema({ namespaces: ['o', 'hs', 'o', '__proto__'] }, tenant);
+    expect(Object.keys(namespaces)).toEqual(['o']);
+    expect(namespaces.o?.org).toBe(true);
+  });
+});
