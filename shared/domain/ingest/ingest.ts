@@ -10,7 +10,10 @@ import {
 import { newId } from '../ids.js';
 import type { RecordLedger } from '../merge/merge-engine.js';
 import type { Tenant } from '../tenancy.js';
+import { answerOf, CONTINUED } from '../lifecycle/lifecycle.js';
 import {
+  isLifecycleKind,
+  lifecycleOf,
   REQUEST_KINDS,
   type RequestFailure,
   type RequestKind,
@@ -51,13 +54,18 @@ export class MaybeQueuedError extends ServiceUnavailableError {}
 
 /** The answer of an accepted request: the synchronous shape, every entry `queued`. */
 function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
+  if (isLifecycleKind(kind)) {
+    // A background archive, restore or delete: how many records it is about to change.
+    const { subject, action } = lifecycleOf(kind);
+    return { ...answerOf(subject, action, records, 0), request_id: requestId };
+  }
   const entries = (entry: object) => Array.from({ length: records }, () => ({ ...entry }));
   switch (kind) {
     case 'person-merge':
       return { people: entries({ status: 'queued' }), request_id: requestId };
     case 'organizations-merge':
       return { organizations: entries({ status: 'queued' }), request_id: requestId };
-    case 'activities-create':
+    default:
       return {
         activities: entries({ person_status: 'queued', status: 'queued' }),
         request_id: requestId,
@@ -127,12 +135,20 @@ export interface IngestPorts {
   tenantOf(instanceId: string, dataSource: string): Promise<Tenant | undefined>;
   apply: Record<
     RequestKind,
-    (
-      body: Record<string, unknown>,
-      tenant: Tenant,
-      queued: { ledger: RecordLedger; acceptedAt: Date },
-    ) => Promise<unknown>
+    (body: Record<string, unknown>, tenant: Tenant, queued: QueuedRequest) => Promise<unknown>
   >;
+  /** Queues a request again (a background request that goes on in another delivery). */
+  requeue(message: IngestMessage): Promise<void>;
+}
+
+/** What applying a queued request knows of it beyond its body. */
+export interface QueuedRequest {
+  ledger: RecordLedger;
+  acceptedAt: Date;
+  requestId: string;
+  /** The request's `records` (for a background request: how many it scheduled). */
+  records: number;
+  requeue(): Promise<void>;
 }
 
 /** Errors the request itself causes: applying it again cannot succeed. */
@@ -182,6 +198,9 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     result = await ports.apply[message.kind](message.body, tenant, {
       ledger,
       acceptedAt: new Date(message.accepted_at),
+      requestId: message.request_id,
+      records: message.records,
+      requeue: () => ports.requeue(message),
     });
   } catch (error) {
     const failure = failureOf(error);
@@ -208,5 +227,7 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     );
     return;
   }
+  // A background request that goes on in another delivery (queued again) is not done yet.
+  if (result === CONTINUED) return;
   await ports.requests.finish(instanceId, message.request_id, result);
 }

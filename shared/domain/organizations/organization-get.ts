@@ -110,7 +110,8 @@ export async function getOrganizations(
   );
   const views = keys.flatMap((key) => {
     const organization = organizations.get(key.slice(-24));
-    if (!organization) return [];
+    // Indexes are eventually consistent: one archived a moment ago may still be listed.
+    if (!organization || organization.archived_at !== undefined) return [];
     const projected: Record<string, FieldValue> = {};
     for (const id of fields) {
       const value = organization.fields[id];
