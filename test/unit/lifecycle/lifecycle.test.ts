@@ -28,9 +28,12 @@ class MemoryLifecycle implements LifecycleStore {
   }
 
   states(_i: string, ids: string[]) {
-    return Promise.resolve(
-      new Map(ids.flatMap((id) => (this.states_.has(id) ? [[id, this.states_.get(id)!]] : []))),
-    ) as Promise<Map<string, RecordState>>;
+    const found = new Map<string, RecordState>();
+    for (const id of ids) {
+      const state = this.states_.get(id);
+      if (state) found.set(id, state);
+    }
+    return Promise.resolve(found);
   }
 
   private move(id: string, from: RecordState, to: RecordState | undefined) {
