@@ -5,7 +5,7 @@ import { EDGE_MAX_BODY_BYTES } from './edge.js';
  * API Gateway route and Lambda function per entry, and the local server serves the same
  * handler modules from it.
  */
-export type Method = 'GET' | 'POST' | 'PUT';
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 /** What a function may touch; `:read` variants grant reads only. */
 export type Access =
   | 'config:read'
@@ -22,6 +22,11 @@ export type Access =
   | 'payloads:put'
   /** Reading claim-check payloads (the ingest worker). */
   | 'payloads:get'
+  /**
+   * Deleting the payloads (`ingest/…` and `email/…`) that hold an erased person's data:
+   * person delete and the ingest worker (its background deletes).
+   */
+  | 'payloads:erase'
   /** Sending to the ingest queue (the API). */
   | 'queue:ingest'
   /** Putting a failed message of the ingest queue back later (its worker's backoff). */
@@ -79,7 +84,7 @@ const api = (
     memoryMb: 1024,
     timeoutSeconds: 29,
     ...options,
-    // Every POST/PUT under /v1 honours Idempotency-Key (its records live in `requests`).
+    // Every POST/PUT/DELETE under /v1 honours Idempotency-Key (its records live in `requests`).
     access: method !== 'GET' && path.startsWith('/v1/') ? [...access, 'requests'] : access,
   };
 };
@@ -111,6 +116,28 @@ const ORGANIZATIONS_READ: Partial<RouteDefinition> = {
 const MEMBERSHIPS: Partial<RouteDefinition> = {
   access: ['config:read', 'people', 'organizations'],
 };
+
+/** Archiving and restoring people: both tables of a membership, and background requests. */
+const PEOPLE_LIFECYCLE: readonly Access[] = [
+  'config:read',
+  'people',
+  'organizations',
+  'queue:ingest',
+];
+
+/**
+ * Erasing people: everything that can name a person (people, memberships, activities, sent
+ * emails, idempotency and asynchronous request records, payloads), and background requests.
+ */
+const PEOPLE_ERASER: readonly Access[] = [
+  ...PEOPLE_LIFECYCLE,
+  'activities',
+  'emails',
+  'payloads:erase',
+];
+
+/** Archiving, restoring and deleting organizations (also under the `accounts` names). */
+const ORGANIZATION_LIFECYCLE: readonly Access[] = ['config:read', 'organizations', 'queue:ingest'];
 
 /** The public routes of email links: no key, small bodies, the signing secret in config. */
 function tracking(access: Access[]): Partial<RouteDefinition> {
@@ -172,6 +199,25 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/accounts/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
   api('PUT', '/v1/accounts/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/accounts/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
+
+  // Archive, restore and delete (issue 15): `inclusion_ids` at once, `all_rows_selected` in
+  // the background (the ingest worker).
+  api('PUT', '/v1/person/archive', 'person-archive', { access: PEOPLE_LIFECYCLE }),
+  api('PUT', '/v1/person/restore', 'person-restore', { access: PEOPLE_LIFECYCLE }),
+  api('DELETE', '/v1/person/delete', 'person-delete', { access: PEOPLE_ERASER }),
+  api('PUT', '/v1/organizations/archive', 'organizations-archive', {
+    access: ORGANIZATION_LIFECYCLE,
+  }),
+  api('PUT', '/v1/organizations/restore', 'organizations-restore', {
+    access: ORGANIZATION_LIFECYCLE,
+  }),
+  api('DELETE', '/v1/organizations/delete', 'organizations-delete', {
+    access: ORGANIZATION_LIFECYCLE,
+  }),
+  // The same operations under the names newer clients use (one implementation).
+  api('PUT', '/v1/accounts/archive', 'organizations-archive', { access: ORGANIZATION_LIFECYCLE }),
+  api('PUT', '/v1/accounts/restore', 'organizations-restore', { access: ORGANIZATION_LIFECYCLE }),
+  api('DELETE', '/v1/accounts/delete', 'organizations-delete', { access: ORGANIZATION_LIFECYCLE }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

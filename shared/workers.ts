@@ -42,6 +42,11 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'geo',
       'payloads:get',
       'queue:ingest:retry',
+      // Background archive, restore and delete (`all_rows_selected`): erasing what names a
+      // person, and queueing the rest of a long request again.
+      'emails',
+      'payloads:erase',
+      'queue:ingest',
     ],
   },
   {

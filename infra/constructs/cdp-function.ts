@@ -48,6 +48,9 @@ const PAYLOADS = {
   'email-payloads:get': { prefix: 'email/*', actions: ['s3:GetObject'] },
 } as const;
 
+/** Erasure deletes the payloads that may hold a person's data, under both prefixes. */
+const ERASED_PREFIXES = ['ingest/*', 'email/*'] as const;
+
 /** The queue each backoff grant changes visibilities on. */
 const RETRIES = {
   'queue:ingest:retry': 'ingest',
@@ -180,6 +183,17 @@ export class CdpFunction extends Construct {
           this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
         }
+        case 'payloads:erase':
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['s3:DeleteObject'],
+              resources: ERASED_PREFIXES.map((prefix) =>
+                data.buckets.payloads.arnForObjects(prefix),
+              ),
+            }),
+          );
+          this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
+          break;
         case 'queue:ingest':
         case 'queue:email': {
           const queue = need === 'queue:ingest' ? 'ingest' : 'email';

@@ -1,7 +1,7 @@
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ORGANIZATION_SHARDS, organizationKey } from './organization-store.js';
 import { batchGet, sumCounters, type Item } from './dynamo-helpers.js';
-import { counterPk, LIST_SHARDS, listPk } from './people-store.js';
+import { archivedListPk, counterPk, LIST_SHARDS, listPk } from './people-store.js';
 import { queryShard } from './sharded-index.js';
 
 /**
@@ -88,7 +88,19 @@ async function count(db: DynamoDBDocumentClient, tables: Tables, instanceId: str
     (n) => `${instanceId}#L#${n}`,
     ORGANIZATION_SHARDS,
   );
-  return { people: peopleIds.length, subscribers, organizationIds, members };
+  // Archived records sit in partitions of their own of the same index (`<inst>#X#<n>`).
+  const [archivedPeople, archivedOrganizations] = await Promise.all([
+    allKeys(db, tables.people, (n) => archivedListPk(instanceId, n), LIST_SHARDS),
+    allKeys(db, tables.organizations, (n) => `${instanceId}#X#${n}`, ORGANIZATION_SHARDS),
+  ]);
+  return {
+    people: peopleIds.length,
+    subscribers,
+    organizationIds,
+    members,
+    archivedPeople: archivedPeople.length,
+    archivedOrganizations: archivedOrganizations.length,
+  };
 }
 
 async function counters(db: DynamoDBDocumentClient, tables: Tables, instanceId: string) {
@@ -100,6 +112,8 @@ async function counters(db: DynamoDBDocumentClient, tables: Tables, instanceId: 
     contacts: people.contacts ?? 0,
     subscribers: people.subscribers ?? 0,
     organizations: organizations.organizations ?? 0,
+    archivedPeople: people.archived ?? 0,
+    archivedOrganizations: organizations.archived ?? 0,
   };
 }
 
@@ -179,6 +193,7 @@ const fingerprint = (taken: Awaited<ReturnType<typeof snapshot>>) =>
       counters: taken.counters,
       people: taken.counted.people,
       subscribers: taken.counted.subscribers,
+      archived: [taken.counted.archivedPeople, taken.counted.archivedOrganizations],
       organizations: [...taken.counted.organizationIds].sort(),
       counted: [...taken.counted.members].sort(),
       members: [...taken.members].sort(),
@@ -236,6 +251,28 @@ export async function repairCounts(
         'organizations',
         counted.organizationIds.length - after.organizations,
       ),
+    );
+    await check('archived people', counted.archivedPeople, after.archivedPeople, () =>
+      add(
+        db,
+        people,
+        counterPk(instanceId),
+        'archived',
+        counted.archivedPeople - after.archivedPeople,
+      ),
+    );
+    await check(
+      'archived organizations',
+      counted.archivedOrganizations,
+      after.archivedOrganizations,
+      () =>
+        add(
+          db,
+          tables.organizations,
+          counterPk(instanceId),
+          'archived',
+          counted.archivedOrganizations - after.archivedOrganizations,
+        ),
     );
     for (const organizationId of counted.organizationIds) {
       const actual = counted.members.get(organizationId) ?? 0;

@@ -16,6 +16,7 @@ import {
 import { runBounded } from '../lib/bounded.js';
 import { activityItem } from './activity-store.js';
 import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo-helpers.js';
+import { referencePuts } from './person-references.js';
 
 /**
  * The `emails` table (docs/data-model.md): one item per email, `<inst>#M#<message_id>` / `M`,
@@ -23,7 +24,7 @@ import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo
  * (the address itself is not kept there). Every state move is conditioned on the state it
  * leaves, so that workers running twice, or out of order, cannot undo each other.
  */
-const messageKey = (instanceId: string, messageId: string) => ({
+export const messageKey = (instanceId: string, messageId: string) => ({
   pk: `${instanceId}#M#${messageId}`,
   sk: 'M',
 });
@@ -83,21 +84,27 @@ export class DynamoEmailStore implements EmailStore {
 
   async create(records: EmailRecord[], written: (messageId: string) => void): Promise<void> {
     const expires = Math.floor(Date.now() / 1000) + EMAIL_RETENTION_DAYS * 86_400;
+    // Each email with a reference from its person (erasure finds it by key), in one batch.
     await batchWrite(
       this.db,
       this.tables.emails,
-      records.map((record) => ({
-        PutRequest: {
-          Item: {
-            ...messageKey(record.instance_id, record.message_id),
-            ...record,
-            expires_at: expires,
+      records.flatMap((record) => [
+        ...referencePuts(record.instance_id, [record.person_id], `M#${record.message_id}`, expires),
+        {
+          PutRequest: {
+            Item: {
+              ...messageKey(record.instance_id, record.message_id),
+              ...record,
+              expires_at: expires,
+            },
           },
         },
-      })),
+      ]),
       (done) => {
         for (const request of done) {
-          if ('PutRequest' in request) written(String(request.PutRequest.Item.message_id));
+          if ('PutRequest' in request && request.PutRequest.Item.sk === 'M') {
+            written(String(request.PutRequest.Item.message_id));
+          }
         }
       },
     );

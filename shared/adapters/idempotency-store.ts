@@ -7,6 +7,8 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { isConditionFailure } from './dynamo-helpers.js';
+import { writeReferences } from './person-references.js';
+import { personIdsNamedInJson } from '../domain/people/person-references.js';
 import {
   IDEMPOTENCY_TTL_SECONDS,
   type BeginResult,
@@ -29,7 +31,7 @@ const Record = z.object({
   lease_until: z.number().optional(),
 });
 
-const keyOf = (instanceId: string, keyHash: string) => ({
+export const idempotencyKey = (instanceId: string, keyHash: string) => ({
   pk: `${instanceId}#IDEM#${keyHash}`,
   sk: 'IDEM',
 });
@@ -48,7 +50,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     token: string,
     leaseUntil: number,
   ): Promise<BeginResult> {
-    const key = keyOf(instanceId, keyHash);
+    const key = idempotencyKey(instanceId, keyHash);
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const now = this.now();
       try {
@@ -98,11 +100,21 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   }
 
   async complete(instanceId: string, keyHash: string, token: string, response: KeptResponse) {
+    const expiresAt = Math.floor(this.now() / 1000) + IDEMPOTENCY_TTL_SECONDS;
+    // The people the kept answer names can be erased: references first, so none is missed.
+    await writeReferences(
+      this.db,
+      this.table,
+      instanceId,
+      personIdsNamedInJson(response.body),
+      `IDEM#${keyHash}`,
+      expiresAt,
+    );
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
-          Key: keyOf(instanceId, keyHash),
+          Key: idempotencyKey(instanceId, keyHash),
           UpdateExpression:
             'SET #status = :done, response_status = :code, response_body = :body, expires_at = :expires REMOVE lease_until',
           ConditionExpression: '#token = :token',
@@ -111,7 +123,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
             ':done': 'done',
             ':code': response.statusCode,
             ':body': response.body,
-            ':expires': Math.floor(this.now() / 1000) + IDEMPOTENCY_TTL_SECONDS,
+            ':expires': expiresAt,
             ':token': token,
           },
         }),
@@ -126,7 +138,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       await this.db.send(
         new DeleteCommand({
           TableName: this.table,
-          Key: keyOf(instanceId, keyHash),
+          Key: idempotencyKey(instanceId, keyHash),
           ConditionExpression: '#token = :token',
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: { ':token': token },

@@ -30,7 +30,30 @@ export class DynamoMembershipStore implements MembershipStore {
       [organizationKey(instanceId, organizationId)],
       true,
     );
-    return item ? Number(item.members ?? 0) : undefined;
+    return item && item.archived_at === undefined ? Number(item.members ?? 0) : undefined;
+  }
+
+  async archivedAmong(instanceId: string, personIds: string[], organizationId: string) {
+    const [people, [organization]] = await Promise.all([
+      batchGet(
+        this.db,
+        this.tables.people,
+        personIds.map((id) => personKey(instanceId, id)),
+        true,
+      ),
+      batchGet(
+        this.db,
+        this.tables.organizations,
+        [organizationKey(instanceId, organizationId)],
+        true,
+      ),
+    ]);
+    return {
+      people: people
+        .filter((item) => item.archived_at !== undefined)
+        .map((item) => String(item.id)),
+      organization: organization !== undefined && organization.archived_at !== undefined,
+    };
   }
 
   async organizationsOf(instanceId: string, personIds: string[]) {
@@ -41,10 +64,12 @@ export class DynamoMembershipStore implements MembershipStore {
       true,
     );
     return new Map(
-      items.map((item) => [
-        String(item.id),
-        typeof item.organization_id === 'string' ? item.organization_id : undefined,
-      ]),
+      items
+        .filter((item) => item.archived_at === undefined)
+        .map((item) => [
+          String(item.id),
+          typeof item.organization_id === 'string' ? item.organization_id : undefined,
+        ]),
     );
   }
 
@@ -57,7 +82,7 @@ export class DynamoMembershipStore implements MembershipStore {
         UpdateExpression: 'ADD members :n',
         // DynamoDB conditions have no arithmetic: "members + n <= max" is "members <= max - n".
         ConditionExpression:
-          'attribute_exists(pk) AND (attribute_not_exists(members) OR members <= :room)',
+          'attribute_exists(pk) AND attribute_not_exists(archived_at) AND (attribute_not_exists(members) OR members <= :room)',
         ExpressionAttributeValues: { ':n': count, ':room': MAX_MEMBERS - count },
       }),
     );
@@ -111,7 +136,8 @@ export class DynamoMembershipStore implements MembershipStore {
                 Key: personKey(instanceId, personId),
                 UpdateExpression:
                   to === undefined ? 'REMOVE organization_id' : 'SET organization_id = :to',
-                ConditionExpression: `attribute_exists(pk) AND ${condition}`,
+                // Never an archived person (archived meanwhile: read again, then refused).
+                ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(archived_at) AND ${condition}`,
                 ...(from !== undefined || to !== undefined
                   ? {
                       ExpressionAttributeValues: {

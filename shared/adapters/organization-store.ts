@@ -55,6 +55,7 @@ const OrganizationItem = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   version: z.number().optional(),
+  archived_at: z.string().optional(),
 });
 
 export function organizationFromItem(item: Item): Organization & { members: number } {
@@ -67,6 +68,7 @@ export function organizationFromItem(item: Item): Organization & { members: numb
     created_at: parsed.created_at,
     updated_at: parsed.updated_at,
     ...(parsed.version !== undefined ? { version: parsed.version } : {}),
+    ...(parsed.archived_at !== undefined ? { archived_at: parsed.archived_at } : {}),
   };
 }
 
@@ -172,6 +174,8 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
       ...plan,
       updatedAt: plan.after.updated_at,
     });
+    // Never into an archived organization (archived since it was read: it is read again).
+    conditions.push(`attribute_not_exists(${x.name('archived_at')})`);
     const before = nameToken(plan.before.fields[ORGANIZATION_NAME]);
     const after = nameToken(plan.after.fields[ORGANIZATION_NAME]);
     if (before !== after) set.push(`${x.name('nsk')} = ${x.value(`${after}#${id}`)}`);

@@ -71,6 +71,8 @@ export const counterPk = (instanceId: string) => `${instanceId}#C`;
 const usagePk = (instanceId: string, at: Date) =>
   `${instanceId}#U#geocoding#${at.toISOString().slice(0, 7)}`;
 export const listPk = (instanceId: string, shard: number) => indexPk(instanceId, 'list', shard);
+/** Archived people stay in the `list` index under partitions of their own (`<inst>#X#<n>`). */
+export const archivedListPk = (instanceId: string, shard: number) => `${instanceId}#X#${shard}`;
 
 /** Key attributes of the search and sort indexes, one pair per index. */
 export const INDEX_ATTRIBUTES: Record<
@@ -121,6 +123,7 @@ const PersonItem = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   version: z.number().optional(),
+  archived_at: z.string().optional(),
 });
 
 const ActivityItem = z.object({
@@ -144,6 +147,7 @@ export function personFromItem(item: Item): Person {
     created_at: parsed.created_at,
     updated_at: parsed.updated_at,
     ...(parsed.version !== undefined ? { version: parsed.version } : {}),
+    ...(parsed.archived_at !== undefined ? { archived_at: parsed.archived_at } : {}),
   };
 }
 
@@ -289,6 +293,8 @@ export class DynamoPeopleStore
     if (plan.tagRoom !== undefined) {
       conditions.push(`size(${x.name('tags')}) <= ${x.value(plan.tagRoom)}`);
     }
+    // Never into an archived person (archived since it was read: it is read again).
+    conditions.push(`attribute_not_exists(${x.name('archived_at')})`);
     if (plan.tokens) {
       for (const index of SEARCH_INDEXES) {
         const { sortKey } = INDEX_ATTRIBUTES[index];
@@ -471,9 +477,29 @@ export class DynamoPeopleStore
     return queryShard(this.db, { ...this.indexOf(instanceId, index), ...options }, shard);
   }
 
-  /** Every person holding a value for `field`, 100 at a time (strongly consistent reads). */
+  /**
+   * Every person holding a value for `field`, 100 at a time (strongly consistent reads):
+   * archived people too, since they keep their claims.
+   */
   async *peopleWithValues(instanceId: string, field: string) {
-    const ids = await this.allIds(instanceId);
+    const archived = await Promise.all(
+      Array.from({ length: LIST_SHARDS }, (_, shard) =>
+        queryShard(
+          this.db,
+          {
+            ...this.indexOf(instanceId, 'list'),
+            partition: (n) => archivedListPk(instanceId, n),
+            order: 'asc',
+            count: Number.POSITIVE_INFINITY,
+          },
+          shard,
+        ),
+      ),
+    );
+    const ids = [
+      ...(await this.allIds(instanceId)),
+      ...archived.flat().map((item) => String(item.lsk)),
+    ];
     for (let start = 0; start < ids.length; start += 100) {
       const people = await this.getPeople(instanceId, ids.slice(start, start + 100), true);
       const page: { id: string; value: FieldValue }[] = [];

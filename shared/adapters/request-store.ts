@@ -9,6 +9,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { MergeOutcome, RecordLedger } from '../domain/merge/merge-engine.js';
+import type { JobProgress } from '../domain/lifecycle/lifecycle.js';
 import {
   REQUEST_KINDS,
   type RequestFailure,
@@ -17,6 +18,8 @@ import {
   type RequestStore,
 } from '../domain/ingest/request-status.js';
 import { isConditionFailure } from './dynamo-helpers.js';
+import { writeReferences } from './person-references.js';
+import { personIdsNamedIn } from '../domain/people/person-references.js';
 
 /**
  * Asynchronous requests in the requests table (see docs/data-model.md):
@@ -31,14 +34,15 @@ import { isConditionFailure } from './dynamo-helpers.js';
  */
 export const MARKER_TTL_SECONDS = 21 * 24 * 3600;
 
-const pk = (instanceId: string, requestId: string) => `${instanceId}#REQ#${requestId}`;
+export const requestPk = (instanceId: string, requestId: string) =>
+  `${instanceId}#REQ#${requestId}`;
 const statusKey = (instanceId: string, requestId: string) => ({
-  pk: pk(instanceId, requestId),
+  pk: requestPk(instanceId, requestId),
   sk: 'REQ',
 });
 
 export const markerKey = (instanceId: string, requestId: string, index: number) => ({
-  pk: pk(instanceId, requestId),
+  pk: requestPk(instanceId, requestId),
   sk: `R#${String(index).padStart(3, '0')}`,
 });
 
@@ -65,6 +69,9 @@ const StatusItem = z.object({
       code: z.number(),
       details: z.array(z.record(z.string(), z.unknown())).optional(),
     })
+    .optional(),
+  progress: z
+    .object({ shard: z.number(), after: z.string().optional(), changed: z.number() })
     .optional(),
 });
 
@@ -140,7 +147,21 @@ export class DynamoRequestStore implements RequestStore {
     }
   }
 
+  /**
+   * People a request's kept answer names get references, so that erasing them finds it: the
+   * answer's, and (a failure's answer may not list them) the records its ledger applied.
+   */
+  private async reference(instanceId: string, requestId: string, answer: unknown, ledger = false) {
+    const named = personIdsNamedIn(answer);
+    if (ledger) {
+      const recorded = await this.ledger(instanceId, requestId).recorded();
+      for (const outcome of recorded.values()) if (outcome.id) named.push(outcome.id);
+    }
+    await writeReferences(this.db, this.table, instanceId, named, `REQ#${requestId}`, expiry());
+  }
+
   async finish(instanceId: string, requestId: string, result: unknown) {
+    await this.reference(instanceId, requestId, result);
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
@@ -159,6 +180,7 @@ export class DynamoRequestStore implements RequestStore {
   }
 
   async fail(instanceId: string, requestId: string, failure: RequestFailure) {
+    await this.reference(instanceId, requestId, failure, true);
     try {
       await this.db.send(
         new UpdateCommand({
@@ -202,7 +224,24 @@ export class DynamoRequestStore implements RequestStore {
         ? { result: JSON.parse(item.result_json) as unknown }
         : {}),
       ...(item.failure ? { failure: item.failure } : {}),
+      ...(item.progress ? { progress: item.progress } : {}),
     };
+  }
+
+  async saveProgress(instanceId: string, requestId: string, progress: JobProgress) {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: statusKey(instanceId, requestId),
+        UpdateExpression: 'SET progress = :progress, updated_at = :now, expires_at = :expires',
+        ConditionExpression: 'attribute_exists(pk)',
+        ExpressionAttributeValues: {
+          ':progress': progress,
+          ':now': new Date().toISOString(),
+          ':expires': expiry(),
+        },
+      }),
+    );
   }
 
   ledger(instanceId: string, requestId: string): RecordLedger {
@@ -230,7 +269,7 @@ class DynamoLedger implements RecordLedger {
           // Notes (`N#…`) and markers (`R#…`), not the request's own item (`REQ`).
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
           ExpressionAttributeValues: {
-            ':pk': pk(this.instanceId, this.requestId),
+            ':pk': requestPk(this.instanceId, this.requestId),
             ':from': 'N#',
             ':to': 'R#~',
           },
@@ -263,7 +302,7 @@ class DynamoLedger implements RecordLedger {
       new PutCommand({
         TableName: this.table,
         Item: {
-          pk: pk(this.instanceId, this.requestId),
+          pk: requestPk(this.instanceId, this.requestId),
           // Ordered by time: the first note of a record wins.
           sk: `N#${new Date().toISOString()}#${randomUUID()}`,
           outcomes: Object.fromEntries(outcomes),

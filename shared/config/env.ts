@@ -73,7 +73,20 @@ export const IngestWorkerEnv = IngestEnv.extend({
 
   /** A failed message comes back after `base · 2^(receives − 1)` seconds (5, 10, 20, 40). */
   INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(5),
+  /** Erasing people (background deletes): the sent emails that name them. */
+  EMAILS_TABLE: tableName,
+  /**
+   * How long one delivery of a background archive, restore or delete works before it queues
+   * the rest of the request (it always does one page of 100).
+   */
+  LIFECYCLE_SLICE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
 }).extend(PeopleEnv.shape);
+
+/** Person delete: what names a person (sent emails) and the payloads that may hold them. */
+export const ErasureEnv = z.object({
+  EMAILS_TABLE: tableName,
+  PAYLOADS_BUCKET: z.string().min(3),
+});
 
 /** Where links of sent emails point: the region's public address (its custom domain on AWS). */
 const PublicAddress = z.object({ PUBLIC_BASE_URL: z.url().optional() });

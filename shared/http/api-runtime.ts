@@ -8,7 +8,19 @@ import { DynamoRateLimitStore } from '../adapters/rate-limit-store.js';
 import { LocationClient } from '@aws-sdk/client-location';
 import { AwsLocationGeocoder, OfflineGeocoder } from '../adapters/geocoders.js';
 import { MaxmindIpLocator } from '../adapters/ip-locator.js';
-import { ApiEnv, EmailApiEnv, IngestEnv, LocationEnv, PeopleEnv, readEnv } from '../config/env.js';
+import { z } from 'zod';
+import {
+  ApiEnv,
+  EmailApiEnv,
+  ErasureEnv,
+  IngestEnv,
+  LocationEnv,
+  PeopleEnv,
+  readEnv,
+} from '../config/env.js';
+import { DynamoOrganizationLifecycleStore } from '../adapters/organization-lifecycle-store.js';
+import { DynamoPeopleLifecycleStore } from '../adapters/people-lifecycle-store.js';
+import { S3PayloadEraser } from '../adapters/payload-eraser.js';
 import { SqsEmailQueue } from '../adapters/email-queue.js';
 import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { DynamoEmailStore } from '../adapters/email-store.js';
@@ -132,6 +144,61 @@ export function createLocationServices(meter: GeocodingMeter): LocationServices 
       ? new AwsLocationGeocoder(new LocationClient({}), env.PLACE_INDEX_NAME)
       : new OfflineGeocoder();
   return { ipLocator: new MaxmindIpLocator(), geocoder, meter };
+}
+
+/**
+ * Archive, restore and delete of one kind of record: its store (with what erasing people
+ * needs, on person delete) and the ingest queue of its background requests. Those messages
+ * are small (at most 1000 exclusion IDs), so no payload bucket is needed to queue them.
+ */
+export function createLifecyclePorts(
+  db: DynamoDBDocumentClient,
+  subject: 'people' | 'organizations',
+  erase = false,
+) {
+  const env = readEnv(
+    z.object({
+      INGEST_QUEUE_URL: z.url(),
+      REQUESTS_TABLE: z.string().min(3),
+      ORGANIZATIONS_TABLE: z.string().min(3),
+      PAYLOADS_BUCKET: z.string().min(3).optional(),
+    }),
+  );
+  const ingest = {
+    queue: new SqsIngestQueue(
+      createSqsClient(),
+      env.INGEST_QUEUE_URL,
+      createS3Client(),
+      env.PAYLOADS_BUCKET ?? '',
+    ),
+    requests: new DynamoRequestStore(db, env.REQUESTS_TABLE),
+  };
+  if (subject === 'organizations') {
+    return {
+      ingest,
+      store: new DynamoOrganizationLifecycleStore(db, {
+        organizations: env.ORGANIZATIONS_TABLE,
+        requests: env.REQUESTS_TABLE,
+      }),
+    };
+  }
+  const { PEOPLE_TABLE } = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true }));
+  const erasure = erase
+    ? readEnv(ErasureEnv.extend(PeopleEnv.pick({ ACTIVITIES_TABLE: true }).shape))
+    : undefined;
+  return {
+    ingest,
+    store: new DynamoPeopleLifecycleStore(
+      db,
+      {
+        people: PEOPLE_TABLE,
+        organizations: env.ORGANIZATIONS_TABLE,
+        requests: env.REQUESTS_TABLE,
+        ...(erasure ? { activities: erasure.ACTIVITIES_TABLE, emails: erasure.EMAILS_TABLE } : {}),
+      },
+      erasure ? new S3PayloadEraser(createS3Client(), erasure.PAYLOADS_BUCKET) : undefined,
+    ),
+  };
 }
 
 /** The ingest queue and request states of functions that accept asynchronous requests. */

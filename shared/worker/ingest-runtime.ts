@@ -34,6 +34,12 @@ import { parseWith } from '../domain/validation.js';
 import { createLocationServices } from '../http/api-runtime.js';
 import { QUEUES } from '../resources.js';
 import { sqsWorker } from './sqs-worker.js';
+import { applyLifecycleJob } from '../domain/lifecycle/lifecycle-calls.js';
+import type { LifecycleStore } from '../domain/lifecycle/lifecycle.js';
+import type { IngestMessage } from '../domain/ingest/ingest.js';
+import { DynamoPeopleLifecycleStore } from '../adapters/people-lifecycle-store.js';
+import { DynamoOrganizationLifecycleStore } from '../adapters/organization-lifecycle-store.js';
+import { S3PayloadEraser } from '../adapters/payload-eraser.js';
 
 /** What applying queued requests reads and writes. */
 export interface IngestStores {
@@ -44,13 +50,25 @@ export interface IngestStores {
   organizations: OrganizationStore;
   activities: ActivityStore;
   location: LocationServices;
+  /** Archive, restore and delete of each kind of record (background requests). */
+  lifecycle: { people: LifecycleStore; organizations: LifecycleStore };
+  /** Queues a request again (a background request's next delivery). */
+  requeue(message: IngestMessage): Promise<void>;
+  /** How long one delivery of a background request works. */
+  sliceMs?: number;
 }
 
 /** Each kind of queued request applied with the same domain call as its synchronous endpoint. */
 export function ingestPorts(stores: IngestStores): IngestPorts {
   const { requests, config, directory, people, organizations, activities, location } = stores;
+  const lifecycle = (subject: 'people' | 'organizations') => ({
+    store: stores.lifecycle[subject],
+    requests,
+    ...(stores.sliceMs !== undefined ? { sliceMs: stores.sliceMs } : {}),
+  });
   return {
     requests,
+    requeue: (message) => stores.requeue(message),
     tenantOf: (instanceId, dataSource) => tenantOf(directory, instanceId, dataSource),
     apply: {
       'person-merge': async (body, tenant, { ledger }) => ({
@@ -88,6 +106,30 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
           },
         ),
       }),
+      'person-archive': (body, tenant, queued) =>
+        applyLifecycleJob('person-archive', body, tenant, queued, lifecycle('people')),
+      'person-restore': (body, tenant, queued) =>
+        applyLifecycleJob('person-restore', body, tenant, queued, lifecycle('people')),
+      'person-delete': (body, tenant, queued) =>
+        applyLifecycleJob('person-delete', body, tenant, queued, lifecycle('people')),
+      'organizations-archive': (body, tenant, queued) =>
+        applyLifecycleJob(
+          'organizations-archive',
+          body,
+          tenant,
+          queued,
+          lifecycle('organizations'),
+        ),
+      'organizations-restore': (body, tenant, queued) =>
+        applyLifecycleJob(
+          'organizations-restore',
+          body,
+          tenant,
+          queued,
+          lifecycle('organizations'),
+        ),
+      'organizations-delete': (body, tenant, queued) =>
+        applyLifecycleJob('organizations-delete', body, tenant, queued, lifecycle('organizations')),
     },
   };
 }
@@ -100,12 +142,8 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
 export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
   const db = createDocumentClient();
   const sqs = createSqsClient();
-  const queue = new SqsIngestQueue(
-    sqs,
-    env.INGEST_QUEUE_URL,
-    createS3Client(),
-    env.PAYLOADS_BUCKET,
-  );
+  const s3 = createS3Client();
+  const queue = new SqsIngestQueue(sqs, env.INGEST_QUEUE_URL, s3, env.PAYLOADS_BUCKET);
   const requests = new DynamoRequestStore(db, env.REQUESTS_TABLE);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   const people = new DynamoPeopleStore(db, {
@@ -127,6 +165,25 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
       people: env.PEOPLE_TABLE,
     }),
     location: createLocationServices(people),
+    lifecycle: {
+      people: new DynamoPeopleLifecycleStore(
+        db,
+        {
+          people: env.PEOPLE_TABLE,
+          organizations: env.ORGANIZATIONS_TABLE,
+          activities: env.ACTIVITIES_TABLE,
+          requests: env.REQUESTS_TABLE,
+          emails: env.EMAILS_TABLE,
+        },
+        new S3PayloadEraser(s3, env.PAYLOADS_BUCKET),
+      ),
+      organizations: new DynamoOrganizationLifecycleStore(db, {
+        organizations: env.ORGANIZATIONS_TABLE,
+        requests: env.REQUESTS_TABLE,
+      }),
+    },
+    requeue: (message) => queue.send(message),
+    sliceMs: env.LIFECYCLE_SLICE_MS,
   });
   const maxReceiveCount = QUEUES.find((q) => q.name === 'ingest')?.maxReceiveCount ?? 5;
   return sqsWorker({

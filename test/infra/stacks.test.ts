@@ -172,7 +172,9 @@ function expectedTouches(
     } else if (need === 'payloads:put') {
       touches.add('s3:PutObject bucket:ingest').add('s3:DeleteObject bucket:ingest');
     } else if (need === 'payloads:get') touches.add('s3:GetObject bucket:ingest');
-    else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
+    else if (need === 'payloads:erase') {
+      touches.add('s3:DeleteObject bucket:ingest').add('s3:DeleteObject bucket:email');
+    } else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
     else if (need === 'email-payloads:get') touches.add('s3:GetObject bucket:email');
     else if (need === 'queue:ingest' || need === 'queue:email') {
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {

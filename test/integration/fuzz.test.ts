@@ -303,7 +303,38 @@ function fieldCases(
   );
 }
 
+/** Archive, restore and delete: IDs nobody holds, so even a well-formed body changes nothing. */
+const lifecycle: RouteFuzz = {
+  base: () => ({ inclusion_ids: ['0'.repeat(24)] }),
+  members: [
+    {
+      name: 'inclusion_ids',
+      required: true,
+      invalid: fc.oneof(
+        wrongType('array'),
+        fc.constant([]),
+        fc.array(notHexId, { minLength: 1, maxLength: 3 }),
+        fc.constant(Array.from({ length: 101 }, () => '0'.repeat(24))),
+      ),
+    },
+    { name: 'all_rows_selected', invalid: fc.oneof(wrongType('boolean'), fc.constant(false)) },
+    { name: 'exclusion_ids', invalid: fc.oneof(wrongType('array'), fc.constant([])) },
+  ],
+};
+const LIFECYCLE_ROUTES = [
+  'PUT /v1/person/archive',
+  'PUT /v1/person/restore',
+  'DELETE /v1/person/delete',
+  'PUT /v1/organizations/archive',
+  'PUT /v1/organizations/restore',
+  'DELETE /v1/organizations/delete',
+  'PUT /v1/accounts/archive',
+  'PUT /v1/accounts/restore',
+  'DELETE /v1/accounts/delete',
+];
+
 const ROUTE_FUZZ: Record<string, RouteFuzz> = {
+  ...Object.fromEntries(LIFECYCLE_ROUTES.map((route) => [route, lifecycle])),
   'POST /v1/person/merge': {
     base: (u) => ({ people: [{ fields: { 'str::email': email(u) } }] }),
     members: [

@@ -23,6 +23,8 @@ import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { withDeadline } from '../../shared/lib/time-budget.js';
 import { localBucketName, queueName, tableName } from '../../shared/resources.js';
 import { ingestPorts } from '../../shared/worker/ingest-runtime.js';
+import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
+import { DynamoOrganizationLifecycleStore } from '../../shared/adapters/organization-lifecycle-store.js';
 import { adminEnv, run } from './cli.js';
 import { activitiesOf, meta } from './people.js';
 import {
@@ -64,6 +66,14 @@ function ports(people = new DynamoPeopleStore(db, tables), requestStore = reques
     organizations: new DynamoOrganizationStore(db, tables.organizations, tables.requests),
     activities: new DynamoActivityStore(db, tables),
     location,
+    lifecycle: {
+      people: new DynamoPeopleLifecycleStore(db, {
+        ...tables,
+        emails: tableName('default', 'emails'),
+      }),
+      organizations: new DynamoOrganizationLifecycleStore(db, tables),
+    },
+    requeue: () => Promise.reject(new Error('these requests are never queued again')),
   });
 }
 

@@ -80,6 +80,14 @@ const CONFIG = {
 };
 
 type Body = Record<string, unknown>;
+
+/** The method of a path of the routes table. */
+const methodOf = (path: string) =>
+  path.endsWith('/delete')
+    ? 'DELETE'
+    : path.includes('/contacts/') || path.endsWith('/archive') || path.endsWith('/restore')
+      ? 'PUT'
+      : 'POST';
 const PERSON_FIELDS = ['str::email', 'str::first', 'str::ei', 'str:cm:colour', 'idt::o', 'bol::p'];
 const hexId = () => randomBytes(12).toString('hex');
 const email = (label: string) => `${label}-${stamp}@example.com`;
@@ -88,7 +96,7 @@ async function ok(path: string, key: string, body: unknown, headers?: Record<str
   const response = await call(path, {
     key,
     body,
-    method: path.includes('/contacts/') ? 'PUT' : 'POST',
+    method: methodOf(path),
     ...(headers ? { headers } : {}),
   });
   if (response.status >= 300) throw new Error(`${path}: ${JSON.stringify(response.body)}`);
@@ -306,7 +314,7 @@ async function indistinguishable(
   body: (value: string) => unknown,
   headers: (value: string) => Record<string, string> = () => ({}),
 ): Promise<void> {
-  const method = path.includes('/contacts/') ? 'PUT' : 'POST';
+  const method = methodOf(path);
   const send = (value: string) =>
     call(path, { key: KEY_A, method, body: body(value), headers: headers(value) });
   const withForeign = await send(foreign);
@@ -434,6 +442,22 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         (id) => ({ account_id: id, person_ids: [b.people[0]] }),
       ],
       ['async get', '/v1/async/get', (id) => ({ request_id: id })],
+      // Archive, restore and delete (issue 15), of people and organizations, both names.
+      ...[
+        '/v1/person/archive',
+        '/v1/person/restore',
+        '/v1/person/delete',
+        '/v1/organizations/archive',
+        '/v1/organizations/restore',
+        '/v1/organizations/delete',
+        '/v1/accounts/archive',
+        '/v1/accounts/restore',
+        '/v1/accounts/delete',
+      ].map((path): [string, string, (id: string) => unknown] => [
+        path.slice(4),
+        path,
+        (id) => ({ inclusion_ids: [id] }),
+      ]),
       ['transactional get', '/v1/transactional/get', (id) => ({ message_ids: [id] })],
       [
         'send with asset_id',

@@ -10,7 +10,10 @@ import {
 import { newId } from '../ids.js';
 import type { RecordLedger } from '../merge/merge-engine.js';
 import type { Tenant } from '../tenancy.js';
+import { answerOf, CONTINUED } from '../lifecycle/lifecycle.js';
 import {
+  isLifecycleKind,
+  lifecycleOf,
   REQUEST_KINDS,
   type RequestFailure,
   type RequestKind,
@@ -51,6 +54,11 @@ export class MaybeQueuedError extends ServiceUnavailableError {}
 
 /** The answer of an accepted request: the synchronous shape, every entry `queued`. */
 function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
+  if (isLifecycleKind(kind)) {
+    // A background archive, restore or delete: how many records it is about to change.
+    const { subject, action } = lifecycleOf(kind);
+    return { ...answerOf(subject, action, records, 0), request_id: requestId };
+  }
   const entries = (entry: object) => Array.from({ length: records }, () => ({ ...entry }));
   switch (kind) {
     case 'person-merge':
@@ -59,7 +67,7 @@ function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
       return { organizations: entries({ status: 'queued' }), request_id: requestId };
     case 'accounts-merge':
       return { accounts: entries({ status: 'queued' }), request_id: requestId };
-    case 'activities-create':
+    default:
       return {
         activities: entries({ person_status: 'queued', status: 'queued' }),
         request_id: requestId,
@@ -129,12 +137,20 @@ export interface IngestPorts {
   tenantOf(instanceId: string, dataSource: string): Promise<Tenant | undefined>;
   apply: Record<
     RequestKind,
-    (
-      body: Record<string, unknown>,
-      tenant: Tenant,
-      queued: { ledger: RecordLedger; acceptedAt: Date },
-    ) => Promise<unknown>
+    (body: Record<string, unknown>, tenant: Tenant, queued: QueuedRequest) => Promise<unknown>
   >;
+  /** Queues a request again (a background request that goes on in another delivery). */
+  requeue(message: IngestMessage): Promise<void>;
+}
+
+/** What applying a queued request knows of it beyond its body. */
+export interface QueuedRequest {
+  ledger: RecordLedger;
+  acceptedAt: Date;
+  requestId: string;
+  /** The request's `records` (for a background request: how many it scheduled). */
+  records: number;
+  requeue(): Promise<void>;
 }
 
 /** What the answer of each kind calls the IDs of its records. */
@@ -143,6 +159,12 @@ const ID_MEMBERS: Record<RequestKind, string> = {
   'organizations-merge': 'organization_id',
   'accounts-merge': 'account_id',
   'activities-create': 'person_id',
+  'person-archive': 'person_id',
+  'person-restore': 'person_id',
+  'person-delete': 'person_id',
+  'organizations-archive': 'organization_id',
+  'organizations-restore': 'organization_id',
+  'organizations-delete': 'organization_id',
 };
 
 /** Errors the request itself causes: applying it again cannot succeed. */
@@ -192,6 +214,9 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     result = await ports.apply[message.kind](message.body, tenant, {
       ledger,
       acceptedAt: new Date(message.accepted_at),
+      requestId: message.request_id,
+      records: message.records,
+      requeue: () => ports.requeue(message),
     });
   } catch (error) {
     const failure = failureOf(error);
@@ -217,5 +242,7 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     );
     return;
   }
+  // A background request that goes on in another delivery (queued again) is not done yet.
+  if (result === CONTINUED) return;
   await ports.requests.finish(instanceId, message.request_id, result);
 }

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { NotFoundError, type ErrorDetail } from '../errors.js';
 import type { RecordLedger } from '../merge/merge-engine.js';
+import {
+  answerOf,
+  type JobProgress,
+  type LifecycleAction,
+  type LifecycleSubject,
+} from '../lifecycle/lifecycle.js';
 
 /**
  * What an asynchronous request's caller can learn of it (`POST /v1/async/get`): `queued`
@@ -8,14 +14,36 @@ import type { RecordLedger } from '../merge/merge-engine.js';
  * synchronous call would have answered (`result`), or `failed` with the reason. Kept at
  * least 7 days.
  */
+export const LIFECYCLE_KINDS = [
+  'person-archive',
+  'person-restore',
+  'person-delete',
+  'organizations-archive',
+  'organizations-restore',
+  'organizations-delete',
+] as const;
+export type LifecycleKind = (typeof LIFECYCLE_KINDS)[number];
 export const REQUEST_KINDS = [
   'person-merge',
   'organizations-merge',
   // `POST /v1/accounts/merge`: organizations under the accounts names (its answer's shape).
   'accounts-merge',
   'activities-create',
+  ...LIFECYCLE_KINDS,
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
+
+export const isLifecycleKind = (kind: RequestKind): kind is LifecycleKind =>
+  (LIFECYCLE_KINDS as readonly string[]).includes(kind);
+
+/** The subject and action of a background archive, restore or delete. */
+export function lifecycleOf(kind: LifecycleKind): {
+  subject: LifecycleSubject;
+  action: LifecycleAction;
+} {
+  const [subject, action] = kind.split('-') as [string, LifecycleAction];
+  return { subject: subject === 'person' ? 'people' : 'organizations', action };
+}
 export type RequestState = 'queued' | 'processing' | 'done' | 'failed';
 
 export interface RequestFailure {
@@ -33,6 +61,8 @@ export interface RequestStatus {
   accepted_at: string;
   result?: unknown;
   failure?: RequestFailure;
+  /** How far a background archive, restore or delete has got. */
+  progress?: JobProgress;
 }
 
 /** The port of request states and ledgers (the requests table). */
@@ -52,6 +82,8 @@ export interface RequestStore {
   get(instanceId: string, requestId: string): Promise<RequestStatus | undefined>;
   /** The ledger of a request: its records' outcomes, so that each applies once. */
   ledger(instanceId: string, requestId: string): RecordLedger;
+  /** Where a background archive, restore or delete stands (saved after each page). */
+  saveProgress(instanceId: string, requestId: string, progress: JobProgress): Promise<void>;
 }
 
 export const AsyncGetRequest = z.object({
@@ -71,9 +103,20 @@ export async function getAsyncRequest(
       { field: 'request_id', error: 'not found' },
     ]);
   }
+  // A background archive, restore or delete shows its answer so far while it runs.
+  const progress =
+    isLifecycleKind(found.kind) && (found.status === 'queued' || found.status === 'processing')
+      ? (() => {
+          const { subject, action } = lifecycleOf(found.kind);
+          return {
+            progress: answerOf(subject, action, found.records, found.progress?.changed ?? 0),
+          };
+        })()
+      : {};
   return {
     request_id: found.request_id,
     status: found.status,
+    ...progress,
     ...(found.status === 'done' ? { result: found.result } : {}),
     ...(found.status === 'failed' && found.failure
       ? {

@@ -147,6 +147,8 @@ export interface MergeKind<R extends MergeRecord, T extends StoredRecord, C, U> 
   updated(plan: U): UpdateResult<T>;
   /** Why a record in this state would be over the size budget, if it would. */
   overBudget(record: T, index: number): string | undefined;
+  /** Why the stored record cannot be merged into (it is archived), if it cannot. */
+  refuse?(stored: T, index: number): string | undefined;
   findClaimOwners(keys: ClaimKey[], consistent?: boolean): Promise<Map<string, string>>;
   read(ids: string[], consistent?: boolean): Promise<Map<string, T>>;
   /** Writes a new record (with its marker, for a queued request). */
@@ -450,6 +452,9 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       if (!stored) throw new RecordChangedError();
       state.records.set(id, stored);
     }
+    // An archived record keeps its keys: a record that finds it is refused, never re-created.
+    const refused = kind.refuse?.(stored, record.index);
+    if (refused) return unwritten({ status: 'invalid', error: refused });
     if (options.strategy === 3) return unwritten({ id, status: 'skipped' });
     const plan = kind.planUpdate(stored, record, timestamp, match?.fields ?? []);
     if (!plan) return unwritten({ id, status: 'merged' });

@@ -42,8 +42,12 @@ export type LinkResult = 'done' | 'changed';
 
 /** The port memberships go through: people's `organization_id` and organizations' member counts. */
 export interface MembershipStore {
+  /** The member count of an organization; undefined when there is none (or it is archived). */
   members(instanceId: string, organizationId: string): Promise<number | undefined>;
-  /** The organization of each existing person (undefined when none); unknown IDs are absent. */
+  /**
+   * The organization of each existing person (undefined when none); unknown and archived
+   * people are absent.
+   */
   organizationsOf(
     instanceId: string,
     personIds: string[],
@@ -60,6 +64,12 @@ export interface MembershipStore {
   ): Promise<LinkResult>;
   /** Removes a person from `from`, adjusting its count; `changed` if the person is no longer in it. */
   unlink(instanceId: string, personId: string, from: string): Promise<LinkResult>;
+  /** Which of these people, and whether the organization, are archived (for the message). */
+  archivedAmong?(
+    instanceId: string,
+    personIds: string[],
+    organizationId: string,
+  ): Promise<{ people: string[]; organization: boolean }>;
 }
 
 const CONCURRENCY = 16;
@@ -80,15 +90,29 @@ async function validate(
     store.organizationsOf(instanceId, personIds),
   ]);
   const problems = [];
+  let unknown = personIds.filter((personId) => !organizations.has(personId));
+  // Archived people and organizations are refused by name (restore them first).
+  const archived =
+    (members === undefined || unknown.length > 0) && store.archivedAmong
+      ? await store.archivedAmong(instanceId, unknown, request.organization_id)
+      : { people: [], organization: false };
   if (members === undefined) {
     problems.push({
       field: names.organization,
-      error: `no ${names.noun} ${request.organization_id}`,
+      error: archived.organization
+        ? `${names.noun} ${request.organization_id} is archived; restore it first`
+        : `no ${names.noun} ${request.organization_id}`,
     });
   }
-  const unknown = personIds.filter((personId) => !organizations.has(personId));
+  unknown = unknown.filter((personId) => !archived.people.includes(personId));
   if (unknown.length > 0) {
     problems.push({ field: names.people, error: `no such people: ${unknown.join(', ')}` });
+  }
+  if (archived.people.length > 0) {
+    problems.push({
+      field: names.people,
+      error: `archived people (restore them first): ${archived.people.join(', ')}`,
+    });
   }
   if (problems.length > 0) {
     throw new ValidationError(problems.map((p) => `${p.field}: ${p.error}`).join('; '), problems);
@@ -128,9 +152,10 @@ async function movePerson(
     if (result === 'done') return target === undefined ? 'unlinked' : 'linked';
     const fresh = await store.organizationsOf(instanceId, [personId]);
     if (!fresh.has(personId)) {
-      throw new ValidationError(`${names.people}: person ${personId} no longer exists`, [
-        { field: names.people, error: `no such people: ${personId}` },
-      ]);
+      throw new ValidationError(
+        `${names.people}: person ${personId} was archived or deleted meanwhile`,
+        [{ field: names.people, error: `no such people: ${personId}` }],
+      );
     }
     where = fresh.get(personId);
   }

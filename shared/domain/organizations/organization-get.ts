@@ -129,7 +129,9 @@ export async function getOrganizations(
   );
   const views = keys.flatMap((key) => {
     const organization = organizations.get(key.slice(-24));
-    return organization ? [projectOrganization(organization, fields)] : [];
+    // Indexes are eventually consistent: one archived a moment ago may still be listed.
+    if (!organization || organization.archived_at !== undefined) return [];
+    return [projectOrganization(organization, fields)];
   });
   const end = order === 'asc' ? '\u{10FFFF}' : '0';
   return {

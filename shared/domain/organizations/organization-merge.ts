@@ -30,6 +30,8 @@ export interface Organization {
   updated_at: string;
   /** Counts the writes of the organization: a whole-state write is conditioned on it. */
   version?: number;
+  /** Set while the organization is archived (out of listings and counters; not merged into). */
+  archived_at?: string;
 }
 
 export const ORGANIZATION_NAME = 'str:o:name';
@@ -296,6 +298,10 @@ export async function mergeOrganizations(
     overBudget: (organization, index) =>
       overRecordBudget(`${names.list}[${index}]`, names.noun, organization.fields),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
+    refuse: (organization, index) =>
+      organization.archived_at === undefined
+        ? undefined
+        : `organizations[${index}]: the organization ${organization.id} is archived; restore it (PUT /v1/organizations/restore) before merging into it`,
     read: (ids, consistent) => store.getOrganizations(instanceId, ids, consistent),
     create: (plan, marker) => store.createOrganization(instanceId, plan, marker),
     update: (plan, marker) => store.updateOrganization(instanceId, plan, marker),

@@ -194,6 +194,10 @@ function peopleKind(
     updated: (plan) => plan,
     overBudget: (person, index) =>
       overRecordBudget(`${list}[${index}]`, 'person', person.fields, person.tags),
+    refuse: (person, index) =>
+      person.archived_at === undefined
+        ? undefined
+        : `${list}[${index}]: the person ${person.id} is archived; restore it (PUT /v1/person/restore) before sending data for it`,
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     read: (ids, consistent) => store.getPeople(instanceId, ids, consistent),
     create: (plan, marker) => store.createPerson(instanceId, plan, source, marker),

@@ -187,7 +187,8 @@ export async function getPeople(
   const people = await listing.getPeople(instanceId, found.ids);
   const contacts = found.ids.flatMap((id) => {
     const person = people.get(id);
-    return person ? [projectPerson(person, fields)] : [];
+    // Indexes are eventually consistent: a person archived a moment ago may still be listed.
+    return person && person.archived_at === undefined ? [projectPerson(person, fields)] : [];
   });
   const counts = await totals;
   return {
@@ -295,6 +296,7 @@ async function fromScan(
   const everyone = await listing.getPeople(instanceId, await listing.allIds(instanceId));
   const prefix = options.q ? searchRange(options.q).from : undefined;
   const matches = [...everyone.values()].filter((person) => {
+    if (person.archived_at !== undefined) return false;
     if (options.predicate && !options.predicate(person)) return false;
     if (!prefix) return true;
     const tokens = searchTokens(person.fields);

@@ -11,6 +11,8 @@ export interface Person {
   updated_at: string;
   /** Counts the writes of the person: a whole-state write is conditioned on it. */
   version?: number;
+  /** Set while the person is archived (out of listings and counters; not merged into). */
+  archived_at?: string;
 }
 
 export const EMAIL = 'str::email';

@@ -1,0 +1,198 @@
+import { randomInt } from 'node:crypto';
+import {
+  GetCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type {
+  AuditEntry,
+  JobPosition,
+  LifecycleStore,
+  RecordState,
+} from '../domain/lifecycle/lifecycle.js';
+import { claimsOf } from '../domain/merge/field-changes.js';
+import {
+  ORGANIZATION_KEY_FIELDS,
+  ORGANIZATION_NAME,
+} from '../domain/organizations/organization-merge.js';
+import { batchGet, cancellationCodes, sumCounters } from './dynamo-helpers.js';
+import {
+  nameToken,
+  ORGANIZATION_SHARDS,
+  organizationFromItem,
+  organizationKey,
+} from './organization-store.js';
+import { auditPut, listingPage, untilSettled } from './people-lifecycle-store.js';
+import { claimWrites, type TransactItem } from './record-writes.js';
+
+/**
+ * Archive, restore and delete of organizations: as for people (the archived move to the
+ * `list` index's `<inst>#X#<shard>` partitions and leave the name index and the
+ * `organizations` counter), with their people left linked. Only an archived organization
+ * without people can be deleted (its item, its claims, its count).
+ */
+const counterPk = (instanceId: string) => `${instanceId}#C`;
+const shardOf = (id: string) => parseInt(id.slice(-4), 16) % ORGANIZATION_SHARDS;
+
+export class DynamoOrganizationLifecycleStore implements LifecycleStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: { organizations: string; requests: string },
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async states(instanceId: string, ids: string[]) {
+    const items = await batchGet(
+      this.db,
+      this.tables.organizations,
+      ids.map((id) => organizationKey(instanceId, id)),
+      true,
+    );
+    return new Map<string, RecordState>(
+      items.map((item) => [String(item.id), item.archived_at ? 'archived' : 'active']),
+    );
+  }
+
+  private async read(instanceId: string, id: string) {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.organizations,
+        Key: organizationKey(instanceId, id),
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return undefined;
+    return { ...organizationFromItem(Item), archived: typeof Item.archived_at === 'string' };
+  }
+
+  private counter(instanceId: string, organizations: number, archived: number): TransactItem {
+    return {
+      Update: {
+        TableName: this.tables.organizations,
+        Key: { pk: counterPk(instanceId), sk: String(randomInt(ORGANIZATION_SHARDS)) },
+        UpdateExpression: 'ADD organizations :o, archived :a',
+        ExpressionAttributeValues: { ':o': organizations, ':a': archived },
+      },
+    };
+  }
+
+  async archive(instanceId: string, id: string) {
+    const organization = await this.read(instanceId, id);
+    if (!organization || organization.archived) return false;
+    return this.transact([
+      {
+        Update: {
+          TableName: this.tables.organizations,
+          Key: organizationKey(instanceId, id),
+          UpdateExpression: 'SET archived_at = :at, lpk = :lpk REMOVE npk ADD version :one',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(archived_at)',
+          ExpressionAttributeValues: {
+            ':at': this.now().toISOString(),
+            ':lpk': `${instanceId}#X#${shardOf(id)}`,
+            ':one': 1,
+          },
+        },
+      },
+      this.counter(instanceId, -1, 1),
+    ]);
+  }
+
+  async restore(instanceId: string, id: string) {
+    return untilSettled(`organization ${id}`, async () => {
+      const organization = await this.read(instanceId, id);
+      if (!organization?.archived) return false;
+      const shard = shardOf(id);
+      const name = `${nameToken(organization.fields[ORGANIZATION_NAME])}#${id}`;
+      return this.transact([
+        {
+          Update: {
+            TableName: this.tables.organizations,
+            Key: organizationKey(instanceId, id),
+            UpdateExpression:
+              'SET lpk = :lpk, npk = :npk, nsk = :nsk REMOVE archived_at ADD version :one',
+            // Archived organizations are not merged into: the name read is still the name.
+            ConditionExpression: 'attribute_exists(archived_at)',
+            ExpressionAttributeValues: {
+              ':lpk': `${instanceId}#L#${shard}`,
+              ':npk': `${instanceId}#N#${shard}`,
+              ':nsk': name,
+              ':one': 1,
+            },
+          },
+        },
+        this.counter(instanceId, 1, -1),
+      ]);
+    });
+  }
+
+  async erase(instanceId: string, id: string) {
+    const organization = await this.read(instanceId, id);
+    if (!organization?.archived) return false;
+    const released = [...claimsOf(organization.fields, ORGANIZATION_KEY_FIELDS)];
+    return untilSettled(`organization ${id}`, async () => {
+      const items: TransactItem[] = [
+        {
+          Delete: {
+            TableName: this.tables.organizations,
+            Key: organizationKey(instanceId, id),
+            // Only without people: their links would point nowhere.
+            ConditionExpression:
+              'attribute_exists(archived_at) AND (attribute_not_exists(members) OR members <= :none)',
+            ExpressionAttributeValues: { ':none': 0 },
+          },
+        },
+        ...claimWrites(this.tables.organizations, instanceId, id, [], released).released,
+        {
+          Update: {
+            TableName: this.tables.organizations,
+            Key: { pk: counterPk(instanceId), sk: String(randomInt(ORGANIZATION_SHARDS)) },
+            UpdateExpression: 'ADD archived :minus',
+            ExpressionAttributeValues: { ':minus': -1 },
+          },
+        },
+      ];
+      try {
+        await this.db.send(new TransactWriteCommand({ TransactItems: items }));
+        return true;
+      } catch (error) {
+        const codes = cancellationCodes(error);
+        if (!codes?.includes('ConditionalCheckFailed')) throw error;
+        if (codes[0] === 'ConditionalCheckFailed') return false;
+        const taken = new Set(released.filter((_, i) => codes[1 + i] === 'ConditionalCheckFailed'));
+        for (const claim of taken) released.splice(released.indexOf(claim), 1);
+        return 'again';
+      }
+    });
+  }
+
+  /** True when applied; false when its first item's condition failed (nothing changed). */
+  private async transact(items: TransactItem[]): Promise<boolean> {
+    try {
+      await this.db.send(new TransactWriteCommand({ TransactItems: items }));
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  async totals(instanceId: string) {
+    const counters = await sumCounters(this.db, this.tables.organizations, counterPk(instanceId));
+    return { active: counters.organizations ?? 0, archived: counters.archived ?? 0 };
+  }
+
+  page(instanceId: string, state: RecordState, position: JobPosition, count: number) {
+    return listingPage(
+      this.db,
+      this.tables.organizations,
+      (shard) => `${instanceId}#${state === 'active' ? 'L' : 'X'}#${shard}`,
+      ORGANIZATION_SHARDS,
+      position,
+      count,
+    );
+  }
+
+  audit(instanceId: string, entry: AuditEntry) {
+    return auditPut(this.db, this.tables.requests, instanceId, entry);
+  }
+}

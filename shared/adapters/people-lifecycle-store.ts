@@ -1,0 +1,472 @@
+import { randomInt, randomUUID } from 'node:crypto';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { ServiceUnavailableError } from '../domain/errors.js';
+import type {
+  AuditEntry,
+  JobPosition,
+  LifecycleStore,
+  RecordState,
+} from '../domain/lifecycle/lifecycle.js';
+import { claimsOf } from '../domain/merge/field-changes.js';
+import { MAX_MEMBERS } from '../domain/organizations/memberships.js';
+import { indexSortKey, SEARCH_INDEXES, searchTokens } from '../domain/people/person-index.js';
+import { EMAIL_PERMISSION, type Person } from '../domain/people/person.js';
+import { runBounded } from '../lib/bounded.js';
+import { backoffMs, canWait, sleep } from '../lib/time-budget.js';
+import {
+  batchGet,
+  batchWrite,
+  cancellationCodes,
+  ExpressionBuilder,
+  sumCounters,
+  type Key,
+} from './dynamo-helpers.js';
+import { idempotencyKey } from './idempotency-store.js';
+import { messageKey } from './email-store.js';
+import { organizationKey } from './organization-store.js';
+import {
+  archivedListPk,
+  COUNTER_SHARDS,
+  counterPk,
+  INDEX_ATTRIBUTES,
+  indexPk,
+  LIST_SHARDS,
+  listPk,
+  listShard,
+  personFromItem,
+  personKey,
+} from './people-store.js';
+import { referencePk, referencesOf } from './person-references.js';
+import { claimWrites, type TransactItem } from './record-writes.js';
+import { requestPk } from './request-store.js';
+import { queryShard } from './sharded-index.js';
+
+/**
+ * Archive, restore and erasure of people (docs/data-model.md, "Archived and erased"):
+ * - archiving is one transaction: the person gets `archived_at`, moves to the archived
+ *   partitions of the `list` index (`<inst>#X#<shard>`) and leaves the search indexes, the
+ *   counters lose it (`contacts`, `subscribers`; `archived` gains it) and so does its
+ *   organization's member count; conditioned on the values it relied on (not archived, the
+ *   email permission, the organization), so a concurrent merge or move makes it read again;
+ * - restoring reverses it; the organization takes the person back only if it still exists
+ *   and has room (3000), else the link is dropped;
+ * - erasing deletes what names the person (activities and their keys, the records its
+ *   references point to, payloads), then the person, its claims and its count together.
+ */
+export interface PayloadEraser {
+  /** Deletes objects of the payloads bucket; absent ones are no error. */
+  erase(keys: string[]): Promise<void>;
+}
+
+export interface LifecycleTables {
+  people: string;
+  organizations: string;
+  activities?: string;
+  requests: string;
+  emails?: string;
+}
+
+const MAX_ATTEMPTS = 10;
+const CONCURRENCY = 8;
+
+/** Runs `attempt` until it settles (a value), re-reading after each lost race. */
+export async function untilSettled<T>(
+  what: string,
+  attempt: () => Promise<T | 'again'>,
+): Promise<T> {
+  for (let round = 0; round < MAX_ATTEMPTS; round += 1) {
+    if (round > 0) {
+      const wait = backoffMs(round, 10, 500);
+      if (!canWait(wait)) break;
+      await sleep(wait);
+    }
+    const result = await attempt();
+    if (result !== 'again') return result;
+  }
+  throw new ServiceUnavailableError(`${what} kept changing concurrently; try again shortly`);
+}
+
+/** The condition that a map entry still holds what was read (or is still absent). */
+function holds(x: ExpressionBuilder, path: string, value: unknown): string {
+  return value === undefined ? `attribute_not_exists(${path})` : `${path} = ${x.value(value)}`;
+}
+
+export async function auditPut(
+  db: DynamoDBDocumentClient,
+  table: string,
+  instanceId: string,
+  entry: AuditEntry,
+): Promise<void> {
+  await db.send(
+    new PutCommand({
+      TableName: table,
+      Item: { pk: `${instanceId}#AUDIT`, sk: `${entry.at}#${randomUUID()}`, ...entry },
+    }),
+  );
+}
+
+/** Every key of a partition (strongly consistent), for deleting it whole. */
+async function partitionKeys(
+  db: DynamoDBDocumentClient,
+  table: string,
+  pk: string,
+  extra: string[] = [],
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ExpressionAttributeNames: Object.fromEntries(
+          ['pk', 'sk', ...extra].map((name, i) => [`#a${i}`, name]),
+        ),
+        ProjectionExpression: ['pk', 'sk', ...extra].map((_, i) => `#a${i}`).join(', '),
+        ConsistentRead: true,
+        ExclusiveStartKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
+const deletes = (keys: Key[]) => keys.map((Key) => ({ DeleteRequest: { Key } }));
+
+export class DynamoPeopleLifecycleStore implements LifecycleStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly tables: LifecycleTables,
+    private readonly payloads?: PayloadEraser,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async states(instanceId: string, ids: string[]) {
+    const items = await batchGet(
+      this.db,
+      this.tables.people,
+      ids.map((id) => personKey(instanceId, id)),
+      true,
+    );
+    return new Map<string, RecordState>(
+      items.map((item) => [String(item.id), item.archived_at ? 'archived' : 'active']),
+    );
+  }
+
+  private async read(instanceId: string, id: string): Promise<Person | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.people,
+        Key: personKey(instanceId, id),
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? personFromItem(Item) : undefined;
+  }
+
+  /** The person's update: its index keys, conditioned on the state and values it relied on. */
+  private personUpdate(
+    instanceId: string,
+    person: Person,
+    archived: boolean,
+    set: (x: ExpressionBuilder) => string[],
+    remove: string[],
+    organization: string | undefined,
+  ): TransactItem {
+    const x = new ExpressionBuilder();
+    const permission = `${x.name('fields')}.${x.name(EMAIL_PERMISSION)}`;
+    const sets = set(x);
+    const conditions = [
+      `attribute_exists(${x.name('pk')})`,
+      archived
+        ? `attribute_exists(${x.name('archived_at')})`
+        : `attribute_not_exists(${x.name('archived_at')})`,
+      holds(x, permission, person.fields[EMAIL_PERMISSION]),
+      holds(x, x.name('organization_id'), organization),
+    ];
+    return {
+      Update: {
+        TableName: this.tables.people,
+        Key: personKey(instanceId, person.id),
+        UpdateExpression:
+          `SET ${sets.join(', ')} ADD ${x.name('version')} ${x.value(1)}` +
+          (remove.length > 0 ? ` REMOVE ${remove.map((name) => x.name(name)).join(', ')}` : ''),
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: x.names,
+        ExpressionAttributeValues: x.values,
+      },
+    };
+  }
+
+  private counterUpdate(instanceId: string, deltas: Record<string, number>): TransactItem {
+    const x = new ExpressionBuilder();
+    const adds = Object.entries(deltas).map(([name, delta]) => `${x.name(name)} ${x.value(delta)}`);
+    return {
+      Update: {
+        TableName: this.tables.people,
+        Key: { pk: counterPk(instanceId), sk: String(randomInt(COUNTER_SHARDS)) },
+        UpdateExpression: `ADD ${adds.join(', ')}`,
+        ExpressionAttributeNames: x.names,
+        ExpressionAttributeValues: x.values,
+      },
+    };
+  }
+
+  archive(instanceId: string, id: string): Promise<boolean> {
+    let organizationGone = false;
+    return untilSettled(`person ${id}`, async () => {
+      const person = await this.read(instanceId, id);
+      if (!person || person.archived_at) return false;
+      const organization = person.organization_id;
+      const subscribed = person.fields[EMAIL_PERMISSION] === true ? 1 : 0;
+      const items: TransactItem[] = [
+        this.personUpdate(
+          instanceId,
+          person,
+          false,
+          (x) => [
+            `${x.name('archived_at')} = ${x.value(this.now().toISOString())}`,
+            `${x.name('lpk')} = ${x.value(archivedListPk(instanceId, listShard(id)))}`,
+          ],
+          // Out of the search indexes (their partition keys); the sort keys stay.
+          [
+            ...SEARCH_INDEXES.map((index) => INDEX_ATTRIBUTES[index].partitionKey),
+            ...(organizationGone ? ['organization_id'] : []),
+          ],
+          organization,
+        ),
+        this.counterUpdate(instanceId, { contacts: -1, subscribers: -subscribed, archived: 1 }),
+      ];
+      if (organization && !organizationGone) {
+        items.push({
+          Update: {
+            TableName: this.tables.organizations,
+            Key: organizationKey(instanceId, organization),
+            UpdateExpression: 'ADD members :minus',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeValues: { ':minus': -1 },
+          },
+        });
+      }
+      const codes = await this.transact(items);
+      if (codes === undefined) return true;
+      // The organization no longer exists: the person leaves it as it is archived.
+      if (codes[2] === 'ConditionalCheckFailed') organizationGone = true;
+      return 'again';
+    });
+  }
+
+  restore(instanceId: string, id: string): Promise<boolean> {
+    let dropOrganization = false;
+    return untilSettled(`person ${id}`, async () => {
+      const person = await this.read(instanceId, id);
+      if (!person?.archived_at) return false;
+      const organization = person.organization_id;
+      const keep = organization !== undefined && !dropOrganization;
+      const subscribed = person.fields[EMAIL_PERMISSION] === true ? 1 : 0;
+      const shard = listShard(id);
+      const tokens = searchTokens(person.fields);
+      const items: TransactItem[] = [
+        this.personUpdate(
+          instanceId,
+          person,
+          true,
+          (x) => [
+            `${x.name('lpk')} = ${x.value(listPk(instanceId, shard))}`,
+            ...SEARCH_INDEXES.flatMap((index) => {
+              const { partitionKey, sortKey } = INDEX_ATTRIBUTES[index];
+              return [
+                `${x.name(partitionKey)} = ${x.value(indexPk(instanceId, index, shard))}`,
+                `${x.name(sortKey)} = ${x.value(indexSortKey(tokens[index], id))}`,
+              ];
+            }),
+          ],
+          ['archived_at', ...(organization !== undefined && !keep ? ['organization_id'] : [])],
+          organization,
+        ),
+        this.counterUpdate(instanceId, { contacts: 1, subscribers: subscribed, archived: -1 }),
+      ];
+      if (keep) {
+        // Back into its organization while it has room; else the link is dropped.
+        items.push({
+          Update: {
+            TableName: this.tables.organizations,
+            Key: organizationKey(instanceId, organization),
+            UpdateExpression: 'ADD members :one',
+            ConditionExpression:
+              'attribute_exists(pk) AND (attribute_not_exists(members) OR members <= :room)',
+            ExpressionAttributeValues: { ':one': 1, ':room': MAX_MEMBERS - 1 },
+          },
+        });
+      }
+      const codes = await this.transact(items);
+      if (codes === undefined) return true;
+      if (codes[2] === 'ConditionalCheckFailed') dropOrganization = true;
+      return 'again';
+    });
+  }
+
+  async erase(instanceId: string, id: string, keyFields: readonly string[]): Promise<boolean> {
+    const person = await this.read(instanceId, id);
+    if (!person?.archived_at) return false;
+    // What names the person goes first: if this stops part-way, the person is still there
+    // (archived) and a repeat finds the rest.
+    await this.eraseActivities(instanceId, id);
+    await this.eraseReferenced(instanceId, id);
+    const released = [...claimsOf(person.fields, keyFields)];
+    return untilSettled(`person ${id}`, async () => {
+      const items: TransactItem[] = [
+        {
+          Delete: {
+            TableName: this.tables.people,
+            Key: personKey(instanceId, id),
+            ConditionExpression: 'attribute_exists(archived_at)',
+          },
+        },
+        ...claimWrites(this.tables.people, instanceId, id, [], released).released,
+        this.counterUpdate(instanceId, { archived: -1 }),
+      ];
+      const codes = await this.transact(items);
+      if (codes === undefined) return true;
+      if (codes[0] === 'ConditionalCheckFailed') return false; // restored or erased meanwhile
+      // A claim someone else holds (two people shared the value before it became a key).
+      const taken = new Set(released.filter((_, i) => codes[1 + i] === 'ConditionalCheckFailed'));
+      for (const claim of taken) released.splice(released.indexOf(claim), 1);
+      return 'again';
+    });
+  }
+
+  /** The person's timeline, and the dedup items of its activities' keys. */
+  private async eraseActivities(instanceId: string, id: string) {
+    const table = this.tables.activities;
+    if (!table) throw new Error('erasing people needs the activities table');
+    const activities = await partitionKeys(this.db, table, personKey(instanceId, id).pk, ['key']);
+    const keyItems = activities
+      .filter((item) => typeof item.key === 'string')
+      .map((item) => ({ pk: `${instanceId}#KEY#${String(item.key)}`, sk: 'KEY' }));
+    await batchWrite(
+      this.db,
+      table,
+      deletes([...activities.map((item) => ({ pk: item.pk, sk: item.sk })), ...keyItems]),
+    );
+  }
+
+  /**
+   * The kept records that name the person, found through its references: idempotency
+   * answers and asynchronous requests (with their ledgers and payloads) in the requests
+   * table, sent emails (and their rendered payloads) in the emails table.
+   */
+  private async eraseReferenced(instanceId: string, id: string) {
+    const { requests, emails } = this.tables;
+    if (!emails) throw new Error('erasing people needs the emails table');
+    const payloads: string[] = [];
+    const requestRefs = await referencesOf(this.db, requests, instanceId, id);
+    const requestKeys: Key[] = [];
+    await runBounded(requestRefs, CONCURRENCY, async (ref) => {
+      const [kind, name = ''] = ref.split(/#(.*)/s);
+      if (kind === 'IDEM') requestKeys.push(idempotencyKey(instanceId, name));
+      else if (kind === 'REQ') {
+        const items = await partitionKeys(this.db, requests, requestPk(instanceId, name));
+        requestKeys.push(...items.map((item) => ({ pk: item.pk, sk: item.sk })));
+        payloads.push(`ingest/${instanceId}/${name}.json`);
+      }
+    }).then(({ failure }) => {
+      if (failure) throw failure.error;
+    });
+    const emailRefs = await referencesOf(this.db, emails, instanceId, id);
+    const emailKeys: Key[] = [];
+    for (const ref of emailRefs) {
+      const [kind, name = ''] = ref.split(/#(.*)/s);
+      if (kind !== 'M') continue;
+      emailKeys.push(messageKey(instanceId, name));
+      payloads.push(`email/${instanceId}/messages/${name}.json`);
+    }
+    if (payloads.length > 0) {
+      if (!this.payloads) throw new Error('erasing people needs the payloads bucket');
+      await this.payloads.erase(payloads);
+    }
+    await batchWrite(this.db, requests, deletes(requestKeys));
+    await batchWrite(this.db, emails, deletes(emailKeys));
+    // The references last: a repeat after a failure still finds what they name.
+    const pk = referencePk(instanceId, id);
+    await batchWrite(this.db, requests, deletes(requestRefs.map((sk) => ({ pk, sk }))));
+    await batchWrite(this.db, emails, deletes(emailRefs.map((sk) => ({ pk, sk }))));
+  }
+
+  /** Undefined when the transaction went through, else its cancellation codes. */
+  private async transact(items: TransactItem[]): Promise<(string | undefined)[] | undefined> {
+    try {
+      await this.db.send(new TransactWriteCommand({ TransactItems: items }));
+      return undefined;
+    } catch (error) {
+      const codes = cancellationCodes(error);
+      if (!codes?.includes('ConditionalCheckFailed')) throw error;
+      return codes;
+    }
+  }
+
+  async totals(instanceId: string) {
+    const counters = await sumCounters(this.db, this.tables.people, counterPk(instanceId));
+    return { active: counters.contacts ?? 0, archived: counters.archived ?? 0 };
+  }
+
+  page(instanceId: string, state: RecordState, position: JobPosition, count: number) {
+    return listingPage(
+      this.db,
+      this.tables.people,
+      (shard) =>
+        state === 'active' ? listPk(instanceId, shard) : archivedListPk(instanceId, shard),
+      LIST_SHARDS,
+      position,
+      count,
+    );
+  }
+
+  audit(instanceId: string, entry: AuditEntry) {
+    return auditPut(this.db, this.tables.requests, instanceId, entry);
+  }
+}
+
+/** The next IDs of a sharded `list` index after a position: one shard after the other. */
+export async function listingPage(
+  db: DynamoDBDocumentClient,
+  table: string,
+  partition: (shard: number) => string,
+  shards: number,
+  position: JobPosition,
+  count: number,
+): Promise<{ ids: string[]; next?: JobPosition }> {
+  for (let shard = position.shard; shard < shards; shard += 1) {
+    const after = shard === position.shard ? position.after : undefined;
+    const items = await queryShard(
+      db,
+      {
+        table,
+        index: 'list',
+        partitionKey: 'lpk',
+        sortKey: 'lsk',
+        partition,
+        order: 'asc',
+        ...(after === undefined ? {} : { after }),
+        count,
+      },
+      shard,
+    );
+    const ids = items.map((item) => String(item.lsk));
+    const last = ids.at(-1);
+    if (ids.length === count && last !== undefined) return { ids, next: { shard, after: last } };
+    if (ids.length > 0) {
+      return { ids, ...(shard + 1 < shards ? { next: { shard: shard + 1 } } : {}) };
+    }
+  }
+  return { ids: [] };
+}

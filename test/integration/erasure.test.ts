@@ -1,0 +1,513 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { repairCounts } from '../../shared/adapters/counter-repair.js';
+import { TABLES, tableName } from '../../shared/resources.js';
+import { adminEnv, run } from './cli.js';
+import { until } from './emails.js';
+import { call, stackDb, type ApiResponse } from './stack.js';
+
+/**
+ * Archive, restore and delete (issue 15): archived people leave listings, searches, counters
+ * and member counts, keep their keys (a merge that finds them is refused) and come back on
+ * restore; delete erases an archived person and everything that names them, which a scan of
+ * every table then proves; counters always equal a recount. The same for organizations
+ * (also under the `accounts` names), and `all_rows_selected` in the background.
+ */
+const stamp = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const INSTANCE = `erasure-${stamp}`;
+const BULK = `erasure-bulk-${stamp}`;
+const KEY = `test-key-erasure-${stamp}`;
+const BULK_KEY = `test-key-erasure-bulk-${stamp}`;
+
+function instance(id: string, key: string) {
+  return {
+    id,
+    name: `Erasure ${id}`,
+    region: 'default',
+    plan: 'business',
+    transactional_email: true,
+    sending_domains: [`mail.${id}.test`],
+    rate_limit: { requests_per_second: 1000, burst: 2000 },
+    data_sources: [{ name: 'App', api_key: key, merge_by: ['str::email'] }],
+    person_fields: [{ id: 'str:cm:secret', name: 'Secret' }],
+    activities: [
+      { id: 'act:cm:bought', name: 'Bought', attributes: [{ id: 'str:cm:item', name: 'Item' }] },
+    ],
+  };
+}
+
+type Body = Record<string, unknown>;
+const { base, db } = stackDb();
+const tables = {
+  people: tableName('default', 'people'),
+  organizations: tableName('default', 'organizations'),
+};
+
+async function send(path: string, body: unknown, method = 'POST', headers = {}, key = KEY) {
+  return call(path, { key, body, method, headers });
+}
+
+async function ok(path: string, body: unknown, method = 'POST', headers = {}, key = KEY) {
+  const response = await send(path, body, method, headers, key);
+  if (response.status !== 200 && response.status !== 202) {
+    throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body)}`);
+  }
+  return response.body;
+}
+
+const archive = (ids: string[], key = KEY) =>
+  send('/v1/person/archive', { inclusion_ids: ids }, 'PUT', {}, key);
+const restore = (ids: string[], key = KEY) =>
+  send('/v1/person/restore', { inclusion_ids: ids }, 'PUT', {}, key);
+const erase = (ids: string[], key = KEY) =>
+  send('/v1/person/delete', { inclusion_ids: ids }, 'DELETE', {}, key);
+
+async function meta(key = KEY) {
+  const counts = (await ok('/v1/person/get', { limit: 1 }, 'POST', {}, key)).meta as Body;
+  return {
+    total_contacts: Number(counts.total_contacts),
+    total_subscribers: Number(counts.total_subscribers),
+  };
+}
+
+async function listedIds(key = KEY, q?: string): Promise<string[]> {
+  const body = await ok('/v1/person/get', { limit: 100, ...(q ? { q } : {}) }, 'POST', {}, key);
+  return (body.contacts as { id: string }[]).map((contact) => contact.id);
+}
+
+async function members(organizationId: string, instanceId = INSTANCE) {
+  const { Item } = await db.send(
+    new GetCommand({
+      TableName: tables.organizations,
+      Key: { pk: `${instanceId}#O#${organizationId}`, sk: 'O' },
+      ConsistentRead: true,
+    }),
+  );
+  return Item?.members as number | undefined;
+}
+
+/** Counters equal a recount: the repair finds nothing to correct. */
+async function expectCountersExact(instanceId: string) {
+  const report = await repairCounts(db, tables, instanceId, 300);
+  expect(report.fixed).toEqual([]);
+  return report;
+}
+
+/** Every item of every table of the default region, as JSON text, with its table. */
+async function everyItem(): Promise<{ table: string; text: string }[]> {
+  const items: { table: string; text: string }[] = [];
+  for (const table of TABLES) {
+    let start: Record<string, never> | undefined;
+    do {
+      const page: ScanCommandOutput = await base.send(
+        new ScanCommand({
+          TableName: tableName('default', table.name),
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        items.push({ table: table.name, text: JSON.stringify(unmarshall(item)) });
+      }
+      start = page.LastEvaluatedKey as Record<string, never> | undefined;
+    } while (start);
+  }
+  return items;
+}
+
+beforeAll(async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'cdp-erasure-')), 'config.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ instances: [instance(INSTANCE, KEY), instance(BULK, BULK_KEY)] }),
+  );
+  const applied = await run(['local/admin.ts', 'apply', file], adminEnv());
+  if (applied.code !== 0) throw new Error(`apply failed: ${applied.stderr}`);
+}, 60_000);
+
+describe('archive and restore people', () => {
+  it('takes them out of listings, searches, counters and member counts, and back', async () => {
+    const email = `Keep.Archived-${stamp}@Example.com`;
+    const merged = await ok('/v1/person/merge', {
+      people: [
+        { fields: { 'str::email': email, 'str::first': `Arch${stamp}` } },
+        { fields: { 'str::email': `other-${stamp}@example.com`, 'bol::p': false } },
+      ],
+    });
+    const [person, other] = (merged.people as { person_id: string }[]).map((p) => p.person_id);
+    if (!person || !other) throw new Error('no people');
+    const organization = (
+      (await ok('/v1/organizations/merge', {
+        organizations: [{ fields: { 'str:o:name': `Org ${stamp}` } }],
+        merge_by: ['str:o:name'],
+      })) as { organizations: { organization_id: string }[] }
+    ).organizations[0]?.organization_id as string;
+    await ok(
+      '/v1/organizations/contacts/add',
+      { organization_id: organization, inclusion_ids: [person, other] },
+      'PUT',
+    );
+    const before = await meta();
+    expect(await members(organization)).toBe(2);
+
+    const archived = await archive([person]);
+    expect(archived.status).toBe(200);
+    expect(archived.body).toEqual({ scheduled_contacts: 0, archived_contacts: 1 });
+    // Again: already archived, nothing changes.
+    expect((await archive([person])).body).toMatchObject({ archived_contacts: 0 });
+    expect(await meta()).toMatchObject({
+      total_contacts: before.total_contacts - 1,
+      total_subscribers: before.total_subscribers - 1,
+    });
+    expect(await members(organization)).toBe(1);
+    expect(await listedIds()).not.toContain(person);
+    expect(await listedIds()).toContain(other);
+    expect(await listedIds(KEY, `keep.archived-${stamp}`)).toEqual([]);
+    expect(await listedIds(KEY, `arch${stamp}`)).toEqual([]);
+    await expectCountersExact(INSTANCE);
+
+    // Its key stays claimed: a merge that finds it is refused, and creates nobody.
+    const again = await send('/v1/person/merge', { people: [{ fields: { 'str::email': email } }] });
+    expect(again.status).toBe(400);
+    expect(JSON.stringify(again.body)).toContain(`the person ${person} is archived`);
+    const byId = await send('/v1/activities/create', {
+      activities: [{ activity_id: 'act:cm:bought', person_id: person }],
+    });
+    expect(byId.status).toBe(400);
+    expect(JSON.stringify(byId.body)).toContain('is archived');
+    const mail = await send('/v1/transactional/send', {
+      asset: { from_email: `a@mail.${INSTANCE}.test`, subject: 'Hi', html_body: '<p>Hi</p>' },
+      merge_by: ['str::email'],
+      emails: [{ fields: { 'str::email': email } }],
+    });
+    expect(mail.status).toBe(400);
+    expect(mail.body.details).toEqual([
+      expect.objectContaining({ status: 'invalid', error: expect.stringContaining('archived') }),
+    ]);
+    const link = await send(
+      '/v1/organizations/contacts/add',
+      { organization_id: organization, inclusion_ids: [person] },
+      'PUT',
+    );
+    expect(link.status).toBe(400);
+    expect(link.body.error).toContain(`archived people (restore them first): ${person}`);
+    expect((await meta()).total_contacts).toBe(before.total_contacts - 1);
+    // Only archived people can be deleted.
+    const refused = await erase([other]);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toContain(`archive these first: ${other}`);
+
+    const restored = await restore([person]);
+    expect(restored.body).toEqual({ scheduled_contacts: 0, restored_contacts: 1 });
+    expect(await meta()).toMatchObject({
+      total_contacts: before.total_contacts,
+      total_subscribers: before.total_subscribers,
+    });
+    expect(await members(organization)).toBe(2);
+    await until('the restored person listed', async () =>
+      (await listedIds()).includes(person) ? true : undefined,
+    );
+    expect(await listedIds(KEY, `keep.archived-${stamp}`)).toEqual([person]);
+    const merges = await ok('/v1/person/merge', {
+      people: [{ fields: { 'str::email': email, 'str:cm:secret': 'back' } }],
+    });
+    expect(merges.people).toEqual([{ person_id: person, status: 'merged' }]);
+    await expectCountersExact(INSTANCE);
+  }, 60_000);
+
+  it('refuses unknown IDs (another instance’s too) and bad bodies, changing nothing', async () => {
+    const stranger = randomBytes(12).toString('hex');
+    const unknown = await archive([stranger]);
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toBe(`inclusion_ids: no such people: ${stranger}`);
+    for (const [body, mention] of [
+      [{}, 'inclusion_ids'],
+      [{ inclusion_ids: [] }, 'inclusion_ids'],
+      [{ inclusion_ids: ['nope'] }, 'inclusion_ids[0]'],
+      [{ inclusion_ids: Array.from({ length: 101 }, () => stranger) }, 'inclusion_ids'],
+      [{ all_rows_selected: false }, 'all_rows_selected'],
+      [{ all_rows_selected: true, inclusion_ids: [stranger] }, 'inclusion_ids'],
+      [{ inclusion_ids: [stranger], exclusion_ids: [stranger] }, 'exclusion_ids'],
+    ] as const) {
+      const answer = await send('/v1/person/restore', body, 'PUT');
+      expect({ body, status: answer.status }).toEqual({ body, status: 400 });
+      expect(answer.body.error).toContain(mention);
+    }
+    // DELETE is the only method of the delete path.
+    const wrong = await send('/v1/person/delete', { inclusion_ids: [stranger] }, 'PUT');
+    expect(wrong.status).toBe(405);
+  });
+});
+
+describe('deleting a person (erasure)', () => {
+  it('leaves no trace of their ID, email or any value they sent in any table', async () => {
+    const email = `erase.me-${stamp}@example.com`;
+    const secrets = {
+      email,
+      ei: `ei-erase-${stamp}`,
+      first: `Erasable${stamp}`,
+      custom: `secret-value-${stamp}`,
+      tag: `tag-${stamp}`,
+      item: `item-erase-${stamp}`,
+      key: `activity-key-${stamp}`,
+      asyncValue: `async-value-${stamp}`,
+      subject: `Subject ${stamp}`,
+    };
+    // Created with an Idempotency-Key (a kept answer names them), updated by an async request,
+    // linked to an organization, given keyed activities, sent an email, read back through a
+    // kept get-by-ids answer.
+    const created = await ok(
+      '/v1/person/merge',
+      {
+        people: [
+          {
+            fields: {
+              'str::email': email,
+              'str::ei': secrets.ei,
+              'str::first': secrets.first,
+              'str:cm:secret': secrets.custom,
+            },
+            tags: [secrets.tag],
+          },
+        ],
+      },
+      'POST',
+      { 'idempotency-key': `erase-create-${stamp}` },
+    );
+    const person = (created.people as { person_id: string }[])[0]?.person_id as string;
+    const queued = await ok('/v1/person/merge', {
+      async: true,
+      people: [{ fields: { 'str::email': email, 'str::last': secrets.asyncValue } }],
+    });
+    await until('the async merge', async () => {
+      const state = await ok('/v1/async/get', { request_id: queued.request_id });
+      return state.status === 'done' ? true : undefined;
+    });
+    const organization = (
+      (await ok('/v1/organizations/merge', {
+        organizations: [{ fields: { 'str:o:name': `Erasure org ${stamp}` } }],
+        merge_by: ['str:o:name'],
+      })) as { organizations: { organization_id: string }[] }
+    ).organizations[0]?.organization_id as string;
+    await ok(
+      '/v1/organizations/contacts/add',
+      { organization_id: organization, inclusion_ids: [person] },
+      'PUT',
+    );
+    const activities = await ok('/v1/activities/create', {
+      activities: [
+        {
+          activity_id: 'act:cm:bought',
+          person_id: person,
+          attributes: { 'str:cm:item': secrets.item },
+          key: secrets.key,
+        },
+        { activity_id: 'act:cm:bought', fields: { 'str::email': email } },
+      ],
+    });
+    expect(activities.activities).toHaveLength(2);
+    const sent = await ok('/v1/transactional/send', {
+      asset: {
+        from_email: `team@mail.${INSTANCE}.test`,
+        subject: secrets.subject,
+        html_body: '<p>Hello {{ people.first-name }} <a href="https://shop.example/x">x</a></p>',
+      },
+      merge_by: ['str::email'],
+      emails: [{ fields: { 'str::email': email } }],
+    });
+    const messageId = (sent.emails as { message_id: string }[])[0]?.message_id as string;
+    // Sent (and its `act::s` recorded) before the person is archived.
+    await until('the email sent', async () => {
+      const state = await ok('/v1/transactional/get', { message_ids: [messageId] });
+      return (state.emails as Body[])[0]?.status === 'sent' ? true : undefined;
+    });
+    await ok(
+      '/v1/person/get-by-ids',
+      { contact_ids: [person], fields: ['str::email', 'str:cm:secret'] },
+      'POST',
+      { 'idempotency-key': `erase-read-${stamp}` },
+    );
+    // The instance's list of tags (`<inst>#T#<tag>`) is the instance's vocabulary, shared by
+    // everyone tagged so: it stays (docs/api.md). The tag on the person goes with them.
+    const tagList = `${INSTANCE}#T#${secrets.tag}`;
+    const traces = () =>
+      everyItem().then((items) =>
+        items.filter(
+          ({ text }) =>
+            !text.includes(tagList) &&
+            [person, ...Object.values(secrets)].some((secret) => text.includes(secret)),
+        ),
+      );
+    // Before: the person is named in every table that can name them.
+    const tablesBefore = new Set((await traces()).map((item) => item.table));
+    expect([...tablesBefore].sort()).toEqual(['activities', 'emails', 'people', 'requests'].sort());
+
+    expect((await archive([person])).status).toBe(200);
+    expect(await members(organization)).toBe(0);
+    const deleted = await erase([person]);
+    expect(deleted.body).toEqual({ scheduled_contacts: 0, deleted_contacts: 1 });
+
+    expect(await traces()).toEqual([]);
+    // What the law allows is kept: an audit entry without personal data.
+    const audit = (await everyItem()).filter(
+      ({ text }) => text.includes(`${INSTANCE}#AUDIT`) && text.includes('"subject":"people"'),
+    );
+    expect(audit.map(({ text }) => JSON.parse(text) as Body)).toEqual([
+      expect.objectContaining({
+        action: 'delete',
+        subject: 'people',
+        count: 1,
+        data_source: 'App',
+      }),
+    ]);
+    // Gone everywhere the API can look: by ID, by key, its email, its async request.
+    expect((await erase([person])).status).toBe(400);
+    const byIds = await ok('/v1/person/get-by-ids', { contact_ids: [person] });
+    expect(byIds.contacts).toEqual({});
+    expect((await send('/v1/transactional/get', { message_ids: [messageId] })).status).toBe(404);
+    expect((await send('/v1/async/get', { request_id: queued.request_id })).status).toBe(404);
+    // Its email is free again: a merge creates a new person.
+    const fresh = await ok('/v1/person/merge', { people: [{ fields: { 'str::email': email } }] });
+    expect(fresh.people).toEqual([{ person_id: expect.any(String), status: 'created' }]);
+    expect((fresh.people as { person_id: string }[])[0]?.person_id).not.toBe(person);
+    await expectCountersExact(INSTANCE);
+  }, 90_000);
+});
+
+describe('organizations (and the accounts names)', () => {
+  it('archive, restore and delete, with counters equal to a recount', async () => {
+    const names = [`Acc A ${stamp}`, `Acc B ${stamp}`];
+    const created = (await ok('/v1/organizations/merge', {
+      organizations: names.map((name) => ({ fields: { 'str:o:name': name } })),
+      merge_by: ['str:o:name'],
+    })) as { organizations: { organization_id: string }[] };
+    const [first, second] = created.organizations.map((o) => o.organization_id) as [string, string];
+    const totalOf = async () =>
+      ((await ok('/v1/organizations/get', { limit: 1 })).meta as Body).total_organizations;
+    const total = (await totalOf()) as number;
+    const archived = await send('/v1/accounts/archive', { inclusion_ids: [first, second] }, 'PUT');
+    expect(archived.body).toEqual({ scheduled_organizations: 0, archived_organizations: 2 });
+    expect(await totalOf()).toBe(total - 2);
+    const search = await ok('/v1/organizations/get', { q: `acc a ${stamp}` });
+    expect(search.organizations).toEqual([]);
+    const merge = await send('/v1/organizations/merge', {
+      organizations: [{ fields: { 'str:o:name': names[0] } }],
+      merge_by: ['str:o:name'],
+    });
+    expect(merge.status).toBe(400);
+    expect(JSON.stringify(merge.body)).toContain(`the organization ${first} is archived`);
+    const restored = await send('/v1/organizations/restore', { inclusion_ids: [first] }, 'PUT');
+    expect(restored.body).toMatchObject({ restored_organizations: 1 });
+    expect(await totalOf()).toBe(total - 1);
+    const refused = await send('/v1/accounts/delete', { inclusion_ids: [first] }, 'DELETE');
+    expect(refused.status).toBe(400);
+    const deleted = await send('/v1/organizations/delete', { inclusion_ids: [second] }, 'DELETE');
+    expect(deleted.body).toEqual({ scheduled_organizations: 0, deleted_organizations: 1 });
+    const items = await everyItem();
+    expect(items.filter(({ text }) => text.includes(second))).toEqual([]);
+    // Its name is free again.
+    const again = await ok('/v1/organizations/merge', {
+      organizations: [{ fields: { 'str:o:name': names[1] } }],
+      merge_by: ['str:o:name'],
+    });
+    expect(again.organizations).toEqual([
+      { organization_id: expect.any(String), status: 'created' },
+    ]);
+    await expectCountersExact(INSTANCE);
+  }, 60_000);
+});
+
+describe('all_rows_selected, in the background', () => {
+  async function finished(accepted: ApiResponse) {
+    expect(accepted.status).toBe(200);
+    const requestId = accepted.body.request_id as string;
+    return until(`background request ${requestId}`, async () => {
+      const state = await ok('/v1/async/get', { request_id: requestId }, 'POST', {}, BULK_KEY);
+      if (state.status === 'failed') throw new Error(JSON.stringify(state));
+      return state.status === 'done' ? state : undefined;
+    });
+  }
+
+  it('archives, restores and deletes everyone but the excluded, counted and visible', async () => {
+    const merged = await ok(
+      '/v1/person/merge',
+      {
+        people: Array.from({ length: 40 }, (_, i) => ({
+          fields: { 'str::email': `bulk-${i}-${stamp}@example.com` },
+        })),
+      },
+      'POST',
+      {},
+      BULK_KEY,
+    );
+    const ids = (merged.people as { person_id: string }[]).map((p) => p.person_id);
+    const kept = ids.slice(0, 2);
+    const accepted = await send(
+      '/v1/person/archive',
+      { all_rows_selected: true, exclusion_ids: kept },
+      'PUT',
+      {},
+      BULK_KEY,
+    );
+    expect(accepted.body).toEqual({
+      request_id: expect.any(String),
+      scheduled_contacts: 38,
+      archived_contacts: 0,
+    });
+    expect((await finished(accepted)).result).toEqual({
+      scheduled_contacts: 38,
+      archived_contacts: 38,
+    });
+    expect((await meta(BULK_KEY)).total_contacts).toBe(2);
+    await until('the listing to shrink', async () => {
+      const listed = await listedIds(BULK_KEY);
+      return listed.length === 2 ? listed : undefined;
+    });
+    await expectCountersExact(BULK);
+
+    const restoring = await send(
+      '/v1/person/restore',
+      { all_rows_selected: true, exclusion_ids: [ids[2] as string] },
+      'PUT',
+      {},
+      BULK_KEY,
+    );
+    expect((await finished(restoring)).result).toEqual({
+      scheduled_contacts: 37,
+      restored_contacts: 37,
+    });
+    expect((await meta(BULK_KEY)).total_contacts).toBe(39);
+
+    // Delete: the one still archived, and the others once archived again.
+    const rearchive = await send(
+      '/v1/person/archive',
+      { all_rows_selected: true, exclusion_ids: kept },
+      'PUT',
+      {},
+      BULK_KEY,
+    );
+    expect((await finished(rearchive)).result).toMatchObject({ archived_contacts: 37 });
+    const deleting = await send(
+      '/v1/person/delete',
+      { all_rows_selected: true },
+      'DELETE',
+      {},
+      BULK_KEY,
+    );
+    expect((await finished(deleting)).result).toEqual({
+      scheduled_contacts: 38,
+      deleted_contacts: 38,
+    });
+    const report = await expectCountersExact(BULK);
+    expect(report.people).toBe(2);
+    const leftovers = (await everyItem()).filter(({ text }) =>
+      ids.slice(2).some((id) => text.includes(id)),
+    );
+    expect(leftovers).toEqual([]);
+  }, 120_000);
+});
