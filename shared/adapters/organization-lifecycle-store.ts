@@ -53,6 +53,25 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
     );
   }
 
+  /** Archived organizations that still have people: only those without can be deleted. */
+  async heldBack(instanceId: string, ids: string[]) {
+    const items = await batchGet(
+      this.db,
+      this.tables.organizations,
+      ids.map((id) => organizationKey(instanceId, id)),
+      true,
+    );
+    return new Map(
+      items
+        .map((item) => organizationFromItem(item))
+        .filter((organization) => organization.members > 0)
+        .map((organization) => [
+          organization.id,
+          `it has ${organization.members} people: remove them first`,
+        ]),
+    );
+  }
+
   private async read(instanceId: string, id: string) {
     const { Item } = await this.db.send(
       new GetCommand({

@@ -406,6 +406,40 @@ describe('organizations (and the accounts names)', () => {
     expect(await totalOf()).toBe(total - 1);
     const refused = await send('/v1/accounts/delete', { inclusion_ids: [first] }, 'DELETE');
     expect(refused.status).toBe(400);
+    // An archived organization that still has people cannot be deleted: the call is refused
+    // whole, naming it, and deletes none of the others it names.
+    const withPeople = (
+      (await ok('/v1/organizations/merge', {
+        organizations: [{ fields: { 'str:o:name': `Acc C ${stamp}` } }],
+        merge_by: ['str:o:name'],
+      })) as { organizations: { organization_id: string }[] }
+    ).organizations[0]?.organization_id as string;
+    const member = (
+      (await ok('/v1/person/merge', {
+        people: [{ fields: { 'str::email': `member-${stamp}@erasure.test` } }],
+      })) as { people: { person_id: string }[] }
+    ).people[0]?.person_id as string;
+    await ok(
+      '/v1/organizations/contacts/add',
+      { organization_id: withPeople, inclusion_ids: [member] },
+      'PUT',
+    );
+    await ok('/v1/organizations/archive', { inclusion_ids: [withPeople] }, 'PUT');
+    const held = await send(
+      '/v1/organizations/delete',
+      { inclusion_ids: [second, withPeople] },
+      'DELETE',
+    );
+    expect(held.status).toBe(400);
+    expect(held.body.error).toBe(
+      `inclusion_ids: these cannot be deleted: ${withPeople} (it has 1 people: remove them first)`,
+    );
+    const stillThere = await ok('/v1/organizations/get-by-ids', {
+      organization_ids: [second, withPeople],
+    });
+    expect(Object.keys(stillThere.organizations as Body).sort()).toEqual(
+      [second, withPeople].sort(),
+    );
     const deleted = await send('/v1/organizations/delete', { inclusion_ids: [second] }, 'DELETE');
     expect(deleted.body).toEqual({ scheduled_organizations: 0, deleted_organizations: 1 });
     const items = await everyItem();

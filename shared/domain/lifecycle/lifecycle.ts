@@ -117,6 +117,11 @@ export interface LifecycleStore {
    * it was not there or not archived (or, for an organization, still has people).
    */
   erase(instanceId: string, id: string, keyFields: readonly string[]): Promise<boolean>;
+  /**
+   * Archived records that erase would still refuse, with why (an organization that has
+   * people); read strongly consistent, so a delete is refused whole before it writes.
+   */
+  heldBack?(instanceId: string, ids: string[]): Promise<Map<string, string>>;
   /** How many records are active and archived (counters, never a scan). */
   totals(instanceId: string): Promise<Record<RecordState, number>>;
   /** The next IDs in a state after a position (one listing shard after another). */
@@ -185,6 +190,11 @@ export async function changeRecords(
       const error = `only archived ${nounOf(subject)} can be deleted; archive these first: ${active.join(', ')}`;
       throw new ValidationError(`inclusion_ids: ${error}`, [{ field: 'inclusion_ids', error }]);
     }
+    const held = (await store.heldBack?.(instanceId, unique)) ?? new Map<string, string>();
+    if (held.size > 0) {
+      const error = `these cannot be deleted: ${[...held].map(([id, why]) => `${id} (${why})`).join(', ')}`;
+      throw new ValidationError(`inclusion_ids: ${error}`, [{ field: 'inclusion_ids', error }]);
+    }
   }
   const outcomes = new Map<string, boolean>();
   const run = await runBounded(unique, CONCURRENCY, async (one) => {
@@ -203,7 +213,7 @@ export async function changeRecords(
     throw stoppedPartWay(run.failure.error, details);
   }
   if (action === 'delete' && unique.length > 0 && changed < unique.length) {
-    // Deleted meanwhile by another request, or (an organization) people were linked to it.
+    // Restored meanwhile by another request (then people may have been linked to it).
     const left = unique.filter((one) => outcomes.get(one) === false);
     const after = await store.states(instanceId, left);
     const blocked = left.filter((one) => after.has(one));
