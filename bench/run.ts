@@ -44,9 +44,19 @@ await withBenchStack(async (stack) => {
   for (const figure of chosen) {
     const t0 = Date.now();
     console.error(`bench: figure ${figure.n}, ${figure.name}…`);
-    const result = await figure.run(stack);
-    rows.push(...result.rows);
-    notes.push(...result.notes);
+    try {
+      const result = await figure.run(stack);
+      rows.push(...result.rows);
+      notes.push(...result.notes);
+    } catch (error) {
+      // One figure failing does not lose the others: its row says what happened.
+      console.error(error);
+      rows.push({
+        figure: `${figure.n} ${figure.name}`,
+        measure: 'FAILED',
+        value: String(error instanceof Error ? error.message : error).slice(0, 200),
+      });
+    }
     console.error(`bench: figure ${figure.n} took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   }
 });
