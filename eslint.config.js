@@ -3,7 +3,7 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.data/', 'coverage/'] },
+  { ignores: ['node_modules/', 'cdk.out/', '.data/', 'coverage/', '.bench/'] },
   eslint.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -1,120 +1,207 @@
 /**
- * Person merge benchmark: 100 people a request, created then updated, against the local
- * stack (`npm start` must be running; ports from the usual variables). Prints the median
- * time of several requests over HTTP, and the DynamoDB round trips one request makes (the
- * domain run in-process with a counting client against the same DynamoDB Local).
+ * Figure 1, person merge: new people per second through HTTP (requests of 100 people at
+ * concurrency 1, 4 and 16), then updates of the same people, with p50/p95/p99 per request
+ * and the API process's CPU per person; beside the store's ceiling measured in the same run:
+ * the same person items written straight to DynamoDB Local, one transaction per person with
+ * its person item and its key claim (16 transactions in flight per request), and for updates
+ * one conditional `UpdateItem` per person.
  *
- *   npm start            # in another terminal
- *   node --import tsx bench/person-merge.ts [runs]
+ *   node --import tsx bench/person-merge.ts      # a stack of its own (bench/lib/stack.ts)
+ *   BENCH_SCALE=2 …                              # twice as many requests per level
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { createDocumentClient } from '../shared/adapters/aws-clients.js';
-import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
-import { mergePeople } from '../shared/domain/people/merge-people.js';
-import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
-import { createLocationServices } from '../shared/http/api-runtime.js';
+import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { personItem } from '../shared/adapters/people-store.js';
+import { claimKey } from '../shared/adapters/record-writes.js';
+import { newId } from '../shared/domain/ids.js';
+import { runBounded } from '../shared/lib/bounded.js';
 import { tableName } from '../shared/resources.js';
-import { localAwsEnv, readStackSettings } from '../local/settings.js';
-import { benchTenant } from './bench-tenant.js';
+import {
+  burst,
+  fixed,
+  percentile,
+  perSecond,
+  post,
+  printFigure,
+  type FigureResult,
+  type Row,
+} from './lib/report.js';
+import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
 
-const runs = Number(process.argv[2] ?? 7);
-const settings = readStackSettings();
-Object.assign(process.env, localAwsEnv(settings));
+const PER_REQUEST = 100;
+const LEVELS = [1, 4, 16];
+const TARGET = 0.6;
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
-}
+/** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
+const requestsAt = (concurrency: number) =>
+  Math.ceil(Math.max(6, concurrency * 3) * Number(process.env.BENCH_SCALE ?? 1));
 
-function people(tag: string) {
-  return Array.from({ length: 100 }, (_, i) => ({
+function people(run: string, request: number, last = 'Bench') {
+  return Array.from({ length: PER_REQUEST }, (_, i) => ({
     fields: {
-      'str::email': `${tag}-${i}@bench.test`,
-      'str::first': `First ${i}`,
-      'str::last': 'Bench',
+      'str::email': `${run}-${request}-${i}@merge.bench`,
+      'str::first': `First${i}`,
+      'str::last': last,
     },
     tags: ['bench'],
   }));
 }
 
-async function overHttp(): Promise<void> {
-  const keys = JSON.parse(readFileSync(join(settings.dataDir, 'demo-keys.json'), 'utf8')) as {
-    default: string;
-  };
-  const url = `http://${settings.host}:${settings.port}/v1/person/merge`;
-  const post = async (body: unknown) => {
+interface Level {
+  rate: number;
+  latencies: number[];
+  cpuUsPerRecord: number;
+}
+
+/** `count` requests of 100 people at `concurrency`, through HTTP. */
+async function overHttp(
+  stack: BenchStack,
+  count: number,
+  concurrency: number,
+  body: (n: number) => unknown,
+): Promise<Level> {
+  const api = stack.pids['the default API'] ?? 0;
+  const cpuBefore = stack.cpuSeconds(api);
+  const latencies: number[] = [];
+  const ms = await burst(count, concurrency, async (n) => {
     const started = performance.now();
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'x-api-key': process.env.CDP_API_KEY ?? keys.default,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify(body),
-    });
-    if (!response.ok) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-    return performance.now() - started;
+    await post(stack.base, stack.key, '/v1/person/merge', body(n));
+    latencies.push(performance.now() - started);
+  });
+  const records = count * PER_REQUEST;
+  return {
+    rate: perSecond(records, ms),
+    latencies,
+    cpuUsPerRecord: ((stack.cpuSeconds(api) - cpuBefore) * 1e6) / records,
   };
-  const creates: number[] = [];
-  const updates: number[] = [];
-  for (let run = 0; run < runs; run += 1) {
-    const tag = `http-${Date.now().toString(36)}-${run}`;
-    creates.push(await post({ people: people(tag) }));
-    updates.push(
-      await post({
-        people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
-      }),
+}
+
+/** The IDs the ceiling gave its people, by email (its updates find them by it). */
+const ids = new Map<string, string>();
+
+/** The ceiling: each person as one transaction of its item and its claim. */
+async function ceilingCreates(count: number, concurrency: number, run: string): Promise<number> {
+  const db = benchDb();
+  const table = tableName('default', 'people');
+  const now = new Date().toISOString();
+  const ms = await burst(count, concurrency, async (n) => {
+    const { failure } = await runBounded(people(run, n), 16, async (person) => {
+      const id = newId();
+      const email = person.fields['str::email'];
+      await db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: table,
+                Item: personItem(`${BENCH_INSTANCE}-ceiling`, {
+                  id,
+                  fields: { ...person.fields, 'bol::p': true, 'bol::sms': false },
+                  tags: person.tags,
+                  created_at: now,
+                  updated_at: now,
+                }),
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Put: {
+                TableName: table,
+                Item: {
+                  ...claimKey(`${BENCH_INSTANCE}-ceiling`, 'str::email', email),
+                  field: 'str::email',
+                  value: email,
+                  owner_id: id,
+                },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+      ids.set(email, id);
+    });
+    if (failure) throw failure.error;
+  });
+  return perSecond(count * PER_REQUEST, ms);
+}
+/** The ceiling of updates: one conditional update of each person's changed field. */
+async function ceilingUpdates(count: number, concurrency: number, run: string): Promise<number> {
+  const db = benchDb();
+  const table = tableName('default', 'people');
+  const ms = await burst(count, concurrency, async (n) => {
+    const { failure } = await runBounded(people(run, n), 16, async (person) => {
+      const id = ids.get(person.fields['str::email']) ?? '';
+      await db.send(
+        new UpdateCommand({
+          TableName: table,
+          Key: { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' },
+          UpdateExpression: 'SET #f.#last = :last, updated_at = :now ADD version :one',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#f': 'fields', '#last': 'str::last' },
+          ExpressionAttributeValues: {
+            ':last': 'Updated',
+            ':now': new Date().toISOString(),
+            ':one': 1,
+          },
+        }),
+      );
+    });
+    if (failure) throw failure.error;
+  });
+  return perSecond(count * PER_REQUEST, ms);
+}
+
+const latencyText = (latencies: number[]) =>
+  `p50 ${fixed(percentile(latencies, 50))} / p95 ${fixed(percentile(latencies, 95))} / p99 ${fixed(percentile(latencies, 99))} ms`;
+
+export async function personMergeFigure(stack: BenchStack): Promise<FigureResult> {
+  const rows: Row[] = [];
+  const cpu: number[] = [];
+  for (const concurrency of LEVELS) {
+    const count = requestsAt(concurrency);
+    const run = `m${concurrency}-${Date.now().toString(36)}`;
+    const creates = await overHttp(stack, count, concurrency, (n) => ({ people: people(run, n) }));
+    const updates = await overHttp(stack, count, concurrency, (n) => ({
+      people: people(run, n, 'Updated'),
+    }));
+    const createCeiling = await ceilingCreates(count, concurrency, run);
+    const updateCeiling = await ceilingUpdates(count, concurrency, run);
+    cpu.push(creates.cpuUsPerRecord);
+    const createRatio = creates.rate / createCeiling;
+    const updateRatio = updates.rate / updateCeiling;
+    rows.push(
+      {
+        figure: '1 person merge',
+        measure: `new people/s, c=${concurrency} (${latencyText(creates.latencies)} per request)`,
+        value: `${fixed(creates.rate)}/s`,
+        reference: `${fixed(createCeiling)}/s`,
+        ratio: createRatio,
+        target: `≥ ${TARGET}`,
+        met: createRatio >= TARGET,
+      },
+      {
+        figure: '1 person merge',
+        measure: `updated people/s, c=${concurrency} (${latencyText(updates.latencies)})`,
+        value: `${fixed(updates.rate)}/s`,
+        reference: `${fixed(updateCeiling)}/s`,
+        ratio: updateRatio,
+      },
     );
   }
-  console.log(`HTTP, 100 people a request, median of ${runs}:`);
-  console.log(
-    `  create ${median(creates).toFixed(0)} ms   update ${median(updates).toFixed(0)} ms`,
-  );
-}
-
-async function roundTrips(): Promise<void> {
-  const client = new DynamoDBClient({});
-  const calls: Record<string, number> = {};
-  client.middlewareStack.add(
-    (next, context) => (args) => {
-      const name = context.commandName ?? 'unknown';
-      calls[name] = (calls[name] ?? 0) + 1;
-      return next(args);
-    },
-    { step: 'initialize', name: 'countCalls' },
-  );
-  const store = new DynamoPeopleStore(createDocumentClient(client), {
-    people: tableName('default', 'people'),
-    activities: tableName('default', 'activities'),
-    organizations: tableName('default', 'organizations'),
+  rows.push({
+    figure: '1 person merge',
+    measure: 'API process CPU per new person (HTTP, JSON, auth, domain, SDK)',
+    value: `${fixed(Math.min(...cpu))}–${fixed(Math.max(...cpu))} µs`,
   });
-  const tenant = benchTenant('bench');
-  const measure = async (label: string, body: unknown) => {
-    for (const key of Object.keys(calls)) calls[key] = 0;
-    const started = performance.now();
-    await mergePeople(PersonMergeRequest.parse(body), {
-      tenant,
-      store,
-      location: createLocationServices(store),
-    });
-    const ms = performance.now() - started;
-    const total = Object.values(calls).reduce((a, b) => a + b, 0);
-    console.log(
-      `  ${label}: ${total} DynamoDB calls ${JSON.stringify(calls)} in ${ms.toFixed(0)} ms`,
-    );
+  return {
+    rows,
+    notes: [
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request; of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling.`,
+    ],
   };
-  const tag = `rt-${Date.now().toString(36)}`;
-  console.log('DynamoDB round trips of one 100-person request (in-process):');
-  await measure('create', { people: people(tag) });
-  await measure('update', {
-    people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
-  });
-  await measure('no change', {
-    people: people(tag).map((p) => ({ ...p, fields: { ...p.fields, 'str::last': 'Updated' } })),
-  });
 }
 
-await overHttp();
-await roundTrips();
+if (isMain(import.meta.url)) {
+  const result = await withBenchStack(personMergeFigure);
+  printFigure('Figure 1: person merge', result);
+}

@@ -1,10 +1,4 @@
-import {
-  DeleteCommand,
-  PutCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import {
   ActivitiesNotWrittenError,
@@ -22,6 +16,7 @@ import {
   isConditionFailure,
 } from './dynamo-helpers.js';
 import { personKey } from './people-store.js';
+import { TransactionBatcher } from './transaction-batcher.js';
 
 /**
  * Activities (see docs/data-model.md): `<inst>#P#<person>` / `<created_at>#<id>` items, and
@@ -56,11 +51,19 @@ const keyOf = (instanceId: string, key: string) => ({ pk: `${instanceId}#KEY#${k
 const CONCURRENCY = 16;
 
 export class DynamoActivityStore implements ActivityStore {
+  /**
+   * Keyed activities (each with its key) and last-seen moves (each conditional) of one
+   * request share transactions: a few calls instead of one per activity or person.
+   */
+  private readonly transactions: TransactionBatcher;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { activities: string; people: string },
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.transactions = new TransactionBatcher(db);
+  }
 
   async readKeys(instanceId: string, keys: string[]) {
     const items = await batchGet(
@@ -169,34 +172,33 @@ export class DynamoActivityStore implements ActivityStore {
           }
         },
       );
-      const run = await runBounded(keyed, CONCURRENCY, async (activity) => {
+      // Every keyed activity at once: the batcher makes a few transactions of them.
+      const run = await runBounded(keyed, keyed.length, async (activity) => {
         const key = activity.key ?? '';
         try {
-          await this.db.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                { Put: { TableName: this.tables.activities, Item: item(activity) } },
-                {
-                  Update: {
-                    TableName: this.tables.activities,
-                    Key: keyOf(instanceId, key),
-                    UpdateExpression:
-                      'SET #status = :done, activity_id = :activity, person_id = :person, person_status = :personStatus REMOVE #token, lease_until',
-                    ConditionExpression: '#token = :token AND #status = :pending',
-                    ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
-                    ExpressionAttributeValues: {
-                      ':done': 'done',
-                      ':pending': 'pending',
-                      ':token': token,
-                      ':activity': activity.id,
-                      ':person': activity.person_id,
-                      ':personStatus': activity.person_status,
-                    },
+          await this.transactions.write({
+            items: [
+              { Put: { TableName: this.tables.activities, Item: item(activity) } },
+              {
+                Update: {
+                  TableName: this.tables.activities,
+                  Key: keyOf(instanceId, key),
+                  UpdateExpression:
+                    'SET #status = :done, activity_id = :activity, person_id = :person, person_status = :personStatus REMOVE #token, lease_until',
+                  ConditionExpression: '#token = :token AND #status = :pending',
+                  ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
+                  ExpressionAttributeValues: {
+                    ':done': 'done',
+                    ':pending': 'pending',
+                    ':token': token,
+                    ':activity': activity.id,
+                    ':person': activity.person_id,
+                    ':personStatus': activity.person_status,
                   },
                 },
-              ],
-            }),
-          );
+              },
+            ],
+          });
           written.add(activity);
         } catch (error) {
           // The key is no longer ours (our lease ran out and another request took it).
@@ -226,20 +228,25 @@ export class DynamoActivityStore implements ActivityStore {
     if (place) set.push(`${field('geo::last-seen')} = ${x.value({ name: place })}`);
     const newer = x.value(at);
     try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.tables.people,
-          Key: personKey(instanceId, personId),
-          // The version moves too, so a whole-state write planned before this one fails.
-          UpdateExpression: `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}`,
-          ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
-          ExpressionAttributeNames: x.names,
-          ExpressionAttributeValues: x.values,
-        }),
-      );
+      // Touches of one request share transactions (a failed condition is this touch's alone).
+      await this.transactions.write({
+        items: [
+          {
+            Update: {
+              TableName: this.tables.people,
+              Key: personKey(instanceId, personId),
+              // The version moves too, so a whole-state write planned before this one fails.
+              UpdateExpression: `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}`,
+              ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
+              ExpressionAttributeNames: x.names,
+              ExpressionAttributeValues: x.values,
+            },
+          },
+        ],
+      });
     } catch (error) {
       // A later touch is already recorded: last seen never moves back.
-      if (isConditionFailure(error)) return;
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return;
       logger.warn('Last seen was not moved forward (the activity stands)', {
         instance: instanceId,
         person: personId,

@@ -29,7 +29,7 @@ const THROTTLING = new Set([
 ]);
 
 /** Cancellation reasons that mean "nothing was applied; the same transaction may succeed later". */
-const TRANSIENT_REASONS = new Set([
+export const TRANSIENT_REASONS = new Set([
   'None',
   'TransactionConflict',
   'ThrottlingError',

@@ -38,6 +38,7 @@ import {
   type Item,
 } from './dynamo-helpers.js';
 import { countRange, queryShard, type ShardQuery } from './sharded-index.js';
+import { TransactionBatcher, type BatcherLimits } from './transaction-batcher.js';
 import {
   claimKey,
   claimWrites,
@@ -45,7 +46,7 @@ import {
   fieldLevelExpressions,
   fieldUpdate,
   markerPuts,
-  writeMerged,
+  writeMergedPart,
   wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
@@ -115,6 +116,20 @@ export function listShard(id: string): number {
   return parseInt(id.slice(-4), 16) % LIST_SHARDS;
 }
 
+/** The item of a new person: its fields, tags, timestamps and every index key. */
+export function personItem(instanceId: string, person: Person): Item {
+  return {
+    ...personKey(instanceId, person.id),
+    id: person.id,
+    fields: person.fields,
+    tags: Object.fromEntries(person.tags.map((tag) => [tag, true])),
+    created_at: person.created_at,
+    updated_at: person.updated_at,
+    version: 1,
+    ...indexKeys(instanceId, person.id, searchTokens(person.fields)),
+  };
+}
+
 const PersonItem = z.object({
   id: z.string(),
   fields: z.record(z.string(), z.unknown()),
@@ -162,10 +177,19 @@ export interface PeopleTables {
 export class DynamoPeopleStore
   implements PeopleStore, PersonListing, ActivityReader, GeocodingMeter, KeyClaimStore
 {
+  /** People written at once by a request share transactions (each person's items stay atomic). */
+  private readonly transactions: TransactionBatcher;
+  /** A whole request's people at once: the batcher turns them into a few transactions. */
+  readonly writeConcurrency = 100;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: PeopleTables,
-  ) {}
+    /** How people share transactions (DynamoDB's limits unless told otherwise). */
+    batching: Partial<BatcherLimits> = {},
+  ) {
+    this.transactions = new TransactionBatcher(db, batching);
+  }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.tables.people, instanceId, keys, consistent);
@@ -190,40 +214,26 @@ export class DynamoPeopleStore
   ) {
     const { person } = plan;
     const claims = [...plan.claims];
-    const counters = new ExpressionBuilder();
-    const transactItems = [
+    const items = [
       {
         Put: {
           TableName: this.tables.people,
-          Item: {
-            ...personKey(instanceId, person.id),
-            id: person.id,
-            fields: person.fields,
-            tags: Object.fromEntries(person.tags.map((tag) => [tag, true])),
-            created_at: person.created_at,
-            updated_at: person.updated_at,
-            version: 1,
-            ...indexKeys(instanceId, person.id, searchTokens(person.fields)),
-          },
+          Item: personItem(instanceId, person),
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
       ...claimWrites(this.tables.people, instanceId, person.id, claims, []).added,
-      {
-        Update: {
-          TableName: this.tables.people,
-          Key: { pk: counterPk(instanceId), sk: String(randomInt(COUNTER_SHARDS)) },
-          UpdateExpression: `ADD ${counters.name('contacts')} ${counters.value(1)}, ${counters.name('subscribers')} ${counters.value(plan.subscribed ? 1 : 0)}`,
-          ExpressionAttributeNames: counters.names,
-          ExpressionAttributeValues: counters.values,
-        },
-      },
       ...this.activityPuts(instanceId, person.id, plan.activities, person.created_at, dataSource),
       ...markerPuts(this.tables.requests, instanceId, marker),
     ];
-    await writeMerged(
-      this.db,
-      transactItems,
+    const counters = {
+      table: this.tables.people,
+      pk: counterPk(instanceId),
+      add: { contacts: 1, subscribers: plan.subscribed ? 1 : 0 },
+    };
+    await writeMergedPart(
+      this.transactions,
+      { items, counters: [counters] },
       { released: [], added: claims },
       marker !== undefined,
     );
@@ -250,18 +260,6 @@ export class DynamoPeopleStore
       },
       ...claims.released,
       ...claims.added,
-      ...(plan.subscriberDelta !== 0
-        ? [
-            {
-              Update: {
-                TableName: this.tables.people,
-                Key: { pk: counterPk(instanceId), sk: String(randomInt(COUNTER_SHARDS)) },
-                UpdateExpression: 'ADD subscribers :delta',
-                ExpressionAttributeValues: { ':delta': plan.subscriberDelta },
-              },
-            },
-          ]
-        : []),
       ...this.activityPuts(
         instanceId,
         personId,
@@ -271,7 +269,22 @@ export class DynamoPeopleStore
       ),
       ...markerPuts(this.tables.requests, instanceId, marker),
     ];
-    await writeMerged(this.db, transactItems, { released, added }, marker !== undefined);
+    const counters =
+      plan.subscriberDelta !== 0
+        ? [
+            {
+              table: this.tables.people,
+              pk: counterPk(instanceId),
+              add: { subscribers: plan.subscriberDelta },
+            },
+          ]
+        : [];
+    await writeMergedPart(
+      this.transactions,
+      { items: transactItems, counters },
+      { released, added },
+      marker !== undefined,
+    );
   }
 
   /**

@@ -18,6 +18,7 @@ import {
 } from '../domain/merge/merge-engine.js';
 import { markerKey, MARKER_TTL_SECONDS } from './request-store.js';
 import { batchGet, cancellationReasons, type ExpressionBuilder } from './dynamo-helpers.js';
+import type { TransactionBatcher, TransactionPart } from './transaction-batcher.js';
 
 /**
  * DynamoDB write shapes every kind of merged record shares: the update expression of field
@@ -219,6 +220,24 @@ export async function writeMerged(
 ): Promise<void> {
   try {
     await db.send(new TransactWriteCommand({ TransactItems: items }));
+  } catch (error) {
+    throw mergeWriteError(error, claims, marked);
+  }
+}
+
+/**
+ * Writes a merged record's items (its marker last, if any) and counters through a batcher,
+ * which may share the call with other records of the request (each record stays atomic),
+ * and turns a failure into the engine's errors (`mergeWriteError`).
+ */
+export async function writeMergedPart(
+  batcher: TransactionBatcher,
+  part: TransactionPart,
+  claims: { released: [string, string][]; added: [string, string][] },
+  marked: boolean,
+): Promise<void> {
+  try {
+    await batcher.write(part);
   } catch (error) {
     throw mergeWriteError(error, claims, marked);
   }

@@ -22,6 +22,14 @@ export function currentDeadline(startedAt = Date.now()): number {
   return storage.getStore()?.deadline ?? startedAt + DEFAULT_BUDGET_MS;
 }
 
+/**
+ * The budget of the current run (one object per request or queue batch), or undefined
+ * outside any: lets work started by one request be told apart from another's.
+ */
+export function currentBudget(): { readonly deadline: number } | undefined {
+  return storage.getStore();
+}
+
 /** Whether waiting `ms` now still ends before the deadline. */
 export function canWait(ms: number, deadline = currentDeadline()): boolean {
   return Date.now() + ms < deadline;

@@ -10,6 +10,7 @@ import {
 import { OfflineGeocoder } from '../../shared/adapters/geocoders.js';
 import { DynamoMembershipStore } from '../../shared/adapters/membership-store.js';
 import { DynamoPeopleStore } from '../../shared/adapters/people-store.js';
+import type { BatcherLimits } from '../../shared/adapters/transaction-batcher.js';
 import { ServiceUnavailableError } from '../../shared/domain/errors.js';
 import type { LocationServices } from '../../shared/domain/location.js';
 import { addMembers, removeMembers } from '../../shared/domain/organizations/memberships.js';
@@ -41,7 +42,11 @@ const location: LocationServices = {
   meter: { record: () => Promise.resolve() },
 };
 
-function faulty(rates: Partial<FaultRates>, random: () => number = Math.random) {
+function faulty(
+  rates: Partial<FaultRates>,
+  random: () => number = Math.random,
+  batching: Partial<BatcherLimits> = {},
+) {
   const base = createDynamoDbClient();
   const db = createDocumentClient(base, '');
   const injector = new FaultInjector(
@@ -50,7 +55,7 @@ function faulty(rates: Partial<FaultRates>, random: () => number = Math.random) 
     Date.now,
     new VersionHistory(),
   ).install(base);
-  return { db, injector, store: new DynamoPeopleStore(db, tables) };
+  return { db, injector, store: new DynamoPeopleStore(db, tables, batching) };
 }
 
 async function tenantOf(apiKey: string) {
@@ -199,7 +204,12 @@ describe('a store that stays unavailable', () => {
   it('reports what was applied when the store fails part-way, and writes nothing after', async () => {
     let failing = false;
     // No fault until the switch flips, then every call on the people table is throttled.
-    const { store } = faulty({ throttle: 0.5, only: 'people' }, () => (failing ? 0 : 0.99));
+    // Three people a transaction, one transaction at a time: the failure meets the request
+    // part-way through its transactions.
+    const { store } = faulty({ throttle: 0.5, only: 'people' }, () => (failing ? 0 : 0.99), {
+      maxItems: 10,
+      maxInFlight: 1,
+    });
     const tenant = await tenantOf(KEYS.safety);
     const createPerson = store.createPerson.bind(store);
     let creates = 0;

@@ -435,7 +435,8 @@ export async function recordActivities(
   }
   // Last seen is a side effect of recorded activities: if the store fails it, the activities
   // stand and the answer says so (the store logs what was not touched).
-  await runBounded([...touches], 16, ([personId, touch]) =>
+  // All at once: the store shares transactions between them.
+  await runBounded([...touches], touches.size, ([personId, touch]) =>
     context.activities.touch(instanceId, personId, touch.at, touch.place),
   );
   return everyRecordInvalid(

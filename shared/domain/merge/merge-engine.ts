@@ -154,6 +154,11 @@ export interface MergeKind<R extends MergeRecord, T extends StoredRecord, C, U> 
   /** Writes a new record (with its marker, for a queued request). */
   create(plan: C, marker?: RecordMarker): Promise<void>;
   update(plan: U, marker?: RecordMarker): Promise<void>;
+  /**
+   * How many records are written at once (default `WRITE_CONCURRENCY`): a store that shares
+   * transactions between the records in flight (people) takes the whole request at once.
+   */
+  writeConcurrency?: number;
 }
 
 /**
@@ -169,7 +174,7 @@ export class IncompleteMergeError extends Error {
   }
 }
 
-/** How many records of one request are written at once. */
+/** How many records of one request are written at once, unless the kind says otherwise. */
 const WRITE_CONCURRENCY = 16;
 /** How often one record is re-resolved after losing a race (within the time budget). */
 const MAX_ATTEMPTS = 20;
@@ -257,7 +262,8 @@ export async function mergeRecords<R extends MergeRecord, T extends StoredRecord
   const merger = new RecordMerger(kind, state, options, now);
   const groups = groupByShared(pending, options, state);
   const unwritten: [number, MergeOutcome][] = [];
-  const { failure } = await runBounded(groups, WRITE_CONCURRENCY, async (group) => {
+  const concurrency = kind.writeConcurrency ?? WRITE_CONCURRENCY;
+  const { failure } = await runBounded(groups, concurrency, async (group) => {
     for (const record of group) {
       const { outcome, wrote } = await merger.merge(record);
       outcomes.set(record.index, outcome);

@@ -202,6 +202,7 @@ function peopleKind(
     read: (ids, consistent) => store.getPeople(instanceId, ids, consistent),
     create: (plan, marker) => store.createPerson(instanceId, plan, source, marker),
     update: (plan, marker) => store.updatePerson(instanceId, plan, source, marker),
+    ...(store.writeConcurrency ? { writeConcurrency: store.writeConcurrency } : {}),
   };
 }
 

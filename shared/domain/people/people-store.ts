@@ -32,4 +32,9 @@ export interface PeopleStore {
   ): Promise<void>;
   /** Makes sure the named tags exist in the instance's tag list. */
   ensureTags(instanceId: string, tags: string[]): Promise<void>;
+  /**
+   * How many people of a request it takes at once (the merge engine's default otherwise): a
+   * store that shares transactions between the writes in flight takes the whole request.
+   */
+  readonly writeConcurrency?: number;
 }

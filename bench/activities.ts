@@ -1,0 +1,206 @@
+/**
+ * Figure 2, activities: activities per second for existing people through HTTP, sync
+ * (requests of 100 activities of 20 people, 5 each, at concurrency 1, 4 and 16), and async
+ * (the accept rate, and the drain rate from the first accept until the last request is
+ * done); beside the store's ceiling measured in the same run: the same activity items
+ * written straight to DynamoDB Local with `BatchWriteItem` (25 a call) at the same
+ * concurrency. Also the API process's CPU per activity.
+ *
+ *   node --import tsx bench/activities.ts        # a stack of its own (bench/lib/stack.ts)
+ */
+import { activityItem } from '../shared/adapters/activity-store.js';
+import { batchWrite } from '../shared/adapters/dynamo-helpers.js';
+import { newId } from '../shared/domain/ids.js';
+import { tableName } from '../shared/resources.js';
+import {
+  burst,
+  fixed,
+  percentile,
+  perSecond,
+  post,
+  printFigure,
+  type FigureResult,
+  type Row,
+} from './lib/report.js';
+import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
+
+const PER_REQUEST = 100;
+const PEOPLE_PER_REQUEST = 20;
+const LEVELS = [1, 4, 16];
+const TARGET = 0.5;
+const scale = Number(process.env.BENCH_SCALE ?? 1);
+const requestsAt = (concurrency: number) => Math.ceil(Math.max(6, concurrency * 3) * scale);
+
+const email = (run: string, request: number, person: number) =>
+  `${run}-${request}-${person}@activities.bench`;
+
+function activities(run: string, request: number) {
+  return Array.from({ length: PER_REQUEST }, (_, i) => ({
+    activity_id: 'act:cm:purchased',
+    fields: { 'str::email': email(run, request, i % PEOPLE_PER_REQUEST) },
+    attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
+  }));
+}
+
+/** The people the activities of `count` requests name, created beforehand. */
+async function createPeople(stack: BenchStack, run: string, count: number): Promise<void> {
+  const emails = Array.from({ length: count }, (_, request) =>
+    Array.from({ length: PEOPLE_PER_REQUEST }, (_, person) => email(run, request, person)),
+  ).flat();
+  await burst(Math.ceil(emails.length / 100), 4, async (n) => {
+    const people = emails
+      .slice(n * 100, n * 100 + 100)
+      .map((e) => ({ fields: { 'str::email': e } }));
+    await post(stack.base, stack.key, '/v1/person/merge', { people });
+  });
+}
+
+/** The ceiling: the same activity items, 25 to a `BatchWriteItem`, for `count` requests. */
+async function ceiling(count: number, concurrency: number, run: string): Promise<number> {
+  const db = benchDb();
+  const table = tableName('default', 'activities');
+  const at = new Date().toISOString();
+  const ms = await burst(count, concurrency, async (n) => {
+    const items = activities(run, n).map((activity, i) =>
+      activityItem(`${BENCH_INSTANCE}-ceiling`, {
+        id: newId(),
+        person_id: newId(),
+        person_status: 'merged',
+        field_id: activity.activity_id,
+        attr: activity.attributes,
+        display: `Purchased Item ${i}`,
+        value: activity.attributes['int:cm:price'],
+        created_at: at,
+        source: 'Bench',
+      }),
+    );
+    await batchWrite(
+      db,
+      table,
+      items.map((Item) => ({ PutRequest: { Item } })),
+    );
+  });
+  return perSecond(count * PER_REQUEST, ms);
+}
+
+async function sync(stack: BenchStack, count: number, concurrency: number, run: string) {
+  const api = stack.pids['the default API'] ?? 0;
+  const cpuBefore = stack.cpuSeconds(api);
+  const latencies: number[] = [];
+  const ms = await burst(count, concurrency, async (n) => {
+    const started = performance.now();
+    const answer = await post(stack.base, stack.key, '/v1/activities/create', {
+      activities: activities(run, n),
+    });
+    const entries = answer.activities as { status: string; person_status: string }[];
+    if (entries.some((entry) => entry.status !== 'ingested' || entry.person_status !== 'merged'))
+      throw new Error(
+        `activities: not all ingested for existing people: ${JSON.stringify(entries[0])}`,
+      );
+    latencies.push(performance.now() - started);
+  });
+  const records = count * PER_REQUEST;
+  return {
+    rate: perSecond(records, ms),
+    latencies,
+    cpuUs: ((stack.cpuSeconds(api) - cpuBefore) * 1e6) / records,
+  };
+}
+
+/** Async: requests accepted at `concurrency`, then polled until every one is done. */
+async function asynchronous(stack: BenchStack, count: number, concurrency: number, run: string) {
+  const ids: string[] = [];
+  const started = performance.now();
+  const acceptMs = await burst(count, concurrency, async (n) => {
+    const answer = await post(stack.base, stack.key, '/v1/activities/create', {
+      async: true,
+      activities: activities(run, n),
+    });
+    ids.push(String(answer.request_id));
+  });
+  let pending = [...ids];
+  const deadline = Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
+  while (pending.length > 0) {
+    if (Date.now() > deadline)
+      throw new Error(`async requests not done in time: ${pending.join(', ')}`);
+    const states = await Promise.all(
+      pending.map(async (id) => ({
+        id,
+        status: (await post(stack.base, stack.key, '/v1/async/get', { request_id: id })).status,
+      })),
+    );
+    const failed = states.filter((s) => s.status === 'failed');
+    if (failed.length > 0)
+      throw new Error(`async requests failed: ${failed.map((s) => s.id).join(', ')}`);
+    pending = states.filter((s) => s.status !== 'done').map((s) => s.id);
+    if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const drainMs = performance.now() - started;
+  return {
+    accept: perSecond(count * PER_REQUEST, acceptMs),
+    drain: perSecond(count * PER_REQUEST, drainMs),
+  };
+}
+
+const latencyText = (latencies: number[]) =>
+  `p50 ${fixed(percentile(latencies, 50))} / p95 ${fixed(percentile(latencies, 95))} / p99 ${fixed(percentile(latencies, 99))} ms`;
+
+export async function activitiesFigure(stack: BenchStack): Promise<FigureResult> {
+  const rows: Row[] = [];
+  const run = `a-${Date.now().toString(36)}`;
+  const asyncCount = Math.ceil(24 * scale);
+  const most = Math.max(...LEVELS.map(requestsAt), asyncCount);
+  // The people exist before any activity is measured (activities for existing people).
+  await createPeople(stack, run, most);
+  const cpu: number[] = [];
+  for (const concurrency of LEVELS) {
+    const count = requestsAt(concurrency);
+    const measured = await sync(stack, count, concurrency, run);
+    const top = await ceiling(count, concurrency, run);
+    cpu.push(measured.cpuUs);
+    const ratio = measured.rate / top;
+    rows.push({
+      figure: '2 activities',
+      measure: `sync activities/s, existing people, c=${concurrency} (${latencyText(measured.latencies)} per request)`,
+      value: `${fixed(measured.rate)}/s`,
+      reference: `${fixed(top)}/s`,
+      ratio,
+      target: `≥ ${TARGET}`,
+      met: ratio >= TARGET,
+    });
+  }
+  const queued = await asynchronous(stack, asyncCount, 8, run);
+  const top = await ceiling(asyncCount, 8, run);
+  rows.push(
+    {
+      figure: '2 activities',
+      measure: `async accept, activities/s (c=8)`,
+      value: `${fixed(queued.accept)}/s`,
+      reference: `${fixed(top)}/s`,
+      ratio: queued.accept / top,
+    },
+    {
+      figure: '2 activities',
+      measure: 'async drain, activities/s (first accept to last done)',
+      value: `${fixed(queued.drain)}/s`,
+      reference: `${fixed(top)}/s`,
+      ratio: queued.drain / top,
+    },
+    {
+      figure: '2 activities',
+      measure: 'API process CPU per activity (sync)',
+      value: `${fixed(Math.min(...cpu))}–${fixed(Math.max(...cpu))} µs`,
+    },
+  );
+  return {
+    rows,
+    notes: [
+      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted 8 at a time. Ceiling: the same activity items with BatchWriteItem, 25 a call, at the same concurrency. The API also finds each person (one batched read of the claims, one of the people) and moves each person's last-seen time (one shared transaction per request).`,
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  const result = await withBenchStack(activitiesFigure);
+  printFigure('Figure 2: activities', result);
+}

@@ -1,0 +1,182 @@
+/**
+ * Figure 7, cost: DynamoDB write and read request units per person created, per unchanged
+ * and per changed merge, per activity, per email accepted and per listing page, from
+ * `ReturnConsumedCapacity` (indexes included), and what they cost per million at on-demand
+ * prices. The domain runs in this process against the bench stack's DynamoDB Local with a
+ * client that asks every call for its consumed capacity (bench/lib/metered-dynamodb.ts;
+ * transactions are replayed item by item, since DynamoDB Local misreports their capacity).
+ *
+ *   node --import tsx bench/cost.ts              # a stack of its own
+ */
+import { readFileSync } from 'node:fs';
+import { DynamoActivityStore } from '../shared/adapters/activity-store.js';
+import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
+import {
+  ActivitiesCreateRequest,
+  recordActivities,
+} from '../shared/domain/activities/record-activities.js';
+import { cursorCodec } from '../shared/domain/cursor.js';
+import { sendTransactional } from '../shared/domain/email/send.js';
+import { mergePeople } from '../shared/domain/people/merge-people.js';
+import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
+import { getPeople, PersonGetRequest } from '../shared/domain/people/person-get.js';
+import { tenantOf } from '../shared/domain/tenancy.js';
+import {
+  createEmailPorts,
+  createLocationServices,
+  emailLinks,
+  signingSecrets,
+} from '../shared/http/api-runtime.js';
+import { ApiEnv, readEnv } from '../shared/config/env.js';
+import { tableName } from '../shared/resources.js';
+import {
+  emptyMeter,
+  meteredDocumentClient,
+  total,
+  totalCalls,
+  type Meter,
+} from './lib/metered-dynamodb.js';
+import { fixed, printFigure, type FigureResult, type Row } from './lib/report.js';
+import { BENCH_INSTANCE, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
+
+/** On-demand prices, us-east-1, as AWS lists them since November 2024 (USD). */
+const PRICE_PER_MILLION_WRITES = 0.625;
+const PRICE_PER_MILLION_READS = 0.125;
+
+/** The environment the stack gave its default-region API (table, queue and bucket names). */
+function useFunctionEnv(stack: BenchStack): void {
+  const raw = readFileSync(`/proc/${stack.pids['the default API']}/environ`, 'utf8');
+  for (const entry of raw.split('\0').filter(Boolean)) {
+    const at = entry.indexOf('=');
+    const name = entry.slice(0, at);
+    if (!(name in process.env)) process.env[name] = entry.slice(at + 1);
+  }
+}
+
+export async function costFigure(stack: BenchStack): Promise<FigureResult> {
+  useFunctionEnv(stack);
+  let meter: Meter = emptyMeter();
+  const db = meteredDocumentClient(() => meter, true);
+  const tables = {
+    people: tableName('default', 'people'),
+    activities: tableName('default', 'activities'),
+    organizations: tableName('default', 'organizations'),
+  };
+  const store = new DynamoPeopleStore(db, tables);
+  const activities = new DynamoActivityStore(db, tables);
+  const config = new DynamoConfigStore(db, tableName('default', 'config'));
+  const tenant = await tenantOf(config, BENCH_INSTANCE, 'Bench');
+  if (!tenant) throw new Error('no bench instance');
+  const location = createLocationServices(store);
+  const run = `cost-${Date.now().toString(36)}`;
+  const people = (last: string) =>
+    Array.from({ length: 100 }, (_, i) => ({
+      fields: {
+        'str::email': `${run}-${i}@cost.bench`,
+        'str::first': `First${i}`,
+        'str::last': last,
+      },
+      tags: ['bench'],
+    }));
+  const rows: Row[] = [];
+  const measure = async (what: string, records: number, work: () => Promise<unknown>) => {
+    meter = emptyMeter();
+    await work();
+    const wru = total(meter.wcu) / records;
+    const rru = total(meter.rcu) / records;
+    const dollars = wru * PRICE_PER_MILLION_WRITES + rru * PRICE_PER_MILLION_READS;
+    const byTable = Object.entries(meter.wcu)
+      .filter(([, units]) => units > 0)
+      .map(([table, units]) => `${table} ${fixed(units / records, 2)}`)
+      .join(', ');
+    rows.push({
+      figure: '7 cost',
+      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${byTable ? `; writes by table/index: ${byTable}` : ''}`,
+      value: `${fixed(wru, 2)} WRU + ${fixed(rru, 2)} RRU`,
+      reference: `$${fixed(dollars, 2)} per million`,
+    });
+  };
+  await measure('per person created (request of 100)', 100, () =>
+    mergePeople(PersonMergeRequest.parse({ people: people('Bench') }), { tenant, store, location }),
+  );
+  await measure('per unchanged merge', 100, () =>
+    mergePeople(PersonMergeRequest.parse({ people: people('Bench') }), { tenant, store, location }),
+  );
+  await measure('per changed merge (last name: two name indexes move)', 100, () =>
+    mergePeople(PersonMergeRequest.parse({ people: people('Changed') }), {
+      tenant,
+      store,
+      location,
+    }),
+  );
+  await measure('per activity (100 of 20 existing people, tracked as touch)', 100, () =>
+    recordActivities(
+      ActivitiesCreateRequest.parse({
+        activities: Array.from({ length: 100 }, (_, i) => ({
+          activity_id: 'act:cm:purchased',
+          fields: { 'str::email': `${run}-${i % 20}@cost.bench` },
+          attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
+        })),
+      }),
+      {
+        tenant,
+        people: store,
+        activities,
+        location,
+        freshDefinitions: () => Promise.resolve(tenant.instance.activities),
+      },
+    ),
+  );
+  const env = readEnv(ApiEnv);
+  const email = createEmailPorts(db);
+  const signingSecret = signingSecrets(config);
+  const links = emailLinks(env, signingSecret, email.env.PUBLIC_BASE_URL);
+  await measure(
+    "per email accepted (existing recipients; the worker's sending not included)",
+    100,
+    async () =>
+      sendTransactional(
+        {
+          asset: {
+            from_email: 'bench@mail.bench.test',
+            subject: 'Hello {{ people.first-name }}',
+            html_body:
+              '<p>Hi {{ people.first-name }}, <a href="https://shop.example/">shop</a></p>',
+            email_name: 'cost',
+          },
+          emails: Array.from({ length: 100 }, (_, i) => ({
+            fields: { 'str::email': `${run}-${i}@cost.bench` },
+          })),
+        },
+        {
+          tenant,
+          people: { store, location },
+          readPeople: (ids) => store.getPeople(tenant.instance.id, ids, true),
+          templates: config,
+          emails: email.store,
+          queue: email.queue,
+          links: await links(tenant.instance.id),
+          fallbackDomain: email.env.EMAIL_FALLBACK_DOMAIN,
+          requestId: `cost-${run}`,
+        },
+      ),
+  );
+  const cursors = cursorCodec(await signingSecret(), tenant.instance.id);
+  await measure('per listing page (first page of 100, default order)', 1, () =>
+    getPeople(PersonGetRequest.parse({ limit: 100 }), tenant, store, cursors),
+  );
+  await measure('per listing page (q search, page of 100)', 1, () =>
+    getPeople(PersonGetRequest.parse({ limit: 100, q: 'first1' }), tenant, store, cursors),
+  );
+  return {
+    rows,
+    notes: [
+      `Cost: request units as DynamoDB Local reports them per call (ReturnConsumedCapacity INDEXES), transactions replayed item by item and their table writes counted twice (transactional); dollars at on-demand prices for us-east-1 (USD ${PRICE_PER_MILLION_WRITES} per million write request units, ${PRICE_PER_MILLION_READS} per million read request units). Each request also takes its rate-limit bucket (one small conditional write, 1 WRU) and, once a minute per container, its key and instance (cached reads): not included.`,
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) {
+  printFigure('Figure 7: cost', await withBenchStack(costFigure));
+}

@@ -1,0 +1,88 @@
+/**
+ * What a figure reports: rows of one table (what was measured, its value, the store's
+ * ceiling or the reference it is compared with, their ratio, and the target), and notes.
+ */
+export interface Row {
+  figure: string;
+  measure: string;
+  value: string;
+  reference?: string;
+  ratio?: number;
+  target?: string;
+  /** Whether the target is met (undefined: no target). */
+  met?: boolean;
+}
+
+export interface FigureResult {
+  rows: Row[];
+  notes: string[];
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+}
+
+export const median = (values: number[]) => percentile(values, 50);
+
+export function fixed(value: number, digits = 0): string {
+  return Number.isFinite(value) ? value.toFixed(digits) : '–';
+}
+
+export const perSecond = (count: number, ms: number) => (count * 1000) / ms;
+
+/** Runs `work(n)` for n = 0..count-1 with `concurrency` at a time; the elapsed milliseconds. */
+export async function burst(
+  count: number,
+  concurrency: number,
+  work: (n: number) => Promise<void>,
+): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, count) }, async () => {
+      for (let n = next++; n < count; n = next++) await work(n);
+    }),
+  );
+  return performance.now() - started;
+}
+
+/** The rows as one Markdown table. */
+export function table(rows: Row[]): string {
+  const lines = [
+    '| Figure | Measure | Value | Ceiling / reference | Ratio | Target | Met |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const row of rows) {
+    lines.push(
+      `| ${row.figure} | ${row.measure} | ${row.value} | ${row.reference ?? ''} | ${
+        row.ratio === undefined ? '' : fixed(row.ratio, 2)
+      } | ${row.target ?? ''} | ${row.met === undefined ? '' : row.met ? 'yes' : 'no'} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** A JSON POST to the API; the parsed answer, or an error naming the status. */
+export async function post(
+  base: string,
+  key: string,
+  path: string,
+  body: unknown,
+): Promise<Record<string, unknown>> {
+  const response = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** A whole run of one figure on its own: a stack of its own, the rows printed. */
+export function printFigure(title: string, result: FigureResult): void {
+  console.log(`\n${title}\n\n${table(result.rows)}\n`);
+  for (const note of result.notes) console.log(`- ${note}`);
+}

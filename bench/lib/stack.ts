@@ -1,0 +1,118 @@
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
+import { startStack, stopStack, waitForBanner } from '../../test/integration/stack-process.js';
+
+/**
+ * The stack the benchmarks run against: `local/start.ts` on ports of its own (6300, 9600,
+ * 6350, 9605 unless `BENCH_PORT`, `BENCH_DYNAMODB_PORT`, `BENCH_SQS_PORT`, `BENCH_SES_PORT`
+ * say otherwise: not `npm start`'s nor the test stacks'), in memory, with
+ * `bench/bench-config.json` (instance `bench`, key `bench-key`), stopped by its PID.
+ * `CDP_FAULTS` is passed through.
+ */
+export const BENCH_INSTANCE = 'bench';
+export const BENCH_KEY = 'bench-key';
+
+export interface BenchStack {
+  base: string;
+  key: string;
+  dynamodbEndpoint: string;
+  /** PIDs of the stack's processes, by the names its banner gives them. */
+  pids: Record<string, number>;
+  /** CPU seconds (user + system) a process has used so far (Linux `/proc`). */
+  cpuSeconds(pid: number): number;
+  output(): string;
+}
+
+const ports = {
+  port: Number(process.env.BENCH_PORT ?? 6300),
+  dynamodbPort: Number(process.env.BENCH_DYNAMODB_PORT ?? 9600),
+  sqsPort: Number(process.env.BENCH_SQS_PORT ?? 6350),
+  sesPort: Number(process.env.BENCH_SES_PORT ?? 9605),
+};
+
+/** CPU seconds of a process from `/proc/<pid>/stat` (utime + stime, in clock ticks of 1/100 s). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function pidsOf(output: string): Record<string, number> {
+  const line = output.split('\n').find((l) => l.includes('Processes:')) ?? '';
+  const pids: Record<string, number> = {};
+  for (const part of line.replace(/.*Processes:\s*/, '').split(', ')) {
+    const match = /^(.*) (\d+)$/.exec(part.trim());
+    if (match?.[1] && match[2]) pids[match[1]] = Number(match[2]);
+  }
+  return pids;
+}
+
+/** The AWS SDK settings of the bench stack's emulators, for in-process clients. */
+export function benchAwsEnv(): Record<string, string> {
+  return {
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${ports.dynamodbPort}`,
+    AWS_ENDPOINT_URL_SQS: `http://127.0.0.1:${ports.sqsPort}`,
+    AWS_ENDPOINT_URL_S3: `http://127.0.0.1:${ports.sqsPort}`,
+    AWS_ENDPOINT_URL_SNS: `http://127.0.0.1:${ports.sqsPort}`,
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+  };
+}
+
+/** Starts a fresh bench stack, runs `work` against it, and stops it (by its PID) whatever happens. */
+export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>): Promise<T> {
+  const started = startStack({
+    ...process.env,
+    PORT: String(ports.port),
+    DYNAMODB_PORT: String(ports.dynamodbPort),
+    SQS_PORT: String(ports.sqsPort),
+    SES_PORT: String(ports.sesPort),
+    CDP_EPHEMERAL: '1',
+    CDP_SEED_FILE: 'bench/bench-config.json',
+    POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'ERROR',
+    // SES is not what is measured: the worker sends as fast as it can.
+    SES_MAX_SEND_RATE: process.env.SES_MAX_SEND_RATE ?? '1000',
+    INGEST_RETRY_BASE_SECONDS: '1',
+    EMAIL_RETRY_BASE_SECONDS: '1',
+  });
+  const stop = () => stopStack(started.child);
+  const onSignal = () => void stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  console.error(
+    `bench: starting a stack on http://127.0.0.1:${ports.port} (pid ${started.child.pid ?? '?'})…`,
+  );
+  try {
+    await waitForBanner(started.output, started.child, 180_000);
+    Object.assign(process.env, benchAwsEnv());
+    return await work({
+      base: `http://127.0.0.1:${ports.port}`,
+      key: BENCH_KEY,
+      dynamodbEndpoint: `http://127.0.0.1:${ports.dynamodbPort}`,
+      pids: pidsOf(started.output()),
+      cpuSeconds,
+      output: started.output,
+    });
+  } finally {
+    await stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** A document client of the bench stack's DynamoDB Local without injected faults. */
+export function benchDb() {
+  return createDocumentClient(createDynamoDbClient(), '');
+}
+
+/** Whether the module is the script node was started with. */
+export function isMain(moduleUrl: string): boolean {
+  return process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === moduleUrl;
+}
