@@ -6,7 +6,12 @@
 const swc = [
   '@swc/jest',
   {
-    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    // Import attributes kept: the OpenAPI document is imported `with { type: 'json' }`.
+    jsc: {
+      parser: { syntax: 'typescript' },
+      target: 'es2022',
+      experimental: { keepImportAttributes: true },
+    },
     module: { type: 'es6' },
   },
 ];

@@ -4,6 +4,7 @@ import { addMembers, MembershipRequest } from '../../shared/domain/organizations
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { EmptyResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const env = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true, ORGANIZATIONS_TABLE: true }));
@@ -15,7 +16,7 @@ const store = new DynamoMembershipStore(db, {
 /** `PUT /v1/organizations/contacts/add`: link people to an organization (at most 3000). */
 export const handler = apiHandler(
   findRoute('PUT /v1/organizations/contacts/add'),
-  { ...http, body: MembershipRequest },
+  { ...http, body: MembershipRequest, response: EmptyResponse },
   async ({ body, tenant }) => {
     await addMembers(body, tenant, store);
     return { body: {} };

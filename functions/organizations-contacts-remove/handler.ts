@@ -4,6 +4,7 @@ import { removeMembers, MembershipRequest } from '../../shared/domain/organizati
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { EmptyResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const env = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true, ORGANIZATIONS_TABLE: true }));
@@ -15,7 +16,7 @@ const store = new DynamoMembershipStore(db, {
 /** `PUT /v1/organizations/contacts/remove`: unlink people from an organization. */
 export const handler = apiHandler(
   findRoute('PUT /v1/organizations/contacts/remove'),
-  { ...http, body: MembershipRequest },
+  { ...http, body: MembershipRequest, response: EmptyResponse },
   async ({ body, tenant }) => {
     await removeMembers(body, tenant, store);
     return { body: {} };

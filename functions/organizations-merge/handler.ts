@@ -9,6 +9,7 @@ import {
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createIngestPorts } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { OrganizationMergeResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
@@ -17,7 +18,7 @@ const ingest = createIngestPorts(db);
 /** `POST /v1/organizations/merge`: create or update 1 to 100 organizations (or queue them). */
 export const handler = apiHandler(
   findRoute('POST /v1/organizations/merge'),
-  { ...http, body: OrganizationMergeRequest },
+  { ...http, body: OrganizationMergeRequest, response: OrganizationMergeResponse },
   async ({ body, tenant }) => ({
     body: body.async
       ? await acceptIngest(

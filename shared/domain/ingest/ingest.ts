@@ -49,24 +49,39 @@ export interface IngestQueue {
 /** The queue never confirmed a send that may nevertheless have been queued. */
 export class MaybeQueuedError extends ServiceUnavailableError {}
 
-/** The answer of an accepted request: the synchronous shape, every entry `queued`. */
-function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
-  const entries = (entry: object) => Array.from({ length: records }, () => ({ ...entry }));
-  switch (kind) {
-    case 'person-merge':
-      return { people: entries({ status: 'queued' }), request_id: requestId };
-    case 'organizations-merge':
-      return { organizations: entries({ status: 'queued' }), request_id: requestId };
-    case 'activities-create':
-      return {
-        activities: entries({ person_status: 'queued', status: 'queued' }),
-        request_id: requestId,
-      };
-  }
+/** The answer of an accepted request of each kind: the synchronous shape, every entry `queued`. */
+export interface QueuedAnswers {
+  'person-merge': { people: { status: 'queued' }[]; request_id: string };
+  'organizations-merge': { organizations: { status: 'queued' }[]; request_id: string };
+  'activities-create': {
+    activities: { person_status: 'queued'; status: 'queued' }[];
+    request_id: string;
+  };
 }
 
-export interface AcceptedRequest {
-  kind: RequestKind;
+function queuedAnswer<K extends RequestKind>(
+  kind: K,
+  records: number,
+  requestId: string,
+): QueuedAnswers[K] {
+  const entries = <T extends object>(entry: T) =>
+    Array.from({ length: records }, () => ({ ...entry }));
+  const answers: { [Kind in RequestKind]: () => QueuedAnswers[Kind] } = {
+    'person-merge': () => ({ people: entries({ status: 'queued' }), request_id: requestId }),
+    'organizations-merge': () => ({
+      organizations: entries({ status: 'queued' }),
+      request_id: requestId,
+    }),
+    'activities-create': () => ({
+      activities: entries({ person_status: 'queued', status: 'queued' }),
+      request_id: requestId,
+    }),
+  };
+  return answers[kind]();
+}
+
+export interface AcceptedRequest<K extends RequestKind = RequestKind> {
+  kind: K;
   body: Record<string, unknown>;
   records: number;
   /** The synchronous call's checks (throws what it would answer before writing). */
@@ -80,11 +95,11 @@ export interface AcceptedRequest {
  * the answer is a 503 naming the `request_id` to look up before sending it again (kept for
  * an `Idempotency-Key`, so a retry with the key is told the same).
  */
-export async function acceptIngest(
-  request: AcceptedRequest,
+export async function acceptIngest<K extends RequestKind>(
+  request: AcceptedRequest<K>,
   tenant: Tenant,
   ports: { queue: IngestQueue; requests: RequestStore; now?: () => Date },
-) {
+): Promise<QueuedAnswers[K]> {
   await request.check();
   const requestId = newId();
   const acceptedAt = (ports.now ?? (() => new Date()))().toISOString();
