@@ -149,14 +149,15 @@ export function checkAnswer(answer: Answer): void {
 
 /**
  * `fetch` for calls to the API: the answer is checked against the document before it is
- * returned (its body can still be read).
+ * returned (its body can still be read). Takes what `fetch` takes, a `Request` included (as
+ * openapi-fetch, the typed client's transport, sends).
  */
-export async function checkedFetch(url: string, init: RequestInit = {}): Promise<Response> {
-  const response = await fetch(url, init);
+export async function checkedFetch(input: string | Request, init: RequestInit = {}) {
+  const response = await fetch(input, init);
   const text = await response.clone().text();
   checkAnswer({
-    method: init.method ?? 'GET',
-    path: new URL(url).pathname,
+    method: init.method ?? (typeof input === 'string' ? 'GET' : input.method),
+    path: new URL(typeof input === 'string' ? input : input.url).pathname,
     status: response.status,
     contentType: response.headers.get('content-type'),
     text,

@@ -10,6 +10,7 @@ import { TABLES, tableName } from '../../shared/resources.js';
 import { ROUTES, routeKey, type RouteDefinition } from '../../shared/routes.js';
 import { adminEnv, run } from './cli.js';
 import { baseUrl, stackDb } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * Bad input, fuzzed (issue 12): generated malformed bodies to every route of the routes
@@ -893,7 +894,7 @@ async function send(route: RouteDefinition, fuzzCase: Case) {
     fuzzCase.bytes ??
     (fuzzCase.body === undefined ? undefined : Buffer.from(toJson(fuzzCase.body)));
   const url = `${baseUrl('default')}${route.path}${fuzzCase.query === undefined ? '' : `?${fuzzCase.query}`}`;
-  const response = await fetch(url, {
+  const response = await checkedFetch(url, {
     method: route.method,
     headers: { 'content-type': 'application/json', ...(route.auth ? { 'x-api-key': KEY } : {}) },
     ...(body && route.method !== 'GET' ? { body } : {}),
@@ -1050,7 +1051,7 @@ describe('bad input, fuzzed', () => {
       expect(tally.statuses.get(429) ?? 0).toBeLessThanOrEqual(tally.bodies * 0.02);
     }
     expect(await countItems()).toEqual(before);
-    const health = await fetch(`${baseUrl('default')}/health`);
+    const health = await checkedFetch(`${baseUrl('default')}/health`);
     expect(health.status).toBe(200);
   });
 });
