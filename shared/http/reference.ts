@@ -93,6 +93,7 @@ export function referencePage(): HttpResponse {
     body: `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <title>Customer data platform API reference</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="docs/swagger-ui.css">
 </head><body>
 <div id="reference"></div>
