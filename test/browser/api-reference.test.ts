@@ -91,18 +91,17 @@ describe('the API reference page in Chromium', () => {
 
     const response = await page.goto(`${base}/docs`);
     expect(response?.status()).toBe(200);
-    await page.waitForSelector('.opblock-summary-path');
-    await page.waitForFunction(
-      (count) => document.querySelectorAll('.opblock-summary-path').length >= count,
-      ROUTES.length,
-    );
-    const listed = await page.$$eval('.opblock', (blocks) =>
-      blocks.map((block) => {
-        const method = block.querySelector('.opblock-summary-method')?.textContent ?? '';
-        const path = block.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? '';
-        return `${method.trim().toUpperCase()} ${path}`;
-      }),
-    );
+    // Every operation rendered: as many summaries as routes.
+    await page
+      .locator('.opblock-summary-path')
+      .nth(ROUTES.length - 1)
+      .waitFor();
+    const listed: string[] = [];
+    for (const block of await page.locator('.opblock').all()) {
+      const method = await block.locator('.opblock-summary-method').textContent();
+      const path = await block.locator('.opblock-summary-path').getAttribute('data-path');
+      listed.push(`${(method ?? '').trim().toUpperCase()} ${path ?? ''}`);
+    }
     expect([...listed].sort()).toEqual(ROUTES.map(routeKey).sort());
     await expect(page.locator('.info .title').textContent()).resolves.toMatch(
       /Customer data platform API/,
