@@ -985,7 +985,9 @@ async function countItems(): Promise<Record<string, number>> {
   return counts;
 }
 
-const FUZZED = ROUTES.filter((route) => route.path !== '/health');
+// Health and the documentation (the OpenAPI document, the reference page and its files) read
+// no input: no body (their limit is 0 bytes), no query, no key.
+const FUZZED = ROUTES.filter((route) => route.maxBodyBytes > 0);
 let before: Record<string, number> = {};
 let startedAt = 0;
 
@@ -1013,7 +1015,7 @@ afterAll(() => {
 });
 
 describe('bad input, fuzzed', () => {
-  it('covers every route of the routes table but health', () => {
+  it('covers every route that reads input (all but health and the documentation)', () => {
     expect(
       FUZZED.map(routeKey)
         .filter((key) => !key.startsWith('GET /t/') && key !== 'POST /t/u')
