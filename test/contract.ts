@@ -88,7 +88,9 @@ export class ContractChecker {
     const operation = this.document.paths[path]?.[method];
     if (!operation) {
       if (answer.status !== 404 && answer.status !== 405) {
-        return [`${answer.status} for a path and method the document does not have (404 or 405)`];
+        return [
+          `${answer.status} for a path and method the document does not have (only 404 or 405 can be): a new route needs its entry in shared/api/endpoints.ts, then \`npm run openapi\``,
+        ];
       }
       return this.checkJson(answer, '/components/schemas/Error');
     }
