@@ -24,6 +24,7 @@ import {
   stopStack,
   waitForBanner,
 } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * Whole processes of the local stack fail under load: DynamoDB Local is killed and
@@ -48,7 +49,7 @@ interface Answer {
 }
 
 async function post(path: string, key: string, body: unknown): Promise<Answer> {
-  const response = await fetch(`${baseUrl('default', PORTS)}${path}`, {
+  const response = await checkedFetch(`${baseUrl('default', PORTS)}${path}`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
     body: JSON.stringify(body),
