@@ -328,7 +328,7 @@ export async function checkConsistency(
         ? ['complained', 'suppressed']
         : ['sent', 'suppressed'];
     if (!expected.includes(status)) {
-      const why = email.error ? ` (${String(email.error)})` : '';
+      const why = email.error ? ` (${JSON.stringify(email.error)})` : '';
       problems.push(`email ${id} (to ${to}): ${status}${why}, expected ${expected.join(' or ')}`);
     }
   }
