@@ -40,11 +40,20 @@ const ERRORS: Record<number, string> = {
 const TAGS: { name: Tag; description: string }[] = [
   { name: 'People', description: 'Create, update and list people' },
   { name: 'Organizations', description: 'Organizations and the people linked to them' },
+  {
+    name: 'Accounts',
+    description:
+      'The organizations endpoints under the names newer clients use (`accounts`, `account_id`): the same operations and data',
+  },
   { name: 'Activities', description: 'Behaviour events recorded against people' },
   { name: 'Transactional email', description: 'Send emails and follow what became of them' },
   {
     name: 'Asynchronous requests',
     description: 'Requests sent with `async: true`, applied by a worker',
+  },
+  {
+    name: 'Instance',
+    description: 'The instance’s configuration: its fields and activity definitions',
   },
   { name: 'Email links', description: 'The signed links inside sent emails (no key)' },
   { name: 'Service', description: 'Health and this documentation (no key)' },
@@ -174,7 +183,10 @@ export function buildDocument(baseUrls: Record<Region, string>) {
     const endpoint = ENDPOINTS[routeKey(route)];
     if (!endpoint) continue;
     const item = (paths[route.path] ??= {});
-    item[route.method.toLowerCase() as 'get' | 'post' | 'put'] = operation(route, endpoint);
+    item[route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete'] = operation(
+      route,
+      endpoint,
+    );
   }
   const responses = Object.fromEntries(
     Object.entries(ERRORS).map(([status, description]) => [
@@ -200,7 +212,7 @@ export function buildDocument(baseUrls: Record<Region, string>) {
           '',
           'Every `/v1` call needs an `X-Api-Key` header and a JSON body (`Content-Type: application/json`). Each region is its own deployment with its own data: an instance uses its region’s address (a key of another region gets 421 naming it).',
           '',
-          `Every error is \`{"request_id", "code", "error", "details"?}\` with \`code\` equal to the status and the same ID in \`X-Request-Id\`. Every \`POST\`/\`PUT\` under \`/v1\` honours \`Idempotency-Key\`. No body may exceed ${EDGE_MAX_BODY_BYTES.toLocaleString('en-US')} bytes.`,
+          `Every error is \`{"request_id", "code", "error", "details"?}\` with \`code\` equal to the status and the same ID in \`X-Request-Id\`. Every \`POST\`/\`PUT\`/\`DELETE\` under \`/v1\` honours \`Idempotency-Key\`. No body may exceed ${EDGE_MAX_BODY_BYTES.toLocaleString('en-US')} bytes.`,
         ].join('\n'),
       },
       servers: REGIONS.map((region) => ({

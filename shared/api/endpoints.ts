@@ -4,30 +4,50 @@ import { ActivityDefinitionRequest } from '../domain/activities/definition-creat
 import { TransactionalGetRequest } from '../domain/email/email-status.js';
 import { EmailEntry, TransactionalSendRequest } from '../domain/email/send-request.js';
 import { AsyncGetRequest } from '../domain/ingest/request-status.js';
+import { InstanceSchemaRequest } from '../domain/fields/instance-schema.js';
+import { LifecycleRequest, type LifecycleAction } from '../domain/lifecycle/lifecycle.js';
+import { AccountMembershipRequest, AccountMergeRequest } from '../domain/organizations/accounts.js';
 import { MembershipRequest } from '../domain/organizations/memberships.js';
-import { OrganizationGetRequest } from '../domain/organizations/organization-get.js';
+import {
+  AccountGetByIdsRequest,
+  OrganizationGetByIdsRequest,
+  OrganizationGetRequest,
+} from '../domain/organizations/organization-get.js';
 import { OrganizationMergeRequest } from '../domain/organizations/organization-merge.js';
 import { PersonMergeRequest } from '../domain/people/merge-request.js';
 import { PersonActivitiesRequest } from '../domain/people/person-activities.js';
 import { PersonGetByIdsRequest, PersonGetRequest } from '../domain/people/person-get.js';
+import { PersonSubscriptionsRequest } from '../domain/people/person-subscriptions.js';
 import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
 import {
+  AccountGetByIdsResponse,
+  AccountGetResponse,
+  AccountMergeResponse,
   ActivitiesCreateResponse,
   ActivityDefinitionResponse,
   ActivityRecord,
   AsyncGetResponse,
   EmptyResponse,
   HealthResponse,
+  InstanceSchemaResponse,
   Location,
+  OrganizationArchiveResponse,
+  OrganizationDeleteResponse,
+  OrganizationGetByIdsResponse,
   OrganizationGetResponse,
   OrganizationMergeRecord,
   OrganizationMergeResponse,
+  OrganizationRestoreResponse,
   PersonActivitiesResponse,
+  PersonArchiveResponse,
+  PersonDeleteResponse,
   PersonFieldsInput,
   PersonGetByIdsResponse,
   PersonGetResponse,
   PersonMergeRecord,
   PersonMergeResponse,
+  PersonRestoreResponse,
+  PersonSubscriptionsResponse,
   TransactionalGetResponse,
   TransactionalSendResponse,
 } from './schemas.js';
@@ -50,6 +70,8 @@ export type Tag =
   | 'Asynchronous requests'
   | 'Transactional email'
   | 'Email links'
+  | 'Accounts'
+  | 'Instance'
   | 'Service';
 
 export interface Answer {
@@ -108,6 +130,85 @@ const TransactionalSendBody = TransactionalSendRequest.extend({
     .min(1)
     .max(100),
 }).meta({ id: 'TransactionalSendRequest' });
+
+const AccountMergeBody = AccountMergeRequest.extend({
+  accounts: z.array(OrganizationMergeRecord).min(1).max(100),
+}).meta({ id: 'AccountMergeRequest' });
+
+/** One or the other, as `LifecycleRequest`'s refinement says (both, or neither, is a 400). */
+const LifecycleBody = z
+  .xor([
+    z
+      .object({ inclusion_ids: LifecycleRequest.shape.inclusion_ids.unwrap() })
+      .meta({ title: 'Named records', description: '1 to 100 IDs, changed before the answer' }),
+    z
+      .object({
+        all_rows_selected: z.literal(true),
+        exclusion_ids: LifecycleRequest.shape.exclusion_ids,
+      })
+      .meta({
+        title: 'Every record',
+        description: 'Every record but `exclusion_ids` (up to 1000): a background request',
+      }),
+  ])
+  .meta({ id: 'LifecycleRequest' });
+
+/** What archive, restore and delete do, by action and by the names the route uses. */
+const LIFECYCLE_TEXT: Record<
+  LifecycleAction,
+  (names: { plural: string; singular: string }) => { summary: string; description: string }
+> = {
+  archive: ({ plural }) => ({
+    summary: `Archive ${plural}`,
+    description:
+      plural === 'people'
+        ? 'Archived people leave listings, searches, counters and their organization’s member count, are not emailed, and keep their merge keys: a merge, an activity or a send that finds one is refused for that record (`invalid`), never creates a second person. Restore brings them back.'
+        : `Archived ${plural} leave listings, name searches and \`total_organizations\`, keep their key claims (a merge that finds one is \`invalid\`) and their people. Restore brings them back.`,
+  }),
+  restore: ({ plural }) => ({
+    summary: `Restore archived ${plural}`,
+    description: `Puts archived ${plural} back into listings, searches and counters.`,
+  }),
+  delete: ({ plural, singular }) => ({
+    summary: `Delete archived ${plural} (erasure)`,
+    description:
+      plural === 'people'
+        ? 'Erases archived people (only archived ones: any other is a 400 naming it, and nothing is deleted) and everything that names them: fields, tags, key claims, memberships, activities, kept `Idempotency-Key` answers, asynchronous requests and sent-email records. Kept: the hashed suppression of an address that bounced or complained, and an audit entry without personal data. The body is JSON, as with every call.'
+        : `Deletes archived ${plural} that have no people (one that still has people is a 400 naming it): the ${singular}, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call.`,
+  }),
+};
+
+const VERB = { archive: 'archived', restore: 'restored', delete: 'deleted' } as const;
+
+/** The entry of an archive, restore or delete route. */
+function lifecycle(
+  tag: Tag,
+  names: 'people' | 'organizations' | 'accounts',
+  action: LifecycleAction,
+  schema: z.ZodType,
+): Endpoint {
+  const singular = { people: 'person', organizations: 'organization', accounts: 'account' }[names];
+  const text = LIFECYCLE_TEXT[action]({ plural: names, singular });
+  const noun = names === 'people' ? 'contacts' : 'organizations';
+  const accounts =
+    names === 'accounts'
+      ? ` The organizations endpoint under the accounts names (the same operation and answer).`
+      : '';
+  return {
+    tag,
+    summary: text.summary,
+    description: `${text.description} With \`inclusion_ids\` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and \`scheduled_${noun}\` is 0. With \`all_rows_selected\` the request runs in the background: the answer comes at once with \`scheduled_${noun}\` (how many it is about to change) and a \`request_id\`, and \`POST /v1/async/get\` shows its \`progress\`, then its \`result\` (this answer).${accounts}`,
+    request: LifecycleBody,
+    requestExample: { inclusion_ids: [names === 'people' ? ids.person : ids.organization] },
+    responses: {
+      200: {
+        description: `How many were ${VERB[action]} (or scheduled, in the background)`,
+        schema,
+        example: { [`scheduled_${noun}`]: 0, [`${VERB[action]}_${noun}`]: 1 },
+      },
+    },
+  };
+}
 
 const token = z.object({
   t: z.string().meta({ description: 'The signed token of the link, as the email holds it' }),
@@ -501,6 +602,238 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     query: token,
     responses: { 200: html('The confirmation') },
     errors: [404],
+  },
+  'POST /v1/person/subscriptions': {
+    tag: 'People',
+    summary: 'Subscription states of people',
+    description:
+      'The email and SMS permissions of 1 to 100 people, looked up by `email` or by `person_id` (exactly one per entry), in the order asked. A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. `subscriptions` (audience memberships) is always empty.',
+    request: PersonSubscriptionsRequest,
+    requestExample: { people: [{ email: 'ada@example.com' }, { person_id: ids.person2 }] },
+    responses: {
+      200: {
+        description: 'One entry per lookup, in order',
+        schema: PersonSubscriptionsResponse,
+        example: {
+          people: [
+            {
+              person_status: 'merged',
+              person_id: ids.person,
+              email: 'ada@example.com',
+              email_permissions: true,
+              sms_permissions: false,
+              subscriptions: [],
+            },
+            {
+              person_status: 'invalid',
+              person_id: ids.person2,
+              error: 'people[1].person_id: no person has this ID',
+            },
+          ],
+        },
+      },
+    },
+  },
+  'PUT /v1/person/archive': lifecycle('People', 'people', 'archive', PersonArchiveResponse),
+  'PUT /v1/person/restore': lifecycle('People', 'people', 'restore', PersonRestoreResponse),
+  'DELETE /v1/person/delete': lifecycle('People', 'people', 'delete', PersonDeleteResponse),
+  'POST /v1/organizations/get-by-ids': {
+    tag: 'Organizations',
+    summary: 'Organizations by ID',
+    description:
+      'Up to 100 organizations by ID, keyed by ID; IDs of no organization of the instance are left out. `fields` defaults to `["str:o:name"]`.',
+    request: OrganizationGetByIdsRequest,
+    requestExample: { organization_ids: [ids.organization], fields: ['str:o:name'] },
+    responses: {
+      200: {
+        description: 'The organizations found',
+        schema: OrganizationGetByIdsResponse,
+        example: {
+          organizations: {
+            [ids.organization]: {
+              id: ids.organization,
+              fields: { 'str:o:name': 'Analytical Engines Ltd' },
+            },
+          },
+        },
+      },
+    },
+  },
+  'PUT /v1/organizations/archive': lifecycle(
+    'Organizations',
+    'organizations',
+    'archive',
+    OrganizationArchiveResponse,
+  ),
+  'PUT /v1/organizations/restore': lifecycle(
+    'Organizations',
+    'organizations',
+    'restore',
+    OrganizationRestoreResponse,
+  ),
+  'DELETE /v1/organizations/delete': lifecycle(
+    'Organizations',
+    'organizations',
+    'delete',
+    OrganizationDeleteResponse,
+  ),
+  'POST /v1/accounts/merge': {
+    tag: 'Accounts',
+    summary: 'Create or update accounts',
+    description:
+      '`POST /v1/organizations/merge` under the accounts names: `accounts` in place of `organizations`, `account_id` in the answer. `async: true` queues the request (its `POST /v1/async/get` result is this answer).',
+    request: AccountMergeBody,
+    requestExample: {
+      accounts: [{ fields: { 'str:o:name': 'Analytical Engines Ltd' } }],
+      merge_by: ['str:o:name'],
+    },
+    responses: {
+      200: {
+        description: 'One entry per account sent, in order',
+        schema: AccountMergeResponse,
+        example: { accounts: [{ account_id: ids.organization, status: 'created' }] },
+      },
+    },
+  },
+  'POST /v1/accounts/get': {
+    tag: 'Accounts',
+    summary: 'List accounts',
+    description:
+      '`POST /v1/organizations/get` under the accounts names: the same body, paging and cursors, answered with `accounts`.',
+    request: OrganizationGetRequest,
+    requestExample: { limit: 10, fields: ['str:o:name'] },
+    responses: {
+      200: {
+        description: 'A page of accounts',
+        schema: AccountGetResponse,
+        example: {
+          accounts: [{ id: ids.organization, fields: { 'str:o:name': 'Analytical Engines Ltd' } }],
+          meta: { total_organizations: 1, total_matches: 1 },
+          offset: 0,
+          next_offset: 1,
+          cursor_id: cursor,
+          has_more: false,
+        },
+      },
+    },
+  },
+  'POST /v1/accounts/get-by-ids': {
+    tag: 'Accounts',
+    summary: 'Accounts by ID',
+    description:
+      '`POST /v1/organizations/get-by-ids` under the accounts names: `account_ids` in, `accounts` out.',
+    request: AccountGetByIdsRequest,
+    requestExample: { account_ids: [ids.organization] },
+    responses: {
+      200: {
+        description: 'The accounts found',
+        schema: AccountGetByIdsResponse,
+        example: {
+          accounts: {
+            [ids.organization]: {
+              id: ids.organization,
+              fields: { 'str:o:name': 'Analytical Engines Ltd' },
+            },
+          },
+        },
+      },
+    },
+  },
+  'PUT /v1/accounts/contacts/add': {
+    tag: 'Accounts',
+    summary: 'Link people to an account',
+    description:
+      'Adds people to an account (at most 3000 people per account): `{"account_id", "person_ids"}` or the organizations’ `{"organization_id", "inclusion_ids"}`, one member of each pair.',
+    request: AccountMembershipRequest,
+    requestExample: { account_id: ids.organization, person_ids: [ids.person] },
+    responses: { 200: { description: 'Linked', schema: EmptyResponse, example: {} } },
+  },
+  'PUT /v1/accounts/contacts/remove': {
+    tag: 'Accounts',
+    summary: 'Unlink people from an account',
+    description:
+      'Removes people from an account; people not in it are left alone. Takes the same two shapes as `contacts/add`.',
+    request: AccountMembershipRequest,
+    requestExample: { account_id: ids.organization, person_ids: [ids.person] },
+    responses: { 200: { description: 'Unlinked', schema: EmptyResponse, example: {} } },
+  },
+  'PUT /v1/accounts/archive': lifecycle(
+    'Accounts',
+    'accounts',
+    'archive',
+    OrganizationArchiveResponse,
+  ),
+  'PUT /v1/accounts/restore': lifecycle(
+    'Accounts',
+    'accounts',
+    'restore',
+    OrganizationRestoreResponse,
+  ),
+  'DELETE /v1/accounts/delete': lifecycle(
+    'Accounts',
+    'accounts',
+    'delete',
+    OrganizationDeleteResponse,
+  ),
+  'POST /v1/instance-schema/get': {
+    tag: 'Instance',
+    summary: 'Fields and activities of the instance',
+    description:
+      'The instance’s fields and activity definitions by namespace: `""` (built-in person fields and activities), `"o"` (built-in organization fields), `"cm"` (custom person fields and activities), `"oc"` (custom organization fields). `[]` or no `namespaces` asks for all; a namespace the instance has none of is left out. Read from the instance’s configuration.',
+    request: InstanceSchemaRequest,
+    requestExample: { namespaces: ['', 'cm'] },
+    responses: {
+      200: {
+        description: 'The namespaces asked for, in order',
+        schema: InstanceSchemaResponse,
+        example: {
+          namespaces: {
+            '': {
+              id: '',
+              fields: {
+                'str::email': {
+                  id: 'str::email',
+                  name: 'Email',
+                  display_type: 'email',
+                  liquid_name: 'people.email',
+                },
+                'str::person_id': {
+                  id: 'str::person_id',
+                  name: 'Person ID',
+                  display_type: 'text',
+                  liquid_name: 'people.id',
+                  read_only: true,
+                },
+              },
+            },
+            cm: {
+              id: 'cm',
+              fields: {
+                'str:cm:favourite-colour': {
+                  id: 'str:cm:favourite-colour',
+                  name: 'Favourite colour',
+                  display_type: 'text',
+                  liquid_name: 'people.custom.favourite-colour',
+                },
+                'act:cm:purchased': {
+                  id: 'act:cm:purchased',
+                  name: 'Purchased',
+                  display_type: 'activity',
+                  attributes: {
+                    'str:cm:item': { id: 'str:cm:item', name: 'Item', display_type: 'text' },
+                    'int:cm:price': {
+                      id: 'int:cm:price',
+                      name: 'Price',
+                      display_type: 'currency',
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
   },
   'GET /openapi.json': {
     tag: 'Service',

@@ -280,6 +280,346 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/person/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Subscription states of people
+         * @description The email and SMS permissions of 1 to 100 people, looked up by `email` or by `person_id` (exactly one per entry), in the order asked. A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. `subscriptions` (audience memberships) is always empty. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["personSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/instance-schema/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fields and activities of the instance
+         * @description The instance’s fields and activity definitions by namespace: `""` (built-in person fields and activities), `"o"` (built-in organization fields), `"cm"` (custom person fields and activities), `"oc"` (custom organization fields). `[]` or no `namespaces` asks for all; a namespace the instance has none of is left out. Read from the instance’s configuration. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["instanceSchemaGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/get-by-ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Organizations by ID
+         * @description Up to 100 organizations by ID, keyed by ID; IDs of no organization of the instance are left out. `fields` defaults to `["str:o:name"]`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["organizationsGetByIds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or update accounts
+         * @description `POST /v1/organizations/merge` under the accounts names: `accounts` in place of `organizations`, `account_id` in the answer. `async: true` queues the request (its `POST /v1/async/get` result is this answer). Bodies over 2,097,152 bytes are refused (413).
+         */
+        post: operations["accountsMerge"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List accounts
+         * @description `POST /v1/organizations/get` under the accounts names: the same body, paging and cursors, answered with `accounts`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["accountsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/get-by-ids": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accounts by ID
+         * @description `POST /v1/organizations/get-by-ids` under the accounts names: `account_ids` in, `accounts` out. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["accountsGetByIds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/contacts/add": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Link people to an account
+         * @description Adds people to an account (at most 3000 people per account): `{"account_id", "person_ids"}` or the organizations’ `{"organization_id", "inclusion_ids"}`, one member of each pair. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["accountsContactsAdd"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/contacts/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Unlink people from an account
+         * @description Removes people from an account; people not in it are left alone. Takes the same two shapes as `contacts/add`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["accountsContactsRemove"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive people
+         * @description Archived people leave listings, searches, counters and their organization’s member count, are not emailed, and keep their merge keys: a merge, an activity or a send that finds one is refused for that record (`invalid`), never creates a second person. Restore brings them back. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_contacts` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_contacts` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["personArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Restore archived people
+         * @description Puts archived people back into listings, searches and counters. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_contacts` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_contacts` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["personRestore"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete archived people (erasure)
+         * @description Erases archived people (only archived ones: any other is a 400 naming it, and nothing is deleted) and everything that names them: fields, tags, key claims, memberships, activities, kept `Idempotency-Key` answers, asynchronous requests and sent-email records. Kept: the hashed suppression of an address that bounced or complained, and an audit entry without personal data. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_contacts` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_contacts` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["personDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive organizations
+         * @description Archived organizations leave listings, name searches and `total_organizations`, keep their key claims (a merge that finds one is `invalid`) and their people. Restore brings them back. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["organizationsArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Restore archived organizations
+         * @description Puts archived organizations back into listings, searches and counters. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["organizationsRestore"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete archived organizations (erasure)
+         * @description Deletes archived organizations that have no people (one that still has people is a 400 naming it): the organization, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["organizationsDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive accounts
+         * @description Archived accounts leave listings, name searches and `total_organizations`, keep their key claims (a merge that finds one is `invalid`) and their people. Restore brings them back. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["accountsArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Restore archived accounts
+         * @description Puts archived accounts back into listings, searches and counters. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["accountsRestore"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete archived accounts (erasure)
+         * @description Deletes archived accounts that have no people (one that still has people is a 400 naming it): the account, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["accountsDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/t/c": {
         parameters: {
             query?: never;
@@ -478,7 +818,7 @@ export interface components {
             }[];
             merge_by?: string[];
             merge_strategy?: 1 | 2 | 3;
-            find_strategy?: 0 | 1;
+            find_strategy?: 0 | 1 | 2;
             skip_non_existing?: boolean;
             static_json_values?: {
                 [key: string]: unknown;
@@ -562,7 +902,7 @@ export interface components {
             async?: boolean;
             merge_by?: string[];
             merge_strategy?: 1 | 2 | 3;
-            find_strategy?: 0 | 1;
+            find_strategy?: 0 | 1 | 2;
             skip_non_existing?: boolean;
         };
         /** @description One person to create or update. `str::email` or `str::ei` is required unless merging by `str::person_id`. */
@@ -580,7 +920,7 @@ export interface components {
             async?: boolean;
             merge_by: ("str:o:name" | "str:o:website")[];
             merge_strategy?: 1 | 2 | 3;
-            find_strategy?: 0 | 1;
+            find_strategy?: 0 | 1 | 2;
         };
         OrganizationMergeRecord: {
             /** @description Organization fields by field ID (`str:o:name`, `int:oc:<custom>`, …) */
@@ -596,7 +936,7 @@ export interface components {
             async?: boolean;
             merge_by?: string[];
             merge_strategy?: 1 | 2 | 3;
-            find_strategy?: 0 | 1;
+            find_strategy?: 0 | 1 | 2;
         };
         ActivityRecord: {
             /** @description The definition, `act:cm:<name>` */
@@ -621,6 +961,20 @@ export interface components {
          * @example 66a1f0c2e4b0a1b2c3d4e5f6
          */
         PersonId: string;
+        AccountMergeRequest: {
+            async?: boolean;
+            merge_by: ("str:o:name" | "str:o:website")[];
+            merge_strategy?: 1 | 2 | 3;
+            find_strategy?: 0 | 1 | 2;
+            accounts: components["schemas"]["OrganizationMergeRecord"][];
+        };
+        LifecycleRequest: {
+            inclusion_ids: string[];
+        } | {
+            /** @constant */
+            all_rows_selected: true;
+            exclusion_ids?: string[];
+        };
         /**
          * @description Every error answer
          * @example {
@@ -651,6 +1005,7 @@ export interface components {
             error?: string;
             person_id?: string;
             organization_id?: string;
+            account_id?: string;
             activity_id?: string;
             request_id?: string;
             message_id?: string;
@@ -732,12 +1087,45 @@ export interface components {
             request_id: string;
             /** @enum {string} */
             status: "queued" | "processing" | "done" | "failed";
+            progress?: components["schemas"]["LifecycleProgress"];
             /** @description When `done`: exactly the body the synchronous call answers */
             result?: unknown;
             error?: string;
             /** @description When `failed`: the status the synchronous call would have answered */
             code?: number;
             details?: components["schemas"]["ErrorDetail"][];
+        };
+        /** @description A background archive, restore or delete while `queued` or `processing`: its answer so far (`scheduled_…`, and how many it has changed) */
+        LifecycleProgress: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call archived (a background request: 0 until it is done) */
+            archived_contacts: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call restored (a background request: 0 until it is done) */
+            restored_contacts: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_contacts: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call archived (a background request: 0 until it is done) */
+            archived_organizations: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call restored (a background request: 0 until it is done) */
+            restored_organizations: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_organizations: number;
         };
         ActivityDefinitionResponse: {
             activity: {
@@ -762,13 +1150,7 @@ export interface components {
             };
         };
         OrganizationGetResponse: {
-            organizations: {
-                /** @description An organization ID (24 lowercase hexadecimal characters) */
-                id: string;
-                fields?: {
-                    [key: string]: components["schemas"]["FieldValue"];
-                };
-            }[];
+            organizations: components["schemas"]["Organization"][];
             meta: {
                 total_organizations: number;
                 total_matches: number;
@@ -777,6 +1159,14 @@ export interface components {
             next_offset: number;
             cursor_id: string;
             has_more: boolean;
+        };
+        Organization: {
+            /** @description An organization ID (24 lowercase hexadecimal characters) */
+            id: string;
+            /** @description The requested fields the organization has (none: no `fields`) */
+            fields?: {
+                [key: string]: components["schemas"]["FieldValue"];
+            };
         };
         /** @description A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`) */
         FieldValue: string | number | boolean | components["schemas"]["DateValueOutput"] | components["schemas"]["GeoValueOutput"] | components["schemas"]["PhoneValueOutput"];
@@ -825,6 +1215,165 @@ export interface components {
             }[];
             cursor_id: string | null;
             has_more: boolean;
+        };
+        /** @description One entry per lookup, in order */
+        PersonSubscriptionsResponse: {
+            people: components["schemas"]["SubscriptionEntry"][];
+        };
+        SubscriptionEntry: {
+            /**
+             * @description `merged` when looked up by email, `by-id` when by ID
+             * @enum {string}
+             */
+            person_status: "merged" | "by-id";
+            person_id: components["schemas"]["PersonId"];
+            /** @description Looked up by email: the address the person holds */
+            email?: string;
+            /** @description `bol::p` (true when not set) */
+            email_permissions: boolean;
+            /** @description `bol::sp` (false when not set) */
+            sms_permissions: boolean;
+            /** @description Audience memberships: always empty (this product has no audiences) */
+            subscriptions: unknown[];
+        } | {
+            /** @constant */
+            person_status: "invalid";
+            /** @description As asked */
+            person_id?: string;
+            /** @description As asked */
+            email?: string;
+            /** @description Which lookup found no one */
+            error: string;
+        };
+        /** @description The namespaces asked for, in order */
+        InstanceSchemaResponse: {
+            namespaces: {
+                [key: string]: {
+                    id: string;
+                    /**
+                     * @description Organization fields
+                     * @constant
+                     */
+                    org?: true;
+                    fields: {
+                        [key: string]: components["schemas"]["SchemaActivity"] | components["schemas"]["SchemaField"];
+                    };
+                };
+            };
+        };
+        /** @description An activity definition and its attributes */
+        SchemaActivity: {
+            id: string;
+            name: string;
+            /** @constant */
+            display_type: "activity";
+            /** @description The variable transactional email templates read it by */
+            liquid_name?: string;
+            /**
+             * @description Clients cannot write it
+             * @constant
+             */
+            read_only?: true;
+            attributes: {
+                [key: string]: components["schemas"]["SchemaField"];
+            };
+        };
+        SchemaField: {
+            id: string;
+            name: string;
+            /** @description `text`, `email`, `link`, `long_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` for activities */
+            display_type: string;
+            /** @description The variable transactional email templates read it by */
+            liquid_name?: string;
+            /**
+             * @description Clients cannot write it
+             * @constant
+             */
+            read_only?: true;
+        };
+        OrganizationGetByIdsResponse: {
+            /** @description By organization ID; IDs of no organization of the instance are left out */
+            organizations: {
+                [key: string]: components["schemas"]["Organization"];
+            };
+        };
+        /** @description One entry per account sent, in order (organizations merge, accounts names) */
+        AccountMergeResponse: {
+            accounts: {
+                /** @description An account (organization) ID (24 lowercase hexadecimal characters) */
+                account_id?: string;
+                /** @enum {string} */
+                status: "created" | "merged" | "skipped" | "invalid" | "queued";
+                error?: string;
+            }[];
+            /** @description With `async: true`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        /** @description A page of organizations under the accounts names */
+        AccountGetResponse: {
+            accounts: components["schemas"]["Organization"][];
+            meta: {
+                total_organizations: number;
+                total_matches: number;
+            };
+            offset: number;
+            next_offset: number;
+            cursor_id: string;
+            has_more: boolean;
+        };
+        AccountGetByIdsResponse: {
+            /** @description By account ID; IDs of no account of the instance are left out */
+            accounts: {
+                [key: string]: components["schemas"]["Organization"];
+            };
+        };
+        PersonArchiveResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call archived (a background request: 0 until it is done) */
+            archived_contacts: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        PersonRestoreResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call restored (a background request: 0 until it is done) */
+            restored_contacts: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        PersonDeleteResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_contacts: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_contacts: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        OrganizationArchiveResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call archived (a background request: 0 until it is done) */
+            archived_organizations: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        OrganizationRestoreResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call restored (a background request: 0 until it is done) */
+            restored_organizations: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
+        OrganizationDeleteResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_organizations: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_organizations: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -1994,6 +2543,1060 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["PersonActivitiesResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "people": [
+                 *         {
+                 *           "email": "ada@example.com"
+                 *         },
+                 *         {
+                 *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f7"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    people: {
+                        email?: string;
+                        person_id?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description One entry per lookup, in order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "people": [
+                     *         {
+                     *           "person_status": "merged",
+                     *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f6",
+                     *           "email": "ada@example.com",
+                     *           "email_permissions": true,
+                     *           "sms_permissions": false,
+                     *           "subscriptions": []
+                     *         },
+                     *         {
+                     *           "person_status": "invalid",
+                     *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f7",
+                     *           "error": "people[1].person_id: no person has this ID"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonSubscriptionsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    instanceSchemaGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "namespaces": [
+                 *         "",
+                 *         "cm"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @default [] */
+                    namespaces?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The namespaces asked for, in order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "namespaces": {
+                     *         "": {
+                     *           "id": "",
+                     *           "fields": {
+                     *             "str::email": {
+                     *               "id": "str::email",
+                     *               "name": "Email",
+                     *               "display_type": "email",
+                     *               "liquid_name": "people.email"
+                     *             },
+                     *             "str::person_id": {
+                     *               "id": "str::person_id",
+                     *               "name": "Person ID",
+                     *               "display_type": "text",
+                     *               "liquid_name": "people.id",
+                     *               "read_only": true
+                     *             }
+                     *           }
+                     *         },
+                     *         "cm": {
+                     *           "id": "cm",
+                     *           "fields": {
+                     *             "str:cm:favourite-colour": {
+                     *               "id": "str:cm:favourite-colour",
+                     *               "name": "Favourite colour",
+                     *               "display_type": "text",
+                     *               "liquid_name": "people.custom.favourite-colour"
+                     *             },
+                     *             "act:cm:purchased": {
+                     *               "id": "act:cm:purchased",
+                     *               "name": "Purchased",
+                     *               "display_type": "activity",
+                     *               "attributes": {
+                     *                 "str:cm:item": {
+                     *                   "id": "str:cm:item",
+                     *                   "name": "Item",
+                     *                   "display_type": "text"
+                     *                 },
+                     *                 "int:cm:price": {
+                     *                   "id": "int:cm:price",
+                     *                   "name": "Price",
+                     *                   "display_type": "currency"
+                     *                 }
+                     *               }
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InstanceSchemaResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsGetByIds: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "organization_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ],
+                 *       "fields": [
+                 *         "str:o:name"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    organization_ids: string[];
+                    fields?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The organizations found */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "organizations": {
+                     *         "66a1f0c3e4b0a1b2c3d4e600": {
+                     *           "id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "fields": {
+                     *             "str:o:name": "Analytical Engines Ltd"
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationGetByIdsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsMerge: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accounts": [
+                 *         {
+                 *           "fields": {
+                 *             "str:o:name": "Analytical Engines Ltd"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "merge_by": [
+                 *         "str:o:name"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AccountMergeRequest"];
+            };
+        };
+        responses: {
+            /** @description One entry per account sent, in order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accounts": [
+                     *         {
+                     *           "account_id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "status": "created"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountMergeResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 10,
+                 *       "fields": [
+                 *         "str:o:name"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @default 50 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    cursor_id?: string;
+                    sort_by_field_id?: "str:o:name" | null;
+                    /**
+                     * @default desc
+                     * @enum {string}
+                     */
+                    sort_order?: "asc" | "desc";
+                    fields?: string[];
+                    q?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of accounts */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accounts": [
+                     *         {
+                     *           "id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "fields": {
+                     *             "str:o:name": "Analytical Engines Ltd"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total_organizations": 1,
+                     *         "total_matches": 1
+                     *       },
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "cursor_id": "eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountGetResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsGetByIds: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "account_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    account_ids: string[];
+                    fields?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The accounts found */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "accounts": {
+                     *         "66a1f0c3e4b0a1b2c3d4e600": {
+                     *           "id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "fields": {
+                     *             "str:o:name": "Analytical Engines Ltd"
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountGetByIdsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsContactsAdd: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "account_id": "66a1f0c3e4b0a1b2c3d4e600",
+                 *       "person_ids": [
+                 *         "66a1f0c2e4b0a1b2c3d4e5f6"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    account_id?: string;
+                    organization_id?: string;
+                    person_ids?: string[];
+                    inclusion_ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Linked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsContactsRemove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "account_id": "66a1f0c3e4b0a1b2c3d4e600",
+                 *       "person_ids": [
+                 *         "66a1f0c2e4b0a1b2c3d4e5f6"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    account_id?: string;
+                    organization_id?: string;
+                    person_ids?: string[];
+                    inclusion_ids?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Unlinked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["Empty"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personArchive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c2e4b0a1b2c3d4e5f6"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were archived (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_contacts": 0,
+                     *       "archived_contacts": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonArchiveResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personRestore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c2e4b0a1b2c3d4e5f6"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were restored (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_contacts": 0,
+                     *       "restored_contacts": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonRestoreResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c2e4b0a1b2c3d4e5f6"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were deleted (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_contacts": 0,
+                     *       "deleted_contacts": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonDeleteResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsArchive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were archived (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "archived_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationArchiveResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsRestore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were restored (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "restored_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationRestoreResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were deleted (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "deleted_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationDeleteResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsArchive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were archived (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "archived_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationArchiveResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsRestore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were restored (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "restored_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationRestoreResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "inclusion_ids": [
+                 *         "66a1f0c3e4b0a1b2c3d4e600"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LifecycleRequest"];
+            };
+        };
+        responses: {
+            /** @description How many were deleted (or scheduled, in the background) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "scheduled_organizations": 0,
+                     *       "deleted_organizations": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationDeleteResponse"];
                 };
             };
             400: components["responses"]["Error400"];

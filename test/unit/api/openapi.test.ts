@@ -13,7 +13,7 @@ import { ContractChecker, type OpenApiDocument } from '../../contract.js';
  */
 const committed = JSON.parse(readFileSync('docs/openapi.json', 'utf8')) as OpenApiDocument;
 const checker = new ContractChecker(committed);
-const METHODS = ['get', 'post', 'put'] as const;
+const METHODS = ['get', 'post', 'put', 'delete'] as const;
 
 describe('the OpenAPI document', () => {
   it('describes every route of the routes table, and nothing else', () => {
