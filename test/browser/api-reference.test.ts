@@ -132,6 +132,17 @@ describe('the API reference page in Chromium', () => {
     const answers = page.locator('#operations-People-personMerge .responses-table').first();
     await answers.waitFor();
     await expect(answers.textContent()).resolves.toMatch(/200[\s\S]*422[\s\S]*503/);
+
+    // A DELETE operation takes its JSON body like the others (erasure: `inclusion_ids`).
+    const erase = page.locator('#operations-People-personDelete');
+    await expect(erase.locator('.opblock-summary-method').textContent()).resolves.toBe('DELETE');
+    await erase.locator('.opblock-summary').click();
+    const body = erase.locator('.opblock-section-request-body');
+    await body.waitFor();
+    await expect(body.textContent()).resolves.toMatch(/application\/json[\s\S]*inclusion_ids/);
+    await expect(erase.locator('.responses-table').first().textContent()).resolves.toMatch(
+      /200[\s\S]*deleted_contacts/,
+    );
     await page.close();
   }, 90_000);
 });

@@ -8,7 +8,8 @@ import { KEYS, baseUrl } from './stack.js';
 /**
  * The typed client (`clients/typescript`) through a whole flow against the local stack: merge
  * people, record an activity, list them page by page, send them an email and follow it until
- * it is sent. Its requests go through the contract check like every other call.
+ * it is sent; archive and erase a person (`PUT`, `DELETE` with a body), and the routes beyond
+ * the spec. Its requests go through the contract check like every other call.
  */
 const client = createCdpClient({
   baseUrl: baseUrl('default'),
@@ -112,6 +113,73 @@ describe('the typed client', () => {
       person_id: ada,
       email_name: 'typed-client',
     });
+  });
+
+  it('archives and erases a person (PUT, DELETE) and reads the routes beyond the spec', async () => {
+    const email = `erased.${randomBytes(4).toString('hex')}@example.com`;
+    const merged = await client.POST('/v1/person/merge', {
+      body: { people: [{ fields: { 'str::email': email } }], merge_by: ['str::email'] },
+    });
+    const id = merged.data?.people[0]?.person_id ?? '';
+    expect(id).toMatch(/^[0-9a-f]{24}$/);
+
+    const subscriptions = await client.POST('/v1/person/subscriptions', {
+      body: { people: [{ email }, { person_id: '0'.repeat(24) }] },
+    });
+    expect(subscriptions.data?.people).toEqual([
+      {
+        person_status: 'merged',
+        person_id: id,
+        email,
+        email_permissions: true,
+        sms_permissions: false,
+        subscriptions: [],
+      },
+      {
+        person_status: 'invalid',
+        person_id: '0'.repeat(24),
+        error: 'people[1].person_id: no person has this ID',
+      },
+    ]);
+    const schema = await client.POST('/v1/instance-schema/get', { body: { namespaces: [''] } });
+    expect(schema.data?.namespaces['']?.fields['str::email']).toEqual({
+      id: 'str::email',
+      name: expect.any(String),
+      display_type: 'email',
+      liquid_name: 'people.email',
+    });
+
+    // Only archived people can be deleted: the error envelope, typed.
+    const refused = await client.DELETE('/v1/person/delete', { body: { inclusion_ids: [id] } });
+    expect(refused.response.status).toBe(400);
+    expect(refused.error?.error).toContain(id);
+    const archived = await client.PUT('/v1/person/archive', { body: { inclusion_ids: [id] } });
+    expect(archived.data).toEqual({ scheduled_contacts: 0, archived_contacts: 1 });
+    const deleted = await client.DELETE('/v1/person/delete', { body: { inclusion_ids: [id] } });
+    expect(deleted.response.status).toBe(200);
+    expect(deleted.data).toEqual({ scheduled_contacts: 0, deleted_contacts: 1 });
+    const gone = await client.POST('/v1/person/get-by-ids', { body: { contact_ids: [id] } });
+    expect(gone.data).toEqual({ contacts: {} });
+
+    // The accounts names: the same organizations, in the other vocabulary.
+    const name = `Typed account ${randomBytes(4).toString('hex')}`;
+    const account = await client.POST('/v1/accounts/merge', {
+      body: { accounts: [{ fields: { 'str:o:name': name } }], merge_by: ['str:o:name'] },
+    });
+    const accountId = account.data?.accounts[0]?.account_id ?? '';
+    expect(account.data?.accounts).toEqual([{ account_id: accountId, status: 'created' }]);
+    const byIds = await client.POST('/v1/organizations/get-by-ids', {
+      body: { organization_ids: [accountId] },
+    });
+    expect(byIds.data?.organizations[accountId]).toEqual({
+      id: accountId,
+      fields: { 'str:o:name': name },
+    });
+    await client.PUT('/v1/accounts/archive', { body: { inclusion_ids: [accountId] } });
+    const erased = await client.DELETE('/v1/accounts/delete', {
+      body: { inclusion_ids: [accountId] },
+    });
+    expect(erased.data).toEqual({ scheduled_organizations: 0, deleted_organizations: 1 });
   });
 
   it('answers errors as the envelope, typed', async () => {
