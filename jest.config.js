@@ -1,12 +1,17 @@
 /* global process */
-// Four projects: unit (no network), integration (against the local stack that the global
-// setup starts), integration-faults (the same against a stack with DynamoDB faults) and
-// infra (CDK template assertions). With CDP_AWS_ENDPOINT=external (`npm run test:localstack`)
+// Five projects: unit (no network), integration (against the local stack that the global
+// setup starts), integration-faults (the same against a stack with DynamoDB faults), browser
+// (the API reference page in Chromium) and infra (CDK template assertions). With CDP_AWS_ENDPOINT=external (`npm run test:localstack`)
 // integration-localstack takes the place of the two integration projects.
 const swc = [
   '@swc/jest',
   {
-    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    // Import attributes kept: the OpenAPI document is imported `with { type: 'json' }`.
+    jsc: {
+      parser: { syntax: 'typescript' },
+      target: 'es2022',
+      experimental: { keepImportAttributes: true },
+    },
     module: { type: 'es6' },
   },
 ];
@@ -92,6 +97,8 @@ export default {
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     ...(external ? [integrationLocalstack] : [integration, integrationFaults]),
+    // The API reference page in headless Chromium (Debian's package; see .ci/run).
+    { ...common, displayName: 'browser', testMatch: ['<rootDir>/test/browser/**/*.test.ts'] },
     {
       ...common,
       displayName: 'infra',

@@ -62,6 +62,11 @@ export interface RouteDefinition {
   readonly timeoutSeconds: number;
   /** What the function reads and writes; the stack grants exactly this. */
   readonly access: readonly Access[];
+  /**
+   * Files of npm packages the function reads at run time (`<package>/<file>`), copied into its
+   * bundle under `node_modules/` so that they resolve there as they do locally.
+   */
+  readonly packageFiles?: readonly string[];
 }
 
 const MB = 1024 * 1024;
@@ -150,6 +155,25 @@ function tracking(access: Access[]): Partial<RouteDefinition> {
   };
 }
 
+/**
+ * The API's own description, public (no key): the OpenAPI document, the reference page and the
+ * files of its renderer (Swagger UI, from the npm package, served by a function of its own so
+ * that no page depends on a CDN).
+ */
+function documentation(packageFiles: string[] = []): Partial<RouteDefinition> {
+  return {
+    auth: false,
+    maxBodyBytes: 0,
+    memoryMb: 256,
+    timeoutSeconds: 10,
+    access: [],
+    ...(packageFiles.length > 0 ? { packageFiles } : {}),
+  };
+}
+
+/** The renderer's files the reference page loads (`GET /docs/<file>`). */
+export const REFERENCE_ASSETS = ['swagger-ui-bundle.js', 'swagger-ui.css'] as const;
+
 export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/health', 'health', { auth: false, maxBodyBytes: 0, memoryMb: 256, access: [] }),
   api('POST', '/v1/transactional/send', 'transactional-send', {
@@ -227,6 +251,16 @@ export const ROUTES: readonly RouteDefinition[] = [
     '/t/u',
     'unsubscribe',
     tracking(['emails', 'people', 'activities', 'organizations:read']),
+  ),
+  api('GET', '/openapi.json', 'openapi-document', documentation()),
+  api('GET', '/docs', 'api-reference', documentation()),
+  ...REFERENCE_ASSETS.map((file) =>
+    api(
+      'GET',
+      `/docs/${file}`,
+      'api-reference-assets',
+      documentation(REFERENCE_ASSETS.map((name) => `swagger-ui-dist/${name}`)),
+    ),
   ),
 ];
 

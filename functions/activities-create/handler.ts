@@ -11,6 +11,7 @@ import {
   createPeopleWriters,
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { ActivitiesCreateResponse } from '../../shared/api/schemas.js';
 
 const { http, db, config } = createApiRuntime();
 const { people, location, activities } = createPeopleWriters(db);
@@ -19,7 +20,7 @@ const ingest = createIngestPorts(db);
 /** `POST /v1/activities/create`: record 1 to 100 activities against people (or queue them). */
 export const handler = apiHandler(
   findRoute('POST /v1/activities/create'),
-  { ...http, body: ActivitiesCreateRequest },
+  { ...http, body: ActivitiesCreateRequest, response: ActivitiesCreateResponse },
   async ({ body, tenant }) => {
     const context = {
       tenant,

@@ -4,6 +4,7 @@ import { AsyncGetRequest, getAsyncRequest } from '../../shared/domain/ingest/req
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { AsyncGetResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const requests = new DynamoRequestStore(
@@ -14,7 +15,7 @@ const requests = new DynamoRequestStore(
 /** `POST /v1/async/get`: the state of an asynchronous request, and its answer when done. */
 export const handler = apiHandler(
   findRoute('POST /v1/async/get'),
-  { ...http, body: AsyncGetRequest },
+  { ...http, body: AsyncGetRequest, response: AsyncGetResponse },
   async ({ body, tenant }) => ({
     body: await getAsyncRequest(body, tenant.instance.id, requests),
   }),

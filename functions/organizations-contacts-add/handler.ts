@@ -8,6 +8,7 @@ import { addMembers, MembershipRequest } from '../../shared/domain/organizations
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { EmptyResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const env = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true, ORGANIZATIONS_TABLE: true }));
@@ -23,7 +24,7 @@ const store = new DynamoMembershipStore(db, {
 export const handler = routeHandlers({
   'PUT /v1/organizations/contacts/add': apiHandler(
     findRoute('PUT /v1/organizations/contacts/add'),
-    { ...http, body: MembershipRequest },
+    { ...http, body: MembershipRequest, response: EmptyResponse },
     async ({ body, tenant }) => {
       await addMembers(body, tenant, store);
       return { body: {} };
@@ -31,7 +32,7 @@ export const handler = routeHandlers({
   ),
   'PUT /v1/accounts/contacts/add': apiHandler(
     findRoute('PUT /v1/accounts/contacts/add'),
-    { ...http, body: AccountMembershipRequest },
+    { ...http, body: AccountMembershipRequest, response: EmptyResponse },
     async ({ body, tenant }) => {
       const { request, names } = membershipOf(body);
       await addMembers(request, tenant, store, names);

@@ -9,6 +9,7 @@ import {
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { AccountGetByIdsResponse, OrganizationGetByIdsResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
@@ -20,7 +21,7 @@ const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZA
 export const handler = routeHandlers({
   'POST /v1/organizations/get-by-ids': apiHandler(
     findRoute('POST /v1/organizations/get-by-ids'),
-    { ...http, body: OrganizationGetByIdsRequest },
+    { ...http, body: OrganizationGetByIdsRequest, response: OrganizationGetByIdsResponse },
     async ({ body, tenant }) => ({
       body: await getOrganizationsByIds(
         { ids: body.organization_ids, fields: body.fields },
@@ -31,7 +32,7 @@ export const handler = routeHandlers({
   ),
   'POST /v1/accounts/get-by-ids': apiHandler(
     findRoute('POST /v1/accounts/get-by-ids'),
-    { ...http, body: AccountGetByIdsRequest },
+    { ...http, body: AccountGetByIdsRequest, response: AccountGetByIdsResponse },
     async ({ body, tenant }) => ({
       body: asAccounts(
         await getOrganizationsByIds({ ids: body.account_ids, fields: body.fields }, tenant, store),

@@ -8,6 +8,7 @@ import {
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { AccountGetResponse, OrganizationGetResponse } from '../../shared/api/schemas.js';
 
 const { http, db, cursors } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
@@ -19,14 +20,14 @@ const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZA
 export const handler = routeHandlers({
   'POST /v1/organizations/get': apiHandler(
     findRoute('POST /v1/organizations/get'),
-    { ...http, body: OrganizationGetRequest },
+    { ...http, body: OrganizationGetRequest, response: OrganizationGetResponse },
     async ({ body, tenant }) => ({
       body: await getOrganizations(body, tenant, store, await cursors(tenant.instance.id)),
     }),
   ),
   'POST /v1/accounts/get': apiHandler(
     findRoute('POST /v1/accounts/get'),
-    { ...http, body: OrganizationGetRequest },
+    { ...http, body: OrganizationGetRequest, response: AccountGetResponse },
     async ({ body, tenant }) => ({
       body: asAccounts(
         await getOrganizations(body, tenant, store, await cursors(tenant.instance.id)),

@@ -15,6 +15,7 @@ import {
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createIngestPorts } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { AccountMergeResponse, OrganizationMergeResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const store = new DynamoOrganizationStore(db, readEnv(OrganizationsEnv).ORGANIZATIONS_TABLE);
@@ -27,7 +28,7 @@ const ingest = createIngestPorts(db);
 export const handler = routeHandlers({
   'POST /v1/organizations/merge': apiHandler(
     findRoute('POST /v1/organizations/merge'),
-    { ...http, body: OrganizationMergeRequest },
+    { ...http, body: OrganizationMergeRequest, response: OrganizationMergeResponse },
     async ({ body, tenant }) => ({
       body: body.async
         ? await acceptIngest(
@@ -45,7 +46,7 @@ export const handler = routeHandlers({
   ),
   'POST /v1/accounts/merge': apiHandler(
     findRoute('POST /v1/accounts/merge'),
-    { ...http, body: AccountMergeRequest },
+    { ...http, body: AccountMergeRequest, response: AccountMergeResponse },
     async ({ body, tenant }) => {
       const request = organizationMergeOf(body);
       return {

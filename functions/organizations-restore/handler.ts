@@ -3,6 +3,7 @@ import { LifecycleRequest } from '../../shared/domain/lifecycle/lifecycle.js';
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createLifecyclePorts } from '../../shared/http/api-runtime.js';
 import { findRoute, type RouteKey } from '../../shared/routes.js';
+import { OrganizationRestoreResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const { store, ingest } = createLifecyclePorts(db, 'organizations');
@@ -10,7 +11,7 @@ const { store, ingest } = createLifecyclePorts(db, 'organizations');
 const route = (key: RouteKey) =>
   apiHandler(
     findRoute(key),
-    { ...http, body: LifecycleRequest },
+    { ...http, body: LifecycleRequest, response: OrganizationRestoreResponse },
     async ({ body, tenant, requestId }) => ({
       body: await changeLifecycle(body, {
         subject: 'organizations',

@@ -5,6 +5,7 @@ import {
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { PersonActivitiesResponse } from '../../shared/api/schemas.js';
 
 const { http, db, cursors } = createApiRuntime();
 const store = createPeopleStore(db);
@@ -12,7 +13,7 @@ const store = createPeopleStore(db);
 /** `POST /v1/person/get/activities`: a person's activities, newest first. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/get/activities'),
-  { ...http, body: PersonActivitiesRequest },
+  { ...http, body: PersonActivitiesRequest, response: PersonActivitiesResponse },
   async ({ body, tenant }) => ({
     body: await getPersonActivities(
       body,

@@ -2,6 +2,7 @@ import { getPeople, PersonGetRequest } from '../../shared/domain/people/person-g
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createPeopleStore } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { PersonGetResponse } from '../../shared/api/schemas.js';
 
 const { http, db, cursors } = createApiRuntime();
 const store = createPeopleStore(db);
@@ -9,7 +10,7 @@ const store = createPeopleStore(db);
 /** `POST /v1/person/get`: people in pages, with field selection and the instance's totals. */
 export const handler = apiHandler(
   findRoute('POST /v1/person/get'),
-  { ...http, body: PersonGetRequest },
+  { ...http, body: PersonGetRequest, response: PersonGetResponse },
   async ({ body, tenant }) => ({
     body: await getPeople(body, tenant, store, await cursors(tenant.instance.id)),
   }),

@@ -9,6 +9,7 @@ import {
   createPeopleStore,
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { PersonMergeResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const store = createPeopleStore(db);
@@ -18,7 +19,7 @@ const ingest = createIngestPorts(db);
 /** `POST /v1/person/merge`: create or update 1 to 100 people (or queue them: `async`). */
 export const handler = apiHandler(
   findRoute('POST /v1/person/merge'),
-  { ...http, body: PersonMergeRequest },
+  { ...http, body: PersonMergeRequest, response: PersonMergeResponse },
   async ({ body, tenant }) => ({
     body: body.async
       ? await acceptIngest(

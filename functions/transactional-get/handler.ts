@@ -4,6 +4,7 @@ import { getEmails, TransactionalGetRequest } from '../../shared/domain/email/em
 import { apiHandler } from '../../shared/http/api-handler.js';
 import { createApiRuntime } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { TransactionalGetResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const store = new DynamoEmailStore(db, {
@@ -13,6 +14,6 @@ const store = new DynamoEmailStore(db, {
 /** `POST /v1/transactional/get`: where each email stands, with its events. */
 export const handler = apiHandler(
   findRoute('POST /v1/transactional/get'),
-  { ...http, body: TransactionalGetRequest },
+  { ...http, body: TransactionalGetRequest, response: TransactionalGetResponse },
   async ({ body, tenant }) => ({ body: await getEmails(body, tenant.instance.id, store) }),
 );

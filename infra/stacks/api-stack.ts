@@ -160,6 +160,7 @@ export class ApiStack extends Stack {
       memoryMb: number;
       timeoutSeconds: number;
       access: RouteDefinition['access'];
+      packageFiles?: RouteDefinition['packageFiles'];
       props: ApiStackProps;
       environment: Record<string, string>;
     },
@@ -172,6 +173,7 @@ export class ApiStack extends Stack {
       data: options.props.data,
       environment: options.environment,
       publicBaseUrl: options.props.baseUrls[options.props.region],
+      ...(options.packageFiles ? { packageFiles: options.packageFiles } : {}),
     });
     this.functions.push({ name, fn });
     return fn;

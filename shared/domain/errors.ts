@@ -16,6 +16,8 @@ export interface ErrorDetail {
   error?: string;
   person_id?: string;
   organization_id?: string;
+  /** An organization's ID under the accounts names (`/v1/accounts/…`). */
+  account_id?: string;
   activity_id?: string;
   request_id?: string;
   message_id?: string;

@@ -34,9 +34,9 @@ interface ApiContext extends Context {
 type Event = APIGatewayProxyEvent;
 type Middleware = MiddlewareObj<Event, HttpResponse, Error, ApiContext>;
 
-export interface HandlerResult {
+export interface HandlerResult<B = unknown> {
   status?: number;
-  body: unknown;
+  body: B;
   headers?: Record<string, string>;
 }
 
@@ -160,7 +160,27 @@ function requestLogging(): Middleware {
   };
 }
 
-function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody = true) {
+/** A Content-Security-Policy as middy's security headers take it (`false` drops a directive). */
+export type ContentSecurityPolicy = Record<string, string | false>;
+
+/**
+ * The policy of the public links' pages and images: nothing loads, forms post to themselves,
+ * sandboxed. Not upgraded to https: the local stack serves http (AWS serves https only anyway).
+ */
+const LINK_PAGE_POLICY: ContentSecurityPolicy = {
+  'default-src': "'none'",
+  'style-src': "'unsafe-inline'",
+  'form-action': "'self'",
+  sandbox: 'allow-forms allow-same-origin',
+  'upgrade-insecure-requests': false,
+};
+
+function stack(
+  route?: RouteDefinition,
+  authenticate?: Authenticator,
+  jsonBody = true,
+  pagePolicy: ContentSecurityPolicy = LINK_PAGE_POLICY,
+) {
   const handler = middy<Event, HttpResponse, Error, ApiContext>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(requestLogging())
@@ -178,26 +198,27 @@ function stack(route?: RouteDefinition, authenticate?: Authenticator, jsonBody =
     ? httpSecurityHeaders()
     : httpSecurityHeaders({
         crossOriginResourcePolicy: { policy: 'cross-origin' },
-        contentSecurityPolicy: {
-          'default-src': "'none'",
-          'style-src': "'unsafe-inline'",
-          'form-action': "'self'",
-          sandbox: 'allow-forms allow-same-origin',
-          // Not upgraded: the local stack serves http (AWS serves https only anyway).
-          'upgrade-insecure-requests': false as unknown as string,
-        },
+        // middy drops a directive whose value is falsy (its types say string only).
+        contentSecurityPolicy: pagePolicy as Record<string, string>,
       });
   return handler.use(headers).use(errorEnvelope());
 }
 
 /**
- * An authenticated JSON endpoint: the body is validated by `schema` before `run` sees it.
- * `POST`/`PUT` endpoints honour `Idempotency-Key` through `idempotency`.
+ * An authenticated JSON endpoint: the body is validated by `body` before `run` sees it, and
+ * `run` answers what `response` (the schema the OpenAPI document gives its success, from
+ * `shared/api/schemas.ts`) describes. `POST`/`PUT` endpoints honour `Idempotency-Key` through
+ * `idempotency`.
  */
-export function apiHandler<S extends z.ZodType>(
+export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnknown>(
   route: RouteDefinition,
-  options: { authenticate: Authenticator; body: S; idempotency?: IdempotencyStore },
-  run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult>,
+  options: {
+    authenticate: Authenticator;
+    body: S;
+    response?: R;
+    idempotency?: IdempotencyStore;
+  },
+  run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult<z.infer<R>>>,
 ): HttpHandler {
   if (route.method !== 'GET' && route.path.startsWith('/v1/') && !options.idempotency) {
     throw new Error(`${routeKey(route)} needs an idempotency store (REQUESTS_TABLE)`);
@@ -267,7 +288,8 @@ export function publicHandler(run: (event: Event) => Promise<HandlerResult>): Ht
 export function publicRoute(
   route: RouteDefinition,
   run: (event: Event) => Promise<HttpResponse>,
+  options: { contentSecurityPolicy?: ContentSecurityPolicy } = {},
 ): HttpHandler {
-  const handler = stack(route, undefined, false).handler(run);
+  const handler = stack(route, undefined, false, options.contentSecurityPolicy).handler(run);
   return withRequestBudget(asHttpHandler(handler));
 }

@@ -1,6 +1,7 @@
 import { expect } from '@jest/globals';
 import { simpleParser } from 'mailparser';
 import { KEYS, TEST_STACK, call } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /** Helpers for the transactional email tests: send, and wait for an email's status. */
 export type Body = Record<string, unknown>;
@@ -95,7 +96,7 @@ export async function linkTokensOf(instanceId: string, messageId: string): Promi
 
 /** A link of an email followed as a mail client would: no redirects; a POST is one-click. */
 export function fetchLink(link: string, method: 'GET' | 'POST' = 'GET'): Promise<Response> {
-  return fetch(link, {
+  return checkedFetch(link, {
     method,
     redirect: 'manual',
     ...(method === 'POST'

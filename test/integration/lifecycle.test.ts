@@ -13,6 +13,7 @@ import {
   waitForHealth,
   shifted,
 } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * `npm start` itself, on ports of its own: data survives a restart, Ctrl-C (SIGTERM) stops
@@ -28,7 +29,7 @@ async function post(
   body: unknown,
   region: 'default' | 'au' = 'default',
 ) {
-  const response = await fetch(`${baseUrl(region, PORTS)}${path}`, {
+  const response = await checkedFetch(`${baseUrl(region, PORTS)}${path}`, {
     method: 'POST',
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
     body: JSON.stringify(body),

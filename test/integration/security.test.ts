@@ -22,6 +22,7 @@ import {
   waitForHealth,
   type StackPorts,
 } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * The security checks of issue 12: keys kept out of logs, answers and the admin CLI's output,
@@ -86,7 +87,7 @@ describe('API keys in logs and answers', () => {
       init: { key?: string; body?: string; headers?: Record<string, string>; method?: string },
       region: 'default' | 'au' | 'eu' = 'default',
     ) => {
-      const response = await fetch(`${baseUrl(region, ports)}${path}`, {
+      const response = await checkedFetch(`${baseUrl(region, ports)}${path}`, {
         method: init.method ?? 'POST',
         headers: {
           'content-type': 'application/json',
@@ -311,7 +312,7 @@ describe('security headers', () => {
     const nowhere = await call('/v1/nowhere', { key: KEYS.acme, body: {} });
     expect(nowhere.status).toBe(404);
     expectSecure(nowhere.headers, 'no route');
-    const health = await fetch(`${baseUrl('default')}/health`);
+    const health = await checkedFetch(`${baseUrl('default')}/health`);
     expectSecure(health.headers, 'health');
 
     const [entry] = await sendOk({
@@ -323,19 +324,19 @@ describe('security headers', () => {
     });
     const tokens = await linkTokensOf('mailer', entry?.message_id as string);
     const base = baseUrl('default');
-    const page = await fetch(`${base}/t/u?t=${tokens.unsubscribe}`);
+    const page = await checkedFetch(`${base}/t/u?t=${tokens.unsubscribe}`);
     expect(page.status).toBe(200);
     expectSecure(page.headers, 'unsubscribe page', true);
-    const click = await fetch(`${base}/t/c?t=${tokens.click}`, { redirect: 'manual' });
+    const click = await checkedFetch(`${base}/t/c?t=${tokens.click}`, { redirect: 'manual' });
     expect(click.status).toBe(302);
     expectSecure(click.headers, 'click', true);
-    const pixel = await fetch(`${base}/t/o?t=${tokens.open}`);
+    const pixel = await checkedFetch(`${base}/t/o?t=${tokens.open}`);
     expect(pixel.status).toBe(200);
     expectSecure(pixel.headers, 'open pixel', true);
     // Mail clients of any origin embed the pixel: same-origin would have browsers block it.
     expect(pixel.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
     expect(ok.headers.get('cross-origin-resource-policy')).toBe('same-origin');
-    const badLink = await fetch(`${base}/t/c?t=nothing`, { redirect: 'manual' });
+    const badLink = await checkedFetch(`${base}/t/c?t=nothing`, { redirect: 'manual' });
     expect(badLink.status).toBe(404);
     expectSecure(badLink.headers, 'refused link', true);
   });

@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { proxyEvent } from '../../local/http-adapter.js';
+import { checkAnswer } from '../contract.js';
 import { localBucketName, tableName } from '../../shared/resources.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
@@ -15,7 +16,7 @@ export interface ApiResponse {
   body: Record<string, unknown>;
 }
 
-/** One call to a regional API, as a client would make it. */
+/** One call to a regional API, as a client would make it, checked against the OpenAPI document. */
 export async function call(
   path: string,
   options: {
@@ -39,6 +40,14 @@ export async function call(
       options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
   });
   const text = await response.text();
+  // Every answer must be the one the OpenAPI document describes (test/contract.ts).
+  checkAnswer({
+    method: options.method ?? 'POST',
+    path,
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    text,
+  });
   return {
     status: response.status,
     headers: response.headers,

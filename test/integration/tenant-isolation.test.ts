@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { adminEnv, run } from './cli.js';
 import { fetchLink, linkTokensOf, until, type LinkTokens } from './emails.js';
 import { baseUrl, call, type ApiResponse } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * Tenant isolation (issue 12): a key of instance A tries every endpoint of the routes table
@@ -701,11 +702,11 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
     expect(await snapshot(KEY_B, b)).toEqual(bBefore);
 
     // B's own (valid) tokens act on B's message and person, and on nothing of A.
-    const click = await fetch(`${baseUrl('default')}/t/c?t=${b.tokens.click}`, {
+    const click = await checkedFetch(`${baseUrl('default')}/t/c?t=${b.tokens.click}`, {
       redirect: 'manual',
     });
     expect(click.status).toBe(302);
-    const unsubscribed = await fetch(`${baseUrl('default')}/t/u?t=${b.tokens.unsubscribe}`, {
+    const unsubscribed = await checkedFetch(`${baseUrl('default')}/t/u?t=${b.tokens.unsubscribe}`, {
       method: 'POST',
       body: 'List-Unsubscribe=One-Click',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

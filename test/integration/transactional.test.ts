@@ -12,6 +12,7 @@ import {
 } from './emails.js';
 import { activitiesOf, fieldsOf, uniqueEmail } from './people.js';
 import { KEYS, TEST_STACK } from './stack.js';
+import { checkedFetch } from '../contract.js';
 
 /**
  * Transactional email over HTTP against the local stack: what the SES stand-in received is
@@ -248,7 +249,7 @@ describe('tracking and unsubscribe links', () => {
     const tracked = links.find((link) => link.includes('/t/c?t='));
     expect(tracked).toBeDefined();
     expect(links).toContain('mailto:x@example.com');
-    const click = await fetch(tracked as string, { redirect: 'manual' });
+    const click = await checkedFetch(tracked as string, { redirect: 'manual' });
     expect(click.status).toBe(302);
     expect(click.headers.get('location')).toBe('https://shop.example/item?a=1&b=2');
 
@@ -256,21 +257,24 @@ describe('tracking and unsubscribe links', () => {
       /t=([A-Za-z0-9_-])/,
       (_m, c: string) => `t=${c === 'A' ? 'B' : 'A'}`,
     );
-    const refused = await fetch(tampered, { redirect: 'manual' });
+    const refused = await checkedFetch(tampered, { redirect: 'manual' });
     expect(refused.status).toBe(404);
     expect(refused.headers.get('location')).toBeNull();
-    const other = await fetch(`${(tracked as string).split('?')[0] ?? ''}?t=https://evil.example`, {
-      redirect: 'manual',
-    });
+    const other = await checkedFetch(
+      `${(tracked as string).split('?')[0] ?? ''}?t=https://evil.example`,
+      {
+        redirect: 'manual',
+      },
+    );
     expect(other.status).toBe(404);
 
     const pixel = pixelIn(mail.html || '');
     expect(pixel).toBeDefined();
-    const open = await fetch(pixel as string);
+    const open = await checkedFetch(pixel as string);
     expect(open.status).toBe(200);
     expect(open.headers.get('content-type')).toBe('image/gif');
     // An open token is no click token.
-    const swapped = await fetch((pixel as string).replace('/t/o?', '/t/c?'), {
+    const swapped = await checkedFetch((pixel as string).replace('/t/o?', '/t/c?'), {
       redirect: 'manual',
     });
     expect(swapped.status).toBe(404);
@@ -312,7 +316,7 @@ describe('tracking and unsubscribe links', () => {
     const { mail } = await received(entry?.message_id as string);
     const link = unsubscribeLink(mail) as string;
 
-    const page = await fetch(link);
+    const page = await checkedFetch(link);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toMatch(/text\/html/);
     expect(await page.text()).toContain('<form method="post"');
@@ -320,7 +324,7 @@ describe('tracking and unsubscribe links', () => {
     expect(page.headers.get('content-security-policy')).toContain("form-action 'self'");
     expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(true);
 
-    const forged = await fetch(
+    const forged = await checkedFetch(
       link.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
       {
         method: 'POST',
@@ -331,7 +335,7 @@ describe('tracking and unsubscribe links', () => {
     expect(forged.status).toBe(404);
     expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(true);
 
-    const done = await fetch(link, {
+    const done = await checkedFetch(link, {
       method: 'POST',
       body: 'List-Unsubscribe=One-Click',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

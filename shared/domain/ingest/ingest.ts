@@ -10,10 +10,14 @@ import {
 import { newId } from '../ids.js';
 import type { RecordLedger } from '../merge/merge-engine.js';
 import type { Tenant } from '../tenancy.js';
-import { answerOf, CONTINUED } from '../lifecycle/lifecycle.js';
 import {
-  isLifecycleKind,
-  lifecycleOf,
+  answerOf,
+  CONTINUED,
+  type LifecycleAction,
+  type LifecycleAnswer,
+  type LifecycleSubject,
+} from '../lifecycle/lifecycle.js';
+import {
   REQUEST_KINDS,
   type RequestFailure,
   type RequestKind,
@@ -52,31 +56,56 @@ export interface IngestQueue {
 /** The queue never confirmed a send that may nevertheless have been queued. */
 export class MaybeQueuedError extends ServiceUnavailableError {}
 
-/** The answer of an accepted request: the synchronous shape, every entry `queued`. */
-function queuedAnswer(kind: RequestKind, records: number, requestId: string) {
-  if (isLifecycleKind(kind)) {
-    // A background archive, restore or delete: how many records it is about to change.
-    const { subject, action } = lifecycleOf(kind);
-    return { ...answerOf(subject, action, records, 0), request_id: requestId };
-  }
-  const entries = (entry: object) => Array.from({ length: records }, () => ({ ...entry }));
-  switch (kind) {
-    case 'person-merge':
-      return { people: entries({ status: 'queued' }), request_id: requestId };
-    case 'organizations-merge':
-      return { organizations: entries({ status: 'queued' }), request_id: requestId };
-    case 'accounts-merge':
-      return { accounts: entries({ status: 'queued' }), request_id: requestId };
-    default:
-      return {
-        activities: entries({ person_status: 'queued', status: 'queued' }),
-        request_id: requestId,
-      };
-  }
+type Queued<Answer> = Answer & { request_id: string };
+
+/** The answer of an accepted request of each kind: the synchronous shape, every entry `queued`. */
+export interface QueuedAnswers {
+  'person-merge': Queued<{ people: { status: 'queued' }[] }>;
+  'organizations-merge': Queued<{ organizations: { status: 'queued' }[] }>;
+  'accounts-merge': Queued<{ accounts: { status: 'queued' }[] }>;
+  'activities-create': Queued<{ activities: { person_status: 'queued'; status: 'queued' }[] }>;
+  // A background archive, restore or delete: how many records it is about to change.
+  'person-archive': Queued<LifecycleAnswer<'people', 'archive'>>;
+  'person-restore': Queued<LifecycleAnswer<'people', 'restore'>>;
+  'person-delete': Queued<LifecycleAnswer<'people', 'delete'>>;
+  'organizations-archive': Queued<LifecycleAnswer<'organizations', 'archive'>>;
+  'organizations-restore': Queued<LifecycleAnswer<'organizations', 'restore'>>;
+  'organizations-delete': Queued<LifecycleAnswer<'organizations', 'delete'>>;
 }
 
-export interface AcceptedRequest {
-  kind: RequestKind;
+function queuedAnswer<K extends RequestKind>(
+  kind: K,
+  records: number,
+  requestId: string,
+): QueuedAnswers[K] {
+  const entries = <T extends object>(entry: T) =>
+    Array.from({ length: records }, () => ({ ...entry }));
+  const scheduled =
+    <S extends LifecycleSubject, A extends LifecycleAction>(subject: S, action: A) =>
+    () => ({ ...answerOf(subject, action, records, 0), request_id: requestId });
+  const answers: { [Kind in RequestKind]: () => QueuedAnswers[Kind] } = {
+    'person-merge': () => ({ people: entries({ status: 'queued' }), request_id: requestId }),
+    'organizations-merge': () => ({
+      organizations: entries({ status: 'queued' }),
+      request_id: requestId,
+    }),
+    'accounts-merge': () => ({ accounts: entries({ status: 'queued' }), request_id: requestId }),
+    'activities-create': () => ({
+      activities: entries({ person_status: 'queued', status: 'queued' }),
+      request_id: requestId,
+    }),
+    'person-archive': scheduled('people', 'archive'),
+    'person-restore': scheduled('people', 'restore'),
+    'person-delete': scheduled('people', 'delete'),
+    'organizations-archive': scheduled('organizations', 'archive'),
+    'organizations-restore': scheduled('organizations', 'restore'),
+    'organizations-delete': scheduled('organizations', 'delete'),
+  };
+  return answers[kind]();
+}
+
+export interface AcceptedRequest<K extends RequestKind = RequestKind> {
+  kind: K;
   body: Record<string, unknown>;
   records: number;
   /** The synchronous call's checks (throws what it would answer before writing). */
@@ -90,11 +119,11 @@ export interface AcceptedRequest {
  * the answer is a 503 naming the `request_id` to look up before sending it again (kept for
  * an `Idempotency-Key`, so a retry with the key is told the same).
  */
-export async function acceptIngest(
-  request: AcceptedRequest,
+export async function acceptIngest<K extends RequestKind>(
+  request: AcceptedRequest<K>,
   tenant: Tenant,
   ports: { queue: IngestQueue; requests: RequestStore; now?: () => Date },
-) {
+): Promise<QueuedAnswers[K]> {
   await request.check();
   const requestId = newId();
   const acceptedAt = (ports.now ?? (() => new Date()))().toISOString();

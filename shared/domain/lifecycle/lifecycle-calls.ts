@@ -6,12 +6,14 @@ import type { Tenant } from '../tenancy.js';
 import { parseWith } from '../validation.js';
 import { currentDeadline } from '../../lib/time-budget.js';
 import {
+  answerOf,
   changeRecords,
   CONTINUED,
   LifecycleRequest,
   runLifecycleJob,
   scheduledCount,
   type LifecycleAction,
+  type LifecycleAnswer,
   type LifecycleContext,
   type LifecycleStore,
   type LifecycleSubject,
@@ -21,13 +23,13 @@ import {
  * The calls of archive, restore and delete: the endpoints (`changeLifecycle`) and the
  * ingest worker's background requests (`applyLifecycleJob`).
  */
-function contextOf(
-  subject: LifecycleSubject,
-  action: LifecycleAction,
+function contextOf<S extends LifecycleSubject, A extends LifecycleAction>(
+  subject: S,
+  action: A,
   tenant: Tenant,
   requestId: string,
   store: LifecycleStore,
-): LifecycleContext {
+): LifecycleContext<S, A> {
   return {
     subject,
     action,
@@ -47,21 +49,21 @@ const kindOf = (subject: LifecycleSubject, action: LifecycleAction): LifecycleKi
  * `all_rows_selected` is queued as a background request (the ingest queue) and answered at
  * once with how many records it is about to change and its `request_id`.
  */
-export async function changeLifecycle(
+export async function changeLifecycle<S extends LifecycleSubject, A extends LifecycleAction>(
   request: LifecycleRequest,
   call: {
-    subject: LifecycleSubject;
-    action: LifecycleAction;
+    subject: S;
+    action: A;
     tenant: Tenant;
     requestId: string;
     store: LifecycleStore;
     ingest: { queue: IngestQueue; requests: RequestStore };
   },
-): Promise<Record<string, unknown>> {
+): Promise<LifecycleAnswer<S, A> | (LifecycleAnswer<S, A> & { request_id: string })> {
   const context = contextOf(call.subject, call.action, call.tenant, call.requestId, call.store);
   if (request.inclusion_ids) return changeRecords(request.inclusion_ids, context);
   const scheduled = await scheduledCount(request, context);
-  return acceptIngest(
+  const accepted = await acceptIngest(
     {
       kind: kindOf(call.subject, call.action),
       body: { all_rows_selected: true, exclusion_ids: request.exclusion_ids ?? [] },
@@ -71,6 +73,9 @@ export async function changeLifecycle(
     call.tenant,
     call.ingest,
   );
+  // The queued answer of the request's kind (ingest.ts), typed by this call's subject and
+  // action, which TypeScript cannot follow through the kind's name.
+  return { ...answerOf(call.subject, call.action, scheduled, 0), request_id: accepted.request_id };
 }
 
 /** How long one delivery of a background request works before it queues the rest. */
@@ -88,7 +93,7 @@ export async function applyLifecycleJob(
   tenant: Tenant,
   queued: QueuedRequest,
   ports: { store: LifecycleStore; requests: RequestStore; sliceMs?: number },
-): Promise<Record<string, number> | typeof CONTINUED> {
+): Promise<LifecycleAnswer | typeof CONTINUED> {
   const { subject, action } = lifecycleOf(kind);
   const request = parseWith(LifecycleRequest, body, 'request body');
   const context = contextOf(subject, action, tenant, queued.requestId, ports.store);

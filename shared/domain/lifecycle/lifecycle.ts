@@ -71,16 +71,40 @@ export const LifecycleRequest = z
   });
 export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 
+const NOUNS = { people: 'contacts', organizations: 'organizations' } as const;
+const VERBS = { archive: 'archived', restore: 'restored', delete: 'deleted' } as const;
+
+/**
+ * The answer of an action on a subject: `{scheduled_contacts, archived_contacts}` for people
+ * archived, `{scheduled_organizations, deleted_organizations}` for organizations deleted, …
+ */
+export type LifecycleAnswer<
+  S extends LifecycleSubject = LifecycleSubject,
+  A extends LifecycleAction = LifecycleAction,
+> = S extends LifecycleSubject // one shape per subject and action (a union when either is)
+  ? A extends LifecycleAction
+    ? {
+        [
+          Member in `scheduled_${(typeof NOUNS)[S]}` | `${(typeof VERBS)[A]}_${(typeof NOUNS)[S]}`
+        ]: number;
+      }
+    : never
+  : never;
+
 /** The answer's member names: `scheduled_contacts` and `archived_contacts`, say. */
-export function answerOf(
-  subject: LifecycleSubject,
-  action: LifecycleAction,
+export function answerOf<S extends LifecycleSubject, A extends LifecycleAction>(
+  subject: S,
+  action: A,
   scheduled: number,
   changed: number,
-): Record<string, number> {
-  const noun = subject === 'people' ? 'contacts' : 'organizations';
-  const verb = { archive: 'archived', restore: 'restored', delete: 'deleted' }[action];
-  return { [`scheduled_${noun}`]: scheduled, [`${verb}_${noun}`]: changed };
+): LifecycleAnswer<S, A> {
+  const noun = NOUNS[subject];
+  // TypeScript types an object with computed member names as a string record: the names
+  // are those of LifecycleAnswer by construction.
+  return {
+    [`scheduled_${noun}`]: scheduled,
+    [`${VERBS[action]}_${noun}`]: changed,
+  } as LifecycleAnswer<S, A>;
 }
 
 /** Where a background request stands: the shard and position it reached, what it changed. */
@@ -134,9 +158,12 @@ export interface LifecycleStore {
   audit(instanceId: string, entry: AuditEntry): Promise<void>;
 }
 
-export interface LifecycleContext {
-  subject: LifecycleSubject;
-  action: LifecycleAction;
+export interface LifecycleContext<
+  S extends LifecycleSubject = LifecycleSubject,
+  A extends LifecycleAction = LifecycleAction,
+> {
+  subject: S;
+  action: A;
   instanceId: string;
   dataSource: string;
   requestId: string;
@@ -171,10 +198,10 @@ function apply(context: LifecycleContext, id: string) {
  * state are left alone and not counted. If the store stops the request part-way, the answer
  * is 503 naming which records were changed.
  */
-export async function changeRecords(
+export async function changeRecords<S extends LifecycleSubject, A extends LifecycleAction>(
   ids: string[],
-  context: LifecycleContext,
-): Promise<Record<string, number>> {
+  context: LifecycleContext<S, A>,
+): Promise<LifecycleAnswer<S, A>> {
   const { subject, action, instanceId, store } = context;
   const unique = [...new Set(ids)];
   const states = await store.states(instanceId, unique);
@@ -203,7 +230,7 @@ export async function changeRecords(
   const changed = [...outcomes.values()].filter(Boolean).length;
   if (action === 'delete' && changed > 0) await auditErasure(changed, context);
   if (run.failure) {
-    const verb = { archive: 'archived', restore: 'restored', delete: 'deleted' }[action];
+    const verb = VERBS[action];
     const details: ErrorDetail[] = ids.map((one, index) => {
       const outcome = outcomes.get(one);
       return outcome === undefined
@@ -277,12 +304,12 @@ const PAGE = 100;
  * delivery that dies part-way is redelivered and goes on from the last page saved. Records
  * created after the request was accepted may or may not be included.
  */
-export async function runLifecycleJob(
+export async function runLifecycleJob<S extends LifecycleSubject, A extends LifecycleAction>(
   request: LifecycleRequest,
   scheduled: number,
-  context: LifecycleContext,
+  context: LifecycleContext<S, A>,
   ports: JobPorts,
-): Promise<Record<string, number> | typeof CONTINUED> {
+): Promise<LifecycleAnswer<S, A> | typeof CONTINUED> {
   const { subject, action, instanceId, store } = context;
   const excluded = new Set(request.exclusion_ids ?? []);
   let progress: JobProgress = (await ports.load()) ?? { shard: 0, changed: 0 };

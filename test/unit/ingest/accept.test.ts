@@ -6,7 +6,14 @@ import {
   type IngestMessage,
   type IngestQueue,
 } from '../../../shared/domain/ingest/ingest.js';
-import type { RequestStatus, RequestStore } from '../../../shared/domain/ingest/request-status.js';
+import {
+  getAsyncRequest,
+  REQUEST_KINDS,
+  type RequestKind,
+  type RequestStatus,
+  type RequestStore,
+} from '../../../shared/domain/ingest/request-status.js';
+import { contract } from '../../contract.js';
 import { testTenant } from '../fixtures.js';
 
 /** Request states in memory (the ledger is not needed to accept). */
@@ -93,5 +100,111 @@ describe('accepting an asynchronous request', () => {
     expect((error as Error).message).toContain(detail?.request_id ?? '?');
     // It stays recorded as queued: if it got through, the worker applies it.
     expect((await requests.get('acme', detail?.request_id ?? ''))?.status).toBe('queued');
+  });
+});
+
+/** The answer each kind's route documents (docs/openapi.json), and what it holds when queued. */
+const QUEUED: Record<RequestKind, { schema: string; answer: object }> = {
+  'person-merge': { schema: 'PersonMergeResponse', answer: { people: [{ status: 'queued' }] } },
+  'organizations-merge': {
+    schema: 'OrganizationMergeResponse',
+    answer: { organizations: [{ status: 'queued' }] },
+  },
+  'accounts-merge': {
+    schema: 'AccountMergeResponse',
+    answer: { accounts: [{ status: 'queued' }] },
+  },
+  'activities-create': {
+    schema: 'ActivitiesCreateResponse',
+    answer: { activities: [{ person_status: 'queued', status: 'queued' }] },
+  },
+  'person-archive': {
+    schema: 'PersonArchiveResponse',
+    answer: { scheduled_contacts: 1, archived_contacts: 0 },
+  },
+  'person-restore': {
+    schema: 'PersonRestoreResponse',
+    answer: { scheduled_contacts: 1, restored_contacts: 0 },
+  },
+  'person-delete': {
+    schema: 'PersonDeleteResponse',
+    answer: { scheduled_contacts: 1, deleted_contacts: 0 },
+  },
+  'organizations-archive': {
+    schema: 'OrganizationArchiveResponse',
+    answer: { scheduled_organizations: 1, archived_organizations: 0 },
+  },
+  'organizations-restore': {
+    schema: 'OrganizationRestoreResponse',
+    answer: { scheduled_organizations: 1, restored_organizations: 0 },
+  },
+  'organizations-delete': {
+    schema: 'OrganizationDeleteResponse',
+    answer: { scheduled_organizations: 1, deleted_organizations: 0 },
+  },
+};
+
+describe('the answers of accepted requests', () => {
+  const queue: IngestQueue = { send: () => Promise.resolve() };
+
+  it.each([...REQUEST_KINDS])('%s: the synchronous shape, queued, as documented', async (kind) => {
+    const requests = new MemoryRequests();
+    const answer = await acceptIngest(
+      { kind, body: {}, records: 1, check: () => undefined },
+      tenant,
+      { queue, requests: requests as unknown as RequestStore },
+    );
+    const { schema, answer: expected } = QUEUED[kind];
+    expect(answer).toEqual({ ...expected, request_id: expect.stringMatching(/^[0-9a-f]{24}$/) });
+    expect(contract().problems(`/components/schemas/${schema}`, answer)).toEqual([]);
+  });
+
+  it('shows the progress of a background request while it runs, as documented', async () => {
+    const requests = new MemoryRequests();
+    const { request_id } = await acceptIngest(
+      { kind: 'organizations-delete', body: {}, records: 40, check: () => undefined },
+      tenant,
+      { queue, requests: requests as unknown as RequestStore },
+    );
+    const queued = await getAsyncRequest({ request_id }, 'acme', requests);
+    expect(queued).toEqual({
+      request_id,
+      status: 'queued',
+      progress: { scheduled_organizations: 40, deleted_organizations: 0 },
+    });
+    const stored = requests.items.get(request_id);
+    if (!stored) throw new Error('not recorded');
+    requests.items.set(request_id, {
+      ...stored,
+      status: 'processing',
+      progress: { shard: 3, changed: 17 },
+    });
+    const running = await getAsyncRequest({ request_id }, 'acme', requests);
+    expect(running).toEqual({
+      request_id,
+      status: 'processing',
+      progress: { scheduled_organizations: 40, deleted_organizations: 17 },
+    });
+    requests.items.set(request_id, {
+      ...stored,
+      status: 'done',
+      result: { scheduled_organizations: 40, deleted_organizations: 39 },
+    });
+    const done = await getAsyncRequest({ request_id }, 'acme', requests);
+    expect(done).toEqual({
+      request_id,
+      status: 'done',
+      result: { scheduled_organizations: 40, deleted_organizations: 39 },
+    });
+    for (const answer of [queued, running, done]) {
+      expect(contract().problems('/components/schemas/AsyncGetResponse', answer)).toEqual([]);
+    }
+    // A progress of another shape is not what the document describes.
+    expect(
+      contract().problems('/components/schemas/AsyncGetResponse', {
+        ...running,
+        progress: { scheduled_organizations: 40, archived_contacts: 17 },
+      }),
+    ).not.toEqual([]);
   });
 });

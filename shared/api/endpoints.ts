@@ -1,0 +1,878 @@
+import { z } from 'zod';
+import { ActivitiesCreateRequest } from '../domain/activities/record-activities.js';
+import { ActivityDefinitionRequest } from '../domain/activities/definition-create.js';
+import { TransactionalGetRequest } from '../domain/email/email-status.js';
+import { EmailEntry, TransactionalSendRequest } from '../domain/email/send-request.js';
+import { AsyncGetRequest } from '../domain/ingest/request-status.js';
+import { InstanceSchemaRequest } from '../domain/fields/instance-schema.js';
+import { LifecycleRequest, type LifecycleAction } from '../domain/lifecycle/lifecycle.js';
+import { AccountMembershipRequest, AccountMergeRequest } from '../domain/organizations/accounts.js';
+import { MembershipRequest } from '../domain/organizations/memberships.js';
+import {
+  AccountGetByIdsRequest,
+  OrganizationGetByIdsRequest,
+  OrganizationGetRequest,
+} from '../domain/organizations/organization-get.js';
+import { OrganizationMergeRequest } from '../domain/organizations/organization-merge.js';
+import { PersonMergeRequest } from '../domain/people/merge-request.js';
+import { PersonActivitiesRequest } from '../domain/people/person-activities.js';
+import { PersonGetByIdsRequest, PersonGetRequest } from '../domain/people/person-get.js';
+import { PersonSubscriptionsRequest } from '../domain/people/person-subscriptions.js';
+import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
+import {
+  AccountGetByIdsResponse,
+  AccountGetResponse,
+  AccountMergeResponse,
+  ActivitiesCreateResponse,
+  ActivityDefinitionResponse,
+  ActivityRecord,
+  AsyncGetResponse,
+  EmptyResponse,
+  HealthResponse,
+  InstanceSchemaResponse,
+  Location,
+  OrganizationArchiveResponse,
+  OrganizationDeleteResponse,
+  OrganizationGetByIdsResponse,
+  OrganizationGetResponse,
+  OrganizationMergeRecord,
+  OrganizationMergeResponse,
+  OrganizationRestoreResponse,
+  PersonActivitiesResponse,
+  PersonArchiveResponse,
+  PersonDeleteResponse,
+  PersonFieldsInput,
+  PersonGetByIdsResponse,
+  PersonGetResponse,
+  PersonMergeRecord,
+  PersonMergeResponse,
+  PersonRestoreResponse,
+  PersonSubscriptionsResponse,
+  TransactionalGetResponse,
+  TransactionalSendResponse,
+} from './schemas.js';
+
+/**
+ * The API's description, one entry per route of the routes table (`shared/routes.ts`): what
+ * the OpenAPI document says of it. `npm run openapi` builds `docs/openapi.json` from this
+ * table (`shared/api/document.ts`), and a test fails when a route has no entry here. To
+ * describe a new route, add its entry: its summary, its request body schema (the zod schema
+ * its handler validates with), its answers (the response schemas its handler is typed
+ * with) with examples, and the error statuses that are its own. The statuses every route
+ * shares (edge limits, keys, rate limits, idempotency, the store) are added from the route's
+ * definition.
+ */
+
+export type Tag =
+  | 'People'
+  | 'Organizations'
+  | 'Activities'
+  | 'Asynchronous requests'
+  | 'Transactional email'
+  | 'Email links'
+  | 'Accounts'
+  | 'Instance'
+  | 'Service';
+
+export interface Answer {
+  description: string;
+  /** The JSON body's schema; absent for answers that are not JSON (`content`). */
+  schema?: z.ZodType;
+  example?: unknown;
+  /** A body of another media type (HTML pages, images, scripts). */
+  content?: { type: string; description: string };
+  /** Response headers beyond `X-Request-Id` (documented in `document.ts`). */
+  headers?: readonly ('Location' | 'Cache-Control')[];
+}
+
+export interface Endpoint {
+  tag: Tag;
+  summary: string;
+  description: string;
+  /** The JSON request body, as its handler (or domain) validates it. */
+  request?: z.ZodType;
+  requestExample?: unknown;
+  /** The successful answers by status. */
+  responses: Readonly<Partial<Record<200 | 202 | 302, Answer>>>;
+  /** Error statuses of this route beyond those every route of its kind has. */
+  errors?: readonly number[];
+  /** Query parameters (the public links). */
+  query?: z.ZodObject;
+}
+
+const ids = {
+  person: '66a1f0c2e4b0a1b2c3d4e5f6',
+  person2: '66a1f0c2e4b0a1b2c3d4e5f7',
+  organization: '66a1f0c3e4b0a1b2c3d4e600',
+  activity: '66a1f0c4e4b0a1b2c3d4e611',
+  request: '66a1f0c5e4b0a1b2c3d4e622',
+  message: '66a1f0c6e4b0a1b2c3d4e633',
+};
+
+const cursor = 'eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl';
+
+/** Bodies documented with the real shape of the records the domain reads one by one. */
+const PersonMergeBody = PersonMergeRequest.extend({
+  people: z.array(PersonMergeRecord).min(1).max(100),
+}).meta({ id: 'PersonMergeRequest' });
+
+const OrganizationMergeBody = OrganizationMergeRequest.extend({
+  organizations: z.array(OrganizationMergeRecord).min(1).max(100),
+}).meta({ id: 'OrganizationMergeRequest' });
+
+const ActivitiesCreateBody = ActivitiesCreateRequest.extend({
+  activities: z.array(ActivityRecord).min(1).max(100),
+}).meta({ id: 'ActivitiesCreateRequest' });
+
+const TransactionalSendBody = TransactionalSendRequest.extend({
+  emails: z
+    .array(EmailEntry.extend({ fields: PersonFieldsInput, location: Location.optional() }))
+    .min(1)
+    .max(100),
+}).meta({ id: 'TransactionalSendRequest' });
+
+const AccountMergeBody = AccountMergeRequest.extend({
+  accounts: z.array(OrganizationMergeRecord).min(1).max(100),
+}).meta({ id: 'AccountMergeRequest' });
+
+/** One or the other, as `LifecycleRequest`'s refinement says (both, or neither, is a 400). */
+const LifecycleBody = z
+  .xor([
+    z
+      .object({ inclusion_ids: LifecycleRequest.shape.inclusion_ids.unwrap() })
+      .meta({ title: 'Named records', description: '1 to 100 IDs, changed before the answer' }),
+    z
+      .object({
+        all_rows_selected: z.literal(true),
+        exclusion_ids: LifecycleRequest.shape.exclusion_ids,
+      })
+      .meta({
+        title: 'Every record',
+        description: 'Every record but `exclusion_ids` (up to 1000): a background request',
+      }),
+  ])
+  .meta({ id: 'LifecycleRequest' });
+
+/** What archive, restore and delete do, by action and by the names the route uses. */
+const LIFECYCLE_TEXT: Record<
+  LifecycleAction,
+  (names: { plural: string; singular: string }) => { summary: string; description: string }
+> = {
+  archive: ({ plural }) => ({
+    summary: `Archive ${plural}`,
+    description:
+      plural === 'people'
+        ? 'Archived people leave listings, searches, counters and their organization’s member count, are not emailed, and keep their merge keys: a merge, an activity or a send that finds one is refused for that record (`invalid`), never creates a second person. Restore brings them back.'
+        : `Archived ${plural} leave listings, name searches and \`total_organizations\`, keep their key claims (a merge that finds one is \`invalid\`) and their people. Restore brings them back.`,
+  }),
+  restore: ({ plural }) => ({
+    summary: `Restore archived ${plural}`,
+    description: `Puts archived ${plural} back into listings, searches and counters.`,
+  }),
+  delete: ({ plural, singular }) => ({
+    summary: `Delete archived ${plural} (erasure)`,
+    description:
+      plural === 'people'
+        ? 'Erases archived people (only archived ones: any other is a 400 naming it, and nothing is deleted) and everything that names them: fields, tags, key claims, memberships, activities, kept `Idempotency-Key` answers, asynchronous requests and sent-email records. Kept: the hashed suppression of an address that bounced or complained, and an audit entry without personal data. The body is JSON, as with every call.'
+        : `Deletes archived ${plural} that have no people (one that still has people is a 400 naming it): the ${singular}, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call.`,
+  }),
+};
+
+const VERB = { archive: 'archived', restore: 'restored', delete: 'deleted' } as const;
+
+/** The entry of an archive, restore or delete route. */
+function lifecycle(
+  tag: Tag,
+  names: 'people' | 'organizations' | 'accounts',
+  action: LifecycleAction,
+  schema: z.ZodType,
+): Endpoint {
+  const singular = { people: 'person', organizations: 'organization', accounts: 'account' }[names];
+  const text = LIFECYCLE_TEXT[action]({ plural: names, singular });
+  const noun = names === 'people' ? 'contacts' : 'organizations';
+  const accounts =
+    names === 'accounts'
+      ? ` The organizations endpoint under the accounts names (the same operation and answer).`
+      : '';
+  return {
+    tag,
+    summary: text.summary,
+    description: `${text.description} With \`inclusion_ids\` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and \`scheduled_${noun}\` is 0. With \`all_rows_selected\` the request runs in the background: the answer comes at once with \`scheduled_${noun}\` (how many it is about to change) and a \`request_id\`, and \`POST /v1/async/get\` shows its \`progress\`, then its \`result\` (this answer).${accounts}`,
+    request: LifecycleBody,
+    requestExample: { inclusion_ids: [names === 'people' ? ids.person : ids.organization] },
+    responses: {
+      200: {
+        description: `How many were ${VERB[action]} (or scheduled, in the background)`,
+        schema,
+        example: { [`scheduled_${noun}`]: 0, [`${VERB[action]}_${noun}`]: 1 },
+      },
+    },
+  };
+}
+
+const token = z.object({
+  t: z.string().meta({ description: 'The signed token of the link, as the email holds it' }),
+});
+
+const html = (description: string): Answer => ({
+  description,
+  content: { type: 'text/html', description },
+  headers: ['Cache-Control'],
+});
+
+export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
+  'GET /health': {
+    tag: 'Service',
+    summary: 'Health of the regional API',
+    description: 'Answers 200 once the regional deployment can serve requests. No key needed.',
+    responses: {
+      200: {
+        description: 'Ready',
+        schema: HealthResponse,
+        example: { status: 'ok', region: 'default' },
+      },
+    },
+  },
+  'POST /v1/transactional/send': {
+    tag: 'Transactional email',
+    summary: 'Send transactional email',
+    description:
+      'Sends 1 to 100 emails, each to a person found or created by `merge_by`. Needs the transactional email feature and a Business or Enterprise plan (403 otherwise, before the body is looked at). Subject and body are Liquid templates (`{{ people.first-name }}`, `{{ json.<key> }}`); `campaign_id`/`asset_id` use a stored template. Answers 202 once every email is rendered and queued.',
+    request: TransactionalSendBody,
+    requestExample: {
+      asset: {
+        from_email: 'team@mail.example.com',
+        from_name: 'Example Team',
+        subject: 'Welcome, {{ people.first-name }}',
+        email_name: 'welcome',
+        html_body: '<html><body><p>Hi {{ people.first-name }}!</p></body></html>',
+      },
+      emails: [{ fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada' } }],
+      merge_by: ['str::email'],
+    },
+    responses: {
+      202: {
+        description: 'Every email was validated, rendered, recorded and queued',
+        schema: TransactionalSendResponse,
+        example: {
+          emails: [
+            {
+              person_id: ids.person,
+              contact_status: 'created',
+              email_status: 'queued',
+              message_id: ids.message,
+              email_name: 'welcome',
+            },
+          ],
+        },
+      },
+    },
+    errors: [403],
+  },
+  'POST /v1/transactional/get': {
+    tag: 'Transactional email',
+    summary: 'State and events of sent emails',
+    description:
+      'Where each email stands (`queued`, `sent`, `failed`, `bounced`, `complained`, `suppressed`) with its events, in the order asked. An ID of no email of the instance is an entry with `error: "not found"`; 404 when none is found.',
+    request: TransactionalGetRequest,
+    requestExample: { message_ids: [ids.message] },
+    responses: {
+      200: {
+        description: 'The emails asked for',
+        schema: TransactionalGetResponse,
+        example: {
+          emails: [
+            {
+              message_id: ids.message,
+              person_id: ids.person,
+              email_name: 'welcome',
+              status: 'sent',
+              events: [
+                { type: 'queued', at: '2026-01-05T10:00:00.000Z' },
+                { type: 'sent', at: '2026-01-05T10:00:01.000Z' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+    errors: [404],
+  },
+  'POST /v1/person/merge': {
+    tag: 'People',
+    summary: 'Create or update people',
+    description:
+      'Creates or updates 1 to 100 people by their merge key (`merge_by`, else the data source’s), with tags and subscription permissions. Records that fail are `invalid` with their `error` while the others are applied; a request whose every record is invalid is a 400. With `async: true` the request is checked, queued and answered at once with a `request_id`.',
+    request: PersonMergeBody,
+    requestExample: {
+      people: [
+        {
+          fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada', 'str::last': 'Lovelace' },
+          tags: ['newsletter'],
+        },
+      ],
+      merge_by: ['str::email'],
+    },
+    responses: {
+      200: {
+        description: 'One entry per person sent, in order (`queued` with `async: true`)',
+        schema: PersonMergeResponse,
+        example: { people: [{ person_id: ids.person, status: 'created' }] },
+      },
+    },
+    errors: [403],
+  },
+  'POST /v1/organizations/merge': {
+    tag: 'Organizations',
+    summary: 'Create or update organizations',
+    description:
+      'Creates or updates 1 to 100 organizations by `merge_by` (`str:o:name` and/or `str:o:website`; required). A field sent as `null` under strategy 2 is cleared. `async: true` queues the request.',
+    request: OrganizationMergeBody,
+    requestExample: {
+      organizations: [
+        { fields: { 'str:o:name': 'Analytical Engines Ltd', 'int:o:employees': 12 } },
+      ],
+      merge_by: ['str:o:name'],
+    },
+    responses: {
+      200: {
+        description: 'One entry per organization sent, in order',
+        schema: OrganizationMergeResponse,
+        example: { organizations: [{ organization_id: ids.organization, status: 'created' }] },
+      },
+    },
+  },
+  'PUT /v1/organizations/contacts/add': {
+    tag: 'Organizations',
+    summary: 'Link people to an organization',
+    description: 'Adds people to an organization (at most 3000 people per organization).',
+    request: MembershipRequest,
+    requestExample: { inclusion_ids: [ids.person], organization_id: ids.organization },
+    responses: { 200: { description: 'Linked', schema: EmptyResponse, example: {} } },
+  },
+  'PUT /v1/organizations/contacts/remove': {
+    tag: 'Organizations',
+    summary: 'Unlink people from an organization',
+    description: 'Removes people from an organization; people not in it are left alone.',
+    request: MembershipRequest,
+    requestExample: { inclusion_ids: [ids.person], organization_id: ids.organization },
+    responses: { 200: { description: 'Unlinked', schema: EmptyResponse, example: {} } },
+  },
+  'POST /v1/activities/create': {
+    tag: 'Activities',
+    summary: 'Record activities',
+    description:
+      'Records 1 to 100 activities, each against a person found or created from `fields` (or named by `person_id`). `created` back-dates an activity by at most 90 days; `key` makes a retry record it once. With `async: true` the request is queued.',
+    request: ActivitiesCreateBody,
+    requestExample: {
+      activities: [
+        {
+          activity_id: 'act:cm:purchased',
+          fields: { 'str::email': 'ada@example.com' },
+          attributes: { 'str:cm:item': 'Difference engine', 'int:cm:price': 24990 },
+          key: 'order-1001',
+        },
+      ],
+    },
+    responses: {
+      200: {
+        description: 'One entry per activity sent, in order',
+        schema: ActivitiesCreateResponse,
+        example: {
+          activities: [
+            {
+              person_id: ids.person,
+              person_status: 'merged',
+              activity_id: ids.activity,
+              status: 'ingested',
+            },
+          ],
+        },
+      },
+    },
+    errors: [403],
+  },
+  'POST /v1/async/get': {
+    tag: 'Asynchronous requests',
+    summary: 'State of an asynchronous request',
+    description:
+      'The state of a request sent with `async: true`: `queued`, `processing`, `done` (with `result`, the body the synchronous call answers) or `failed` (with `error` and `code`). 404 for an unknown ID or one of another instance.',
+    request: AsyncGetRequest,
+    requestExample: { request_id: ids.request },
+    responses: {
+      200: {
+        description: 'The request’s state',
+        schema: AsyncGetResponse,
+        example: {
+          request_id: ids.request,
+          status: 'done',
+          result: { people: [{ person_id: ids.person, status: 'created' }] },
+        },
+      },
+    },
+    errors: [404],
+  },
+  'POST /v1/definitions/activity/create': {
+    tag: 'Activities',
+    summary: 'Define a custom activity',
+    description:
+      'Defines an activity (`act:cm:<name>`) with its attributes; 409 when it exists. Attributes map to person fields with `map_to_crm`.',
+    request: ActivityDefinitionRequest,
+    requestExample: {
+      id: 'act:cm:purchased',
+      name: 'Purchased',
+      display_text: 'Purchased {{attribute.item}}',
+      attributes: [
+        { id: 'str:cm:item', name: 'Item' },
+        { id: 'int:cm:price', name: 'Price', kind: 'currency' },
+      ],
+      conversion_value: true,
+    },
+    responses: {
+      200: {
+        description: 'The definition as stored',
+        schema: ActivityDefinitionResponse,
+        example: {
+          activity: {
+            id: 'act:cm:purchased',
+            name: 'Purchased',
+            display_text: 'Purchased {{attribute.item}}',
+            attributes: [
+              { id: 'str:cm:item', name: 'Item' },
+              { id: 'int:cm:price', name: 'Price', kind: 'currency' },
+            ],
+            conversion_value: true,
+            track_as_touch: false,
+          },
+        },
+      },
+    },
+  },
+  'POST /v1/organizations/get': {
+    tag: 'Organizations',
+    summary: 'List organizations',
+    description:
+      'Organizations in pages (`limit`, `offset`, `cursor_id`), with field selection, a name prefix search (`q`) and sort by name.',
+    request: OrganizationGetRequest,
+    requestExample: { limit: 10, fields: ['str:o:name', 'int:o:employees'] },
+    responses: {
+      200: {
+        description: 'A page of organizations',
+        schema: OrganizationGetResponse,
+        example: {
+          organizations: [
+            {
+              id: ids.organization,
+              fields: { 'str:o:name': 'Analytical Engines Ltd', 'int:o:employees': 12 },
+            },
+          ],
+          meta: { total_organizations: 1, total_matches: 1 },
+          offset: 0,
+          next_offset: 1,
+          cursor_id: cursor,
+          has_more: false,
+        },
+      },
+    },
+  },
+  'POST /v1/person/get': {
+    tag: 'People',
+    summary: 'List people',
+    description:
+      'People in pages of 1 to 100: send the previous answer’s `next_offset` and `cursor_id` for the next. `fields` selects what each person shows; `q` searches email and names; `sort_by_field_id` and `filter` narrow and order the listing. `meta` holds the instance’s totals.',
+    request: PersonGetRequest,
+    requestExample: { limit: 2, fields: ['str::email', 'str::first'] },
+    responses: {
+      200: {
+        description: 'A page of people',
+        schema: PersonGetResponse,
+        example: {
+          contacts: [
+            {
+              id: ids.person2,
+              fields: { 'str::email': 'grace@example.com', 'str::first': 'Grace' },
+            },
+            { id: ids.person, fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada' } },
+          ],
+          meta: {
+            total_contacts: 3,
+            total_organizations: 1,
+            total_matches: 3,
+            total_subscribers: 3,
+          },
+          offset: 0,
+          next_offset: 2,
+          cursor_id: cursor,
+          has_more: true,
+        },
+      },
+    },
+  },
+  'POST /v1/person/get-by-ids': {
+    tag: 'People',
+    summary: 'People by ID',
+    description:
+      'Up to 100 people by ID, keyed by ID; IDs of no person of the instance are left out.',
+    request: PersonGetByIdsRequest,
+    requestExample: { contact_ids: [ids.person], fields: ['str::email', 'tags'] },
+    responses: {
+      200: {
+        description: 'The people found',
+        schema: PersonGetByIdsResponse,
+        example: {
+          contacts: {
+            [ids.person]: {
+              id: ids.person,
+              fields: { 'str::email': 'ada@example.com', tags: ['newsletter'] },
+            },
+          },
+        },
+      },
+    },
+  },
+  'POST /v1/person/get/activities': {
+    tag: 'Activities',
+    summary: 'A person’s activities',
+    description:
+      'A person’s activities, newest first, in pages (`cursor_id`), optionally of some definitions only (`activities`).',
+    request: PersonActivitiesRequest,
+    requestExample: { person_id: ids.person, limit: 20 },
+    responses: {
+      200: {
+        description: 'A page of activities',
+        schema: PersonActivitiesResponse,
+        example: {
+          activities: [
+            {
+              id: ids.activity,
+              field_id: 'act:cm:purchased',
+              attr: { 'str:cm:item': 'Difference engine', 'int:cm:price': 24990 },
+              display: 'Purchased Difference engine',
+              created_at: '2026-01-05T10:00:00.000Z',
+            },
+          ],
+          cursor_id: null,
+          has_more: false,
+        },
+      },
+    },
+  },
+  'GET /t/c': {
+    tag: 'Email links',
+    summary: 'Tracked link of an email',
+    description:
+      'Records the click (`act::c`) and redirects to the destination stored with the email (never one taken from the URL).',
+    query: token,
+    responses: {
+      302: {
+        description: 'To the link’s destination',
+        headers: ['Location', 'Cache-Control'],
+      },
+    },
+    errors: [404],
+  },
+  'GET /t/o': {
+    tag: 'Email links',
+    summary: 'Open pixel of an email',
+    description: 'Records the open (`act::o`) and answers a transparent 1×1 GIF.',
+    query: token,
+    responses: {
+      200: {
+        description: 'The pixel',
+        content: { type: 'image/gif', description: 'A 1×1 transparent GIF' },
+        headers: ['Cache-Control'],
+      },
+    },
+    errors: [404],
+  },
+  'GET /t/u': {
+    tag: 'Email links',
+    summary: 'Unsubscribe page',
+    description:
+      'Shows the address (masked) and a button; changes nothing, since mail scanners follow links.',
+    query: token,
+    responses: { 200: html('The confirmation page') },
+    errors: [404],
+  },
+  'POST /t/u': {
+    tag: 'Email links',
+    summary: 'Unsubscribe',
+    description:
+      'Unsubscribes the email’s person (`bol::p` false, `act::u-all`): RFC 8058 one-click (`List-Unsubscribe=One-Click`) or the page’s button.',
+    query: token,
+    responses: { 200: html('The confirmation') },
+    errors: [404],
+  },
+  'POST /v1/person/subscriptions': {
+    tag: 'People',
+    summary: 'Subscription states of people',
+    description:
+      'The email and SMS permissions of 1 to 100 people, looked up by `email` or by `person_id` (exactly one per entry), in the order asked. A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. `subscriptions` (audience memberships) is always empty.',
+    request: PersonSubscriptionsRequest,
+    requestExample: { people: [{ email: 'ada@example.com' }, { person_id: ids.person2 }] },
+    responses: {
+      200: {
+        description: 'One entry per lookup, in order',
+        schema: PersonSubscriptionsResponse,
+        example: {
+          people: [
+            {
+              person_status: 'merged',
+              person_id: ids.person,
+              email: 'ada@example.com',
+              email_permissions: true,
+              sms_permissions: false,
+              subscriptions: [],
+            },
+            {
+              person_status: 'invalid',
+              person_id: ids.person2,
+              error: 'people[1].person_id: no person has this ID',
+            },
+          ],
+        },
+      },
+    },
+  },
+  'PUT /v1/person/archive': lifecycle('People', 'people', 'archive', PersonArchiveResponse),
+  'PUT /v1/person/restore': lifecycle('People', 'people', 'restore', PersonRestoreResponse),
+  'DELETE /v1/person/delete': lifecycle('People', 'people', 'delete', PersonDeleteResponse),
+  'POST /v1/organizations/get-by-ids': {
+    tag: 'Organizations',
+    summary: 'Organizations by ID',
+    description:
+      'Up to 100 organizations by ID, keyed by ID; IDs of no organization of the instance are left out. `fields` defaults to `["str:o:name"]`.',
+    request: OrganizationGetByIdsRequest,
+    requestExample: { organization_ids: [ids.organization], fields: ['str:o:name'] },
+    responses: {
+      200: {
+        description: 'The organizations found',
+        schema: OrganizationGetByIdsResponse,
+        example: {
+          organizations: {
+            [ids.organization]: {
+              id: ids.organization,
+              fields: { 'str:o:name': 'Analytical Engines Ltd' },
+            },
+          },
+        },
+      },
+    },
+  },
+  'PUT /v1/organizations/archive': lifecycle(
+    'Organizations',
+    'organizations',
+    'archive',
+    OrganizationArchiveResponse,
+  ),
+  'PUT /v1/organizations/restore': lifecycle(
+    'Organizations',
+    'organizations',
+    'restore',
+    OrganizationRestoreResponse,
+  ),
+  'DELETE /v1/organizations/delete': lifecycle(
+    'Organizations',
+    'organizations',
+    'delete',
+    OrganizationDeleteResponse,
+  ),
+  'POST /v1/accounts/merge': {
+    tag: 'Accounts',
+    summary: 'Create or update accounts',
+    description:
+      '`POST /v1/organizations/merge` under the accounts names: `accounts` in place of `organizations`, `account_id` in the answer. `async: true` queues the request (its `POST /v1/async/get` result is this answer).',
+    request: AccountMergeBody,
+    requestExample: {
+      accounts: [{ fields: { 'str:o:name': 'Analytical Engines Ltd' } }],
+      merge_by: ['str:o:name'],
+    },
+    responses: {
+      200: {
+        description: 'One entry per account sent, in order',
+        schema: AccountMergeResponse,
+        example: { accounts: [{ account_id: ids.organization, status: 'created' }] },
+      },
+    },
+  },
+  'POST /v1/accounts/get': {
+    tag: 'Accounts',
+    summary: 'List accounts',
+    description:
+      '`POST /v1/organizations/get` under the accounts names: the same body, paging and cursors, answered with `accounts`.',
+    request: OrganizationGetRequest,
+    requestExample: { limit: 10, fields: ['str:o:name'] },
+    responses: {
+      200: {
+        description: 'A page of accounts',
+        schema: AccountGetResponse,
+        example: {
+          accounts: [{ id: ids.organization, fields: { 'str:o:name': 'Analytical Engines Ltd' } }],
+          meta: { total_organizations: 1, total_matches: 1 },
+          offset: 0,
+          next_offset: 1,
+          cursor_id: cursor,
+          has_more: false,
+        },
+      },
+    },
+  },
+  'POST /v1/accounts/get-by-ids': {
+    tag: 'Accounts',
+    summary: 'Accounts by ID',
+    description:
+      '`POST /v1/organizations/get-by-ids` under the accounts names: `account_ids` in, `accounts` out.',
+    request: AccountGetByIdsRequest,
+    requestExample: { account_ids: [ids.organization] },
+    responses: {
+      200: {
+        description: 'The accounts found',
+        schema: AccountGetByIdsResponse,
+        example: {
+          accounts: {
+            [ids.organization]: {
+              id: ids.organization,
+              fields: { 'str:o:name': 'Analytical Engines Ltd' },
+            },
+          },
+        },
+      },
+    },
+  },
+  'PUT /v1/accounts/contacts/add': {
+    tag: 'Accounts',
+    summary: 'Link people to an account',
+    description:
+      'Adds people to an account (at most 3000 people per account): `{"account_id", "person_ids"}` or the organizations’ `{"organization_id", "inclusion_ids"}`, one member of each pair.',
+    request: AccountMembershipRequest,
+    requestExample: { account_id: ids.organization, person_ids: [ids.person] },
+    responses: { 200: { description: 'Linked', schema: EmptyResponse, example: {} } },
+  },
+  'PUT /v1/accounts/contacts/remove': {
+    tag: 'Accounts',
+    summary: 'Unlink people from an account',
+    description:
+      'Removes people from an account; people not in it are left alone. Takes the same two shapes as `contacts/add`.',
+    request: AccountMembershipRequest,
+    requestExample: { account_id: ids.organization, person_ids: [ids.person] },
+    responses: { 200: { description: 'Unlinked', schema: EmptyResponse, example: {} } },
+  },
+  'PUT /v1/accounts/archive': lifecycle(
+    'Accounts',
+    'accounts',
+    'archive',
+    OrganizationArchiveResponse,
+  ),
+  'PUT /v1/accounts/restore': lifecycle(
+    'Accounts',
+    'accounts',
+    'restore',
+    OrganizationRestoreResponse,
+  ),
+  'DELETE /v1/accounts/delete': lifecycle(
+    'Accounts',
+    'accounts',
+    'delete',
+    OrganizationDeleteResponse,
+  ),
+  'POST /v1/instance-schema/get': {
+    tag: 'Instance',
+    summary: 'Fields and activities of the instance',
+    description:
+      'The instance’s fields and activity definitions by namespace: `""` (built-in person fields and activities), `"o"` (built-in organization fields), `"cm"` (custom person fields and activities), `"oc"` (custom organization fields). `[]` or no `namespaces` asks for all; a namespace the instance has none of is left out. Read from the instance’s configuration.',
+    request: InstanceSchemaRequest,
+    requestExample: { namespaces: ['', 'cm'] },
+    responses: {
+      200: {
+        description: 'The namespaces asked for, in order',
+        schema: InstanceSchemaResponse,
+        example: {
+          namespaces: {
+            '': {
+              id: '',
+              fields: {
+                'str::email': {
+                  id: 'str::email',
+                  name: 'Email',
+                  display_type: 'email',
+                  liquid_name: 'people.email',
+                },
+                'str::person_id': {
+                  id: 'str::person_id',
+                  name: 'Person ID',
+                  display_type: 'text',
+                  liquid_name: 'people.id',
+                  read_only: true,
+                },
+              },
+            },
+            cm: {
+              id: 'cm',
+              fields: {
+                'str:cm:favourite-colour': {
+                  id: 'str:cm:favourite-colour',
+                  name: 'Favourite colour',
+                  display_type: 'text',
+                  liquid_name: 'people.custom.favourite-colour',
+                },
+                'act:cm:purchased': {
+                  id: 'act:cm:purchased',
+                  name: 'Purchased',
+                  display_type: 'activity',
+                  attributes: {
+                    'str:cm:item': { id: 'str:cm:item', name: 'Item', display_type: 'text' },
+                    'int:cm:price': {
+                      id: 'int:cm:price',
+                      name: 'Price',
+                      display_type: 'currency',
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  'GET /openapi.json': {
+    tag: 'Service',
+    summary: 'This document',
+    description:
+      'The OpenAPI 3.1 document of the API, with this deployment’s addresses as its servers (its own region first). No key needed.',
+    responses: {
+      200: {
+        description: 'The OpenAPI document',
+        schema: z.looseObject({ openapi: z.literal('3.1.0') }),
+        headers: ['Cache-Control'],
+      },
+    },
+  },
+  'GET /docs': {
+    tag: 'Service',
+    summary: 'API reference page',
+    description:
+      'This document rendered by Swagger UI (served by the API itself, nothing loaded from elsewhere). No key needed.',
+    responses: { 200: html('The reference page') },
+  },
+  ...Object.fromEntries(
+    REFERENCE_ASSETS.map((file) => [
+      `GET /docs/${file}`,
+      {
+        tag: 'Service',
+        summary: `Reference page renderer: ${file}`,
+        description: 'A file of Swagger UI (npm package `swagger-ui-dist`), gzipped when accepted.',
+        responses: {
+          200: {
+            description: file,
+            content: {
+              type: file.endsWith('.css') ? 'text/css' : 'text/javascript',
+              description: file,
+            },
+            headers: ['Cache-Control'],
+          },
+        },
+      } satisfies Endpoint,
+    ]),
+  ),
+};

@@ -1,0 +1,557 @@
+import { z } from 'zod';
+import { ID_PATTERN } from '../domain/ids.js';
+import { LocationInput } from '../domain/location.js';
+import { PersonRecord } from '../domain/people/merge-request.js';
+import { ActivityDefinition } from '../domain/instance-config.js';
+
+/**
+ * The response bodies of the API, declared once: the OpenAPI document (`shared/api/endpoints.ts`)
+ * describes them, handlers type their answers with them (`apiHandler`'s `response`), and the
+ * integration suite checks every answer against the document. Request bodies are the domain's
+ * own schemas; the few documented here are those the domain reads record by record (so that
+ * one bad record does not fail the request), given their real shape for the reader.
+ *
+ * `.meta({ id })` makes a schema a named component of the document.
+ */
+
+const id = (what: string) =>
+  z
+    .string()
+    .regex(ID_PATTERN)
+    .meta({ description: `${what} (24 lowercase hexadecimal characters)` });
+
+export const PersonId = id('A person ID').meta({
+  id: 'PersonId',
+  example: '66a1f0c2e4b0a1b2c3d4e5f6',
+});
+
+// ---------------------------------------------------------------------------------------
+// Field values
+
+export const GeoValue = z
+  .object({ name: z.string() })
+  .meta({ id: 'GeoValue', description: 'A place (`geo` fields)', example: { name: 'Sydney' } });
+
+export const PhoneValue = z.object({ c: z.string().optional(), n: z.string() }).meta({
+  id: 'PhoneValue',
+  description:
+    'A phone number (`phn` fields): country code digits (absent when not known) and the number',
+  example: { c: '61', n: '400000000' },
+});
+
+export const DateValue = z
+  .object({
+    year: z.number().int(),
+    month: z.number().int(),
+    day: z.number().int(),
+    timezone: z.string().meta({ description: "One of the spec's time zones" }),
+  })
+  .meta({
+    id: 'DateValue',
+    description: 'A date (`dtz` fields); an unknown time zone is the spec’s 500',
+    example: { year: 1990, month: 4, day: 12, timezone: 'Australia/Sydney' },
+  });
+
+export const FieldValue = z
+  .union([z.string(), z.number(), z.boolean(), DateValue, GeoValue, PhoneValue])
+  .meta({
+    id: 'FieldValue',
+    description:
+      'A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`)',
+  });
+
+export const FieldInput = z
+  .union([
+    z.string(),
+    z.number().int(),
+    z.boolean(),
+    z.null(),
+    DateValue,
+    GeoValue,
+    PhoneValue,
+    z.object({ phone: z.string(), parse_with_country_code: z.boolean().optional() }),
+    z.object({ n: z.string() }),
+  ])
+  .meta({
+    id: 'FieldInput',
+    description:
+      'A field value as sent: typed by the field ID (see FieldValue); `null` clears the field under merge strategy 2. Phones are also accepted as `{"phone", "parse_with_country_code"}` or `{"n"}`.',
+  });
+
+export const PersonFieldsInput = z.record(z.string(), FieldInput).meta({
+  id: 'PersonFieldsInput',
+  description:
+    'Person fields by field ID (`str::email`, `str::first`, `str:cm:<custom>`, …); unknown fields and values of the wrong type make the record invalid',
+  example: { 'str::email': 'ada@example.com', 'str::first': 'Ada', 'bol::p': true },
+});
+
+export const Location = LocationInput.meta({
+  id: 'Location',
+  description:
+    'Where the person is: `custom` (most specific), `address` (geocoded; Business plan and up) or `source_ip` (offline lookup)',
+});
+
+// ---------------------------------------------------------------------------------------
+// Records the domain reads one by one (documented with their real shape)
+
+export const PersonMergeRecord = PersonRecord.extend({
+  fields: PersonFieldsInput,
+  location: Location.optional(),
+  clear_fields: z.record(z.string(), z.boolean()).optional(),
+}).meta({
+  id: 'PersonMergeRecord',
+  description:
+    'One person to create or update. `str::email` or `str::ei` is required unless merging by `str::person_id`.',
+});
+
+export const OrganizationMergeRecord = z
+  .object({
+    fields: z.record(z.string(), FieldInput).meta({
+      description: 'Organization fields by field ID (`str:o:name`, `int:oc:<custom>`, …)',
+    }),
+    clear_fields: z.record(z.string(), z.boolean()).optional(),
+  })
+  .meta({ id: 'OrganizationMergeRecord' });
+
+export const ActivityRecord = z
+  .object({
+    activity_id: z.string().min(1).meta({ description: 'The definition, `act:cm:<name>`' }),
+    fields: PersonFieldsInput.optional(),
+    person_id: PersonId.optional(),
+    attributes: z.record(z.string(), FieldInput).optional().meta({
+      description: 'Attribute values by attribute ID; attributes the definition lacks are ignored',
+    }),
+    location: Location.optional(),
+    created: z.iso.datetime({ offset: true }).optional().meta({
+      description: 'Back-dates the activity (at most 90 days in the past)',
+    }),
+    key: z.string().min(1).max(255).optional().meta({
+      description:
+        'Deduplication key: an activity with a key already recorded is not recorded again',
+    }),
+  })
+  .meta({ id: 'ActivityRecord' });
+
+// ---------------------------------------------------------------------------------------
+// Errors
+
+export const ErrorDetail = z
+  .object({
+    index: z.number().int().optional(),
+    field: z.string().optional(),
+    status: z.string().optional(),
+    error: z.string().optional(),
+    person_id: z.string().optional(),
+    organization_id: z.string().optional(),
+    account_id: z.string().optional(),
+    activity_id: z.string().optional(),
+    request_id: z.string().optional(),
+    message_id: z.string().optional(),
+  })
+  .meta({ id: 'ErrorDetail', description: 'One record or member the error is about' });
+
+export const ErrorEnvelope = z
+  .object({
+    request_id: z.string(),
+    code: z.number().int().meta({ description: 'The HTTP status' }),
+    error: z.string().meta({ description: 'What was wrong, naming the member' }),
+    details: z.array(ErrorDetail).optional(),
+  })
+  .meta({
+    id: 'Error',
+    description: 'Every error answer',
+    example: {
+      request_id: 'c0a8012e-7d3f-4b7e-9a59-2f1c8b7d9e10',
+      code: 400,
+      error: 'Invalid request body: people: expected 1 to 100 people',
+      details: [{ field: 'people', error: 'expected 1 to 100 people' }],
+    },
+  });
+
+// ---------------------------------------------------------------------------------------
+// Responses
+
+const requestId = z.string().optional().meta({
+  description: 'With `async: true`: the ID to give `POST /v1/async/get`',
+});
+
+export const PersonMergeResponse = z
+  .object({
+    people: z.array(
+      z.object({
+        person_id: PersonId.optional(),
+        status: z.enum(['created', 'merged', 'skipped', 'invalid', 'queued']),
+        error: z.string().optional(),
+      }),
+    ),
+    request_id: requestId,
+  })
+  .meta({ id: 'PersonMergeResponse', description: 'One entry per person sent, in order' });
+
+export const OrganizationMergeResponse = z
+  .object({
+    organizations: z.array(
+      z.object({
+        organization_id: id('An organization ID').optional(),
+        status: z.enum(['created', 'merged', 'skipped', 'invalid', 'queued']),
+        error: z.string().optional(),
+      }),
+    ),
+    request_id: requestId,
+  })
+  .meta({ id: 'OrganizationMergeResponse' });
+
+export const ActivitiesCreateResponse = z
+  .object({
+    activities: z.array(
+      z.object({
+        person_id: PersonId.optional(),
+        person_status: z.enum(['created', 'merged', 'skipped', 'by-id', 'invalid', 'queued']),
+        activity_id: z.string().optional().meta({ description: 'The recorded activity’s ID' }),
+        status: z.enum(['ingested', 'queued', 'invalid']),
+        error: z.string().optional(),
+      }),
+    ),
+    request_id: requestId,
+  })
+  .meta({ id: 'ActivitiesCreateResponse' });
+
+export const EmptyResponse = z.object({}).meta({ id: 'Empty' });
+
+export const Contact = z
+  .object({
+    id: PersonId,
+    fields: z
+      .record(z.string(), z.union([FieldValue, z.array(z.string())]))
+      .optional()
+      .meta({
+        description:
+          'The requested fields the person has (`tags` is an array of strings; `idt::o` the organization ID)',
+      }),
+  })
+  .meta({ id: 'Contact' });
+
+export const PersonGetResponse = z
+  .object({
+    contacts: z.array(Contact),
+    meta: z.object({
+      total_contacts: z.number().int(),
+      total_organizations: z.number().int(),
+      total_matches: z.number().int(),
+      total_subscribers: z.number().int(),
+    }),
+    offset: z.number().int(),
+    next_offset: z.number().int(),
+    cursor_id: z.string().meta({ description: 'Send it with `next_offset` for the next page' }),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'PersonGetResponse' });
+
+export const PersonGetByIdsResponse = z
+  .object({
+    contacts: z.record(z.string(), Contact).meta({
+      description: 'By person ID; IDs of no person of the instance are left out',
+    }),
+  })
+  .meta({ id: 'PersonGetByIdsResponse' });
+
+export const PersonActivitiesResponse = z
+  .object({
+    activities: z.array(
+      z.object({
+        id: z.string(),
+        field_id: z
+          .string()
+          .meta({ description: 'The activity definition (`act:cm:…`, `act::o`)' }),
+        attr: z.record(z.string(), z.unknown()),
+        display: z.string().optional(),
+        value: z.number().optional(),
+        location: z.record(z.string(), z.unknown()).optional(),
+        created_at: z.string(),
+      }),
+    ),
+    cursor_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'PersonActivitiesResponse', description: 'Newest first' });
+
+export const OrganizationView = z
+  .object({
+    id: id('An organization ID'),
+    fields: z.record(z.string(), FieldValue).optional().meta({
+      description: 'The requested fields the organization has (none: no `fields`)',
+    }),
+  })
+  .meta({ id: 'Organization' });
+
+const listingMeta = z.object({
+  total_organizations: z.number().int(),
+  total_matches: z.number().int(),
+});
+
+export const OrganizationGetResponse = z
+  .object({
+    organizations: z.array(OrganizationView),
+    meta: listingMeta,
+    offset: z.number().int(),
+    next_offset: z.number().int(),
+    cursor_id: z.string(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'OrganizationGetResponse' });
+
+export const ActivityDefinitionResponse = z
+  .object({ activity: ActivityDefinition })
+  .meta({ id: 'ActivityDefinitionResponse' });
+
+export const TransactionalSendResponse = z
+  .object({
+    emails: z.array(
+      z.object({
+        person_id: PersonId.optional(),
+        contact_status: z.enum(['created', 'merged', 'skipped', 'invalid']),
+        email_status: z.enum(['queued', 'skipped', 'suppressed', 'invalid']),
+        message_id: z.string().optional(),
+        email_name: z.string().optional(),
+        error: z.string().optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'TransactionalSendResponse', description: 'One entry per recipient, in order' });
+
+export const EmailEventView = z
+  .object({
+    type: z.string(),
+    at: z.string(),
+    url: z.string().optional(),
+    detail: z.string().optional(),
+  })
+  .meta({ id: 'EmailEvent' });
+
+export const TransactionalGetResponse = z
+  .object({
+    emails: z.array(
+      z.object({
+        message_id: z.string(),
+        person_id: z.string().optional(),
+        email_name: z.string().optional(),
+        status: z
+          .enum(['queued', 'sent', 'failed', 'bounced', 'complained', 'suppressed'])
+          .optional(),
+        error: z.string().optional(),
+        events: z.array(EmailEventView).optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'TransactionalGetResponse', description: 'In the order asked' });
+
+export const HealthResponse = z
+  .object({ status: z.literal('ok'), region: z.string() })
+  .meta({ id: 'HealthResponse' });
+
+// ---------------------------------------------------------------------------------------
+// Beyond the spec (issue 15): the shapes of the real API's recorded answers (docs/api.md)
+
+const count = (what: string) => z.number().int().min(0).meta({ description: what });
+
+const mergeStatus = z.enum(['created', 'merged', 'skipped', 'invalid', 'queued']);
+
+export const AccountMergeResponse = z
+  .object({
+    accounts: z.array(
+      z.object({
+        account_id: id('An account (organization) ID').optional(),
+        status: mergeStatus,
+        error: z.string().optional(),
+      }),
+    ),
+    request_id: requestId,
+  })
+  .meta({
+    id: 'AccountMergeResponse',
+    description: 'One entry per account sent, in order (organizations merge, accounts names)',
+  });
+
+export const AccountGetResponse = z
+  .object({
+    accounts: z.array(OrganizationView),
+    meta: listingMeta,
+    offset: z.number().int(),
+    next_offset: z.number().int(),
+    cursor_id: z.string(),
+    has_more: z.boolean(),
+  })
+  .meta({
+    id: 'AccountGetResponse',
+    description: 'A page of organizations under the accounts names',
+  });
+
+export const OrganizationGetByIdsResponse = z
+  .object({
+    organizations: z.record(z.string(), OrganizationView).meta({
+      description: 'By organization ID; IDs of no organization of the instance are left out',
+    }),
+  })
+  .meta({ id: 'OrganizationGetByIdsResponse' });
+
+export const AccountGetByIdsResponse = z
+  .object({
+    accounts: z.record(z.string(), OrganizationView).meta({
+      description: 'By account ID; IDs of no account of the instance are left out',
+    }),
+  })
+  .meta({ id: 'AccountGetByIdsResponse' });
+
+export const SubscriptionEntry = z
+  .union([
+    z.object({
+      person_status: z.enum(['merged', 'by-id']).meta({
+        description: '`merged` when looked up by email, `by-id` when by ID',
+      }),
+      person_id: PersonId,
+      email: z.string().optional().meta({
+        description: 'Looked up by email: the address the person holds',
+      }),
+      email_permissions: z.boolean().meta({ description: '`bol::p` (true when not set)' }),
+      sms_permissions: z.boolean().meta({ description: '`bol::sp` (false when not set)' }),
+      subscriptions: z.array(z.never()).meta({
+        description: 'Audience memberships: always empty (this product has no audiences)',
+      }),
+    }),
+    z.object({
+      person_status: z.literal('invalid'),
+      person_id: z.string().optional().meta({ description: 'As asked' }),
+      email: z.string().optional().meta({ description: 'As asked' }),
+      error: z.string().meta({ description: 'Which lookup found no one' }),
+    }),
+  ])
+  .meta({ id: 'SubscriptionEntry' });
+
+export const PersonSubscriptionsResponse = z
+  .object({ people: z.array(SubscriptionEntry) })
+  .meta({ id: 'PersonSubscriptionsResponse', description: 'One entry per lookup, in order' });
+
+export const SchemaField = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    display_type: z.string().meta({
+      description:
+        '`text`, `email`, `link`, `long_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` for activities',
+    }),
+    liquid_name: z.string().optional().meta({
+      description: 'The variable transactional email templates read it by',
+    }),
+    read_only: z.literal(true).optional().meta({ description: 'Clients cannot write it' }),
+  })
+  .meta({ id: 'SchemaField' });
+
+export const SchemaActivity = SchemaField.extend({
+  display_type: z.literal('activity'),
+  attributes: z.record(z.string(), SchemaField),
+}).meta({ id: 'SchemaActivity', description: 'An activity definition and its attributes' });
+
+export const InstanceSchemaResponse = z
+  .object({
+    namespaces: z.record(
+      z.string(),
+      z.object({
+        id: z.string(),
+        org: z.literal(true).optional().meta({ description: 'Organization fields' }),
+        fields: z.record(z.string(), z.union([SchemaActivity, SchemaField])),
+      }),
+    ),
+  })
+  .meta({ id: 'InstanceSchemaResponse', description: 'The namespaces asked for, in order' });
+
+// Archive, restore and delete: `scheduled_…` (how many a background request, sent with
+// `all_rows_selected`, is about to change; 0 with `inclusion_ids`) and how many were changed.
+
+const scheduled = count(
+  'How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids`',
+);
+const changed = (verb: string) =>
+  count(`How many records this call ${verb} (a background request: 0 until it is done)`);
+const backgroundId = z.string().optional().meta({
+  description: 'With `all_rows_selected`: the ID to give `POST /v1/async/get`',
+});
+
+export const PersonArchiveResponse = z
+  .object({
+    scheduled_contacts: scheduled,
+    archived_contacts: changed('archived'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'PersonArchiveResponse' });
+
+export const PersonRestoreResponse = z
+  .object({
+    scheduled_contacts: scheduled,
+    restored_contacts: changed('restored'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'PersonRestoreResponse' });
+
+export const PersonDeleteResponse = z
+  .object({
+    scheduled_contacts: scheduled,
+    deleted_contacts: changed('deleted'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'PersonDeleteResponse' });
+
+export const OrganizationArchiveResponse = z
+  .object({
+    scheduled_organizations: scheduled,
+    archived_organizations: changed('archived'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'OrganizationArchiveResponse' });
+
+export const OrganizationRestoreResponse = z
+  .object({
+    scheduled_organizations: scheduled,
+    restored_organizations: changed('restored'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'OrganizationRestoreResponse' });
+
+export const OrganizationDeleteResponse = z
+  .object({
+    scheduled_organizations: scheduled,
+    deleted_organizations: changed('deleted'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'OrganizationDeleteResponse' });
+
+/** What a background archive, restore or delete has changed so far (its answer's shape). */
+export const LifecycleProgress = z
+  .union([
+    PersonArchiveResponse.omit({ request_id: true }),
+    PersonRestoreResponse.omit({ request_id: true }),
+    PersonDeleteResponse.omit({ request_id: true }),
+    OrganizationArchiveResponse.omit({ request_id: true }),
+    OrganizationRestoreResponse.omit({ request_id: true }),
+    OrganizationDeleteResponse.omit({ request_id: true }),
+  ])
+  .meta({
+    id: 'LifecycleProgress',
+    description:
+      'A background archive, restore or delete while `queued` or `processing`: its answer so far (`scheduled_…`, and how many it has changed)',
+  });
+
+export const AsyncGetResponse = z
+  .object({
+    request_id: z.string(),
+    status: z.enum(['queued', 'processing', 'done', 'failed']),
+    progress: LifecycleProgress.optional(),
+    result: z.unknown().optional().meta({
+      description: 'When `done`: exactly the body the synchronous call answers',
+    }),
+    error: z.string().optional(),
+    code: z.number().int().optional().meta({
+      description: 'When `failed`: the status the synchronous call would have answered',
+    }),
+    details: z.array(ErrorDetail).optional(),
+  })
+  .meta({ id: 'AsyncGetResponse' });
