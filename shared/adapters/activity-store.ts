@@ -237,7 +237,8 @@ export class DynamoActivityStore implements ActivityStore {
               Key: personKey(instanceId, personId),
               // The version moves too, so a whole-state write planned before this one fails.
               UpdateExpression: `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}`,
-              ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
+              // Never on an archived person (a request may have found them before the archive).
+              ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(${x.name('archived_at')}) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
               ExpressionAttributeNames: x.names,
               ExpressionAttributeValues: x.values,
             },
@@ -245,7 +246,8 @@ export class DynamoActivityStore implements ActivityStore {
         ],
       });
     } catch (error) {
-      // A later touch is already recorded: last seen never moves back.
+      // A later touch is already recorded (last seen never moves back), or the person was
+      // archived meanwhile.
       if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return;
       logger.warn('Last seen was not moved forward (the activity stands)', {
         instance: instanceId,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
@@ -19,6 +20,12 @@ import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.j
  *
  * When the budget runs out the call fails with `ServiceUnavailableError` (503 with
  * `Retry-After`). Anything else (a failed condition, a validation error) is the caller's.
+ *
+ * A transaction marked with `leaveCancellationsToCaller` gets its cancellations back at once,
+ * whatever their reasons: the transaction batcher, whose calls carry the items of many
+ * records, retries only the records whose items met the conflict (and a conflicting counter
+ * shard on another shard), instead of the whole call unchanged. Throttling of the whole call
+ * and an unavailable store are still retried here.
  */
 const THROTTLING = new Set([
   'ProvisionedThroughputExceededException',
@@ -93,7 +100,22 @@ export function classifyStoreError(error: unknown): StoreFailure | undefined {
   return undefined;
 }
 
-function unavailable(command: string, error: unknown): ServiceUnavailableError {
+const CANCELLATIONS_TO_CALLER = 'cdpCancellationsToCaller';
+
+/** Marks a transaction whose cancellations its caller handles itself (see above). */
+export function leaveCancellationsToCaller(command: TransactWriteCommand): TransactWriteCommand {
+  command.middlewareStack.add(
+    (next, context) => (args) => {
+      (context as Record<string, unknown>)[CANCELLATIONS_TO_CALLER] = true;
+      return next(args);
+    },
+    { step: 'initialize', name: CANCELLATIONS_TO_CALLER, override: true },
+  );
+  return command;
+}
+
+/** The 503 of a store that stayed overloaded or unavailable through the request's budget. */
+export function storeUnavailable(command: string, error: unknown): ServiceUnavailableError {
   logger.warn('DynamoDB stayed unavailable through the retry budget', {
     command,
     error: error as Error,
@@ -122,11 +144,15 @@ export function addStoreRetries(client: DynamoDBClient): void {
         } catch (error) {
           const failure = classifyStoreError(error);
           if (failure === undefined) throw error;
+          const cancelled = (error as SdkError).name === 'TransactionCanceledException';
+          if (cancelled && (context as Record<string, unknown>)[CANCELLATIONS_TO_CALLER] === true) {
+            throw error;
+          }
           if (failure === 'unavailable' && !REPEATABLE.has(command)) {
-            throw unavailable(command, error);
+            throw storeUnavailable(command, error);
           }
           const wait = backoffMs(attempt);
-          if (!canWait(wait, deadline)) throw unavailable(command, error);
+          if (!canWait(wait, deadline)) throw storeUnavailable(command, error);
           if (failure === 'unavailable') uncertain = true;
           // A refused transaction changed nothing: the next attempt may be a new one.
           else if (transaction && !uncertain) args = withToken(args);

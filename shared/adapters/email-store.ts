@@ -84,27 +84,31 @@ export class DynamoEmailStore implements EmailStore {
 
   async create(records: EmailRecord[], written: (messageId: string) => void): Promise<void> {
     const expires = Math.floor(Date.now() / 1000) + EMAIL_RETENTION_DAYS * 86_400;
-    // Each email with a reference from its person (erasure finds it by key), in one batch.
+    // The references first, in batches of their own: an email is never stored without the
+    // reference erasure finds it by (a batch is not atomic, and one that stops part-way
+    // would leave an email written and its reference not).
     await batchWrite(
       this.db,
       this.tables.emails,
-      records.flatMap((record) => [
-        ...referencePuts(record.instance_id, [record.person_id], `M#${record.message_id}`, expires),
-        {
-          PutRequest: {
-            Item: {
-              ...messageKey(record.instance_id, record.message_id),
-              ...record,
-              expires_at: expires,
-            },
+      records.flatMap((record) =>
+        referencePuts(record.instance_id, [record.person_id], `M#${record.message_id}`, expires),
+      ),
+    );
+    await batchWrite(
+      this.db,
+      this.tables.emails,
+      records.map((record) => ({
+        PutRequest: {
+          Item: {
+            ...messageKey(record.instance_id, record.message_id),
+            ...record,
+            expires_at: expires,
           },
         },
-      ]),
+      })),
       (done) => {
         for (const request of done) {
-          if ('PutRequest' in request && request.PutRequest.Item.sk === 'M') {
-            written(String(request.PutRequest.Item.message_id));
-          }
+          if ('PutRequest' in request) written(String(request.PutRequest.Item.message_id));
         }
       },
     );

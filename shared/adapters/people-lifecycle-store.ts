@@ -56,8 +56,8 @@ import { queryShard } from './sharded-index.js';
  *   email permission, the organization), so a concurrent merge or move makes it read again;
  * - restoring reverses it; the organization takes the person back only if it still exists
  *   and has room (3000), else the link is dropped;
- * - erasing deletes what names the person (activities and their keys, the records its
- *   references point to, payloads), then the person, its claims and its count together.
+ * - erasing deletes what names the person (the records its references point to, payloads,
+ *   then activities and their keys), then the person, its claims and its count together.
  */
 export interface PayloadEraser {
   /** Deletes objects of the payloads bucket; absent ones are no error. */
@@ -319,9 +319,11 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     const person = await this.read(instanceId, id);
     if (!person?.archived_at) return false;
     // What names the person goes first: if this stops part-way, the person is still there
-    // (archived) and a repeat finds the rest.
-    await this.eraseActivities(instanceId, id);
+    // (archived) and a repeat finds the rest. The emails before the timeline: an email event
+    // (SES, a click or an open) records an activity only while its email exists, so one
+    // handled during the erasure cannot add to a timeline already erased.
     await this.eraseReferenced(instanceId, id);
+    await this.eraseActivities(instanceId, id);
     const released = [...claimsOf(person.fields, keyFields)];
     return untilSettled(`person ${id}`, async () => {
       const items: TransactItem[] = [

@@ -18,6 +18,7 @@ import {
 } from '../domain/merge/merge-engine.js';
 import { markerKey, MARKER_TTL_SECONDS } from './request-store.js';
 import { batchGet, cancellationReasons, type ExpressionBuilder } from './dynamo-helpers.js';
+import { TRANSIENT_REASONS } from './dynamo-resilience.js';
 import type { TransactionBatcher, TransactionPart } from './transaction-batcher.js';
 
 /**
@@ -280,6 +281,9 @@ export function mergeWriteError(
   if (notHeld.length > 0) {
     return new ClaimNotHeldError(notHeld.map(([field, value]) => ({ field, value })));
   }
-  if (codes.includes('TransactionConflict')) return new WriteConflictError();
+  // Nothing was applied and the same write may pass later (`TRANSIENT_REASONS`).
+  if (codes.some((code) => code !== undefined && code !== 'None' && TRANSIENT_REASONS.has(code))) {
+    return new WriteConflictError();
+  }
   return error;
 }

@@ -1,11 +1,22 @@
 import { randomInt } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { backoffMs, canWait, currentBudget, withDeadline } from '../lib/time-budget.js';
+import {
+  backoffMs,
+  canWait,
+  currentBudget,
+  DEFAULT_BUDGET_MS,
+  withDeadline,
+} from '../lib/time-budget.js';
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { runBounded } from '../lib/bounded.js';
 import { cancellationReasons } from './dynamo-helpers.js';
-import { classifyStoreError, TRANSIENT_REASONS } from './dynamo-resilience.js';
+import {
+  classifyStoreError,
+  leaveCancellationsToCaller,
+  storeUnavailable,
+  TRANSIENT_REASONS,
+} from './dynamo-resilience.js';
 import type { TransactItem } from './record-writes.js';
 
 /**
@@ -15,14 +26,20 @@ import type { TransactItem } from './record-writes.js';
  * together or not at all, and a failure is reported to that record alone, as the
  * cancellation of a transaction made of its items only (so the callers' mapping of
  * cancellation reasons to positions is unchanged). A record whose items met no failure in a
- * transaction cancelled by others is written again with the rest, until every record is
- * written or refused. What a request makes at once (the merge engine writes up to a hundred
+ * transaction cancelled by others is written again with the rest at once, until every record
+ * is written or refused; one whose own items met a conflict or throttling is written again
+ * after a backoff (the client leaves these cancellations to the batcher: it would re-send the
+ * whole call unchanged); a conflict on the counter shard alone sends the call again at once,
+ * on the next shard. A record that cannot be tried again within its time budget fails with
+ * `ServiceUnavailableError` (503), as the client's retries would have. Throttling of a whole
+ * call, and a store unavailable, are retried by the client (`dynamo-resilience.ts`). What a request makes at once (the merge engine writes up to a hundred
  * records in parallel) thus costs a few calls instead of one per record: on DynamoDB Local
  * a call's own cost dominates, and on AWS every call costs the function CPU and a round trip,
  * while the capacity is the same (two write units per item and KB in a transaction either way).
  *
  * Rules of a batch, kept here so that callers need not know them:
- * - at most `maxItems` items (DynamoDB's 100) and about `maxBytes` (its limit is 4 MB);
+ * - at most `maxItems` items (DynamoDB's 100) and about `maxBytes` of UTF-8 (its limit is
+ *   4 MB, counted in bytes);
  * - no item twice (DynamoDB refuses a transaction naming one item twice): a record naming
  *   an item of the batch being filled waits for the next one;
  * - counters (`ADD` of numbers without condition) are summed over the batch into one update
@@ -53,6 +70,8 @@ interface Pending {
   alone: boolean;
   /** Transactions this part met conflicts in (another part's failure made them visible). */
   conflicts: number;
+  /** Epoch ms after which it is not tried again (its request's deadline). */
+  deadline: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -86,9 +105,13 @@ function itemKey(entry: TransactItem): string {
 
 const counterId = (counter: CounterAdd) => `${counter.table}\u0000${counter.pk}`;
 
-/** What a part weighs against the 4 MB limit (JSON is a fair upper estimate of item size). */
-function weigh(part: TransactionPart): number {
-  return part.items.reduce((sum, item) => sum + JSON.stringify(item).length, 0);
+/**
+ * What a part weighs against the 4 MB limit, in bytes as DynamoDB counts them (UTF-8): JSON is
+ * a fair upper estimate of item size, but a string's length counts UTF-16 units, which
+ * understates non-Latin text up to three times.
+ */
+export function weigh(part: TransactionPart): number {
+  return part.items.reduce((sum, item) => sum + Buffer.byteLength(JSON.stringify(item), 'utf8'), 0);
 }
 
 /** A cancellation as a transaction of the part's items alone would have had it. */
@@ -115,6 +138,7 @@ export class TransactionBatcher {
 
   /** Writes the part's items (and counters) atomically, sharing a call with parts made meanwhile. */
   write(part: TransactionPart): Promise<void> {
+    const budget = currentBudget() ?? NO_BUDGET;
     return new Promise((resolve, reject) => {
       this.enqueue(
         {
@@ -123,10 +147,11 @@ export class TransactionBatcher {
           keys: part.items.map(itemKey),
           alone: false,
           conflicts: 0,
+          deadline: budget === NO_BUDGET ? Date.now() + DEFAULT_BUDGET_MS : budget.deadline,
           resolve,
           reject,
         },
-        currentBudget() ?? NO_BUDGET,
+        budget,
       );
     });
   }
@@ -245,53 +270,91 @@ export class TransactionBatcher {
   /** Sends one transaction; the store's failure, when it failed for the store. */
   private async send(members: Pending[], budget: Budget): Promise<{ error: unknown } | undefined> {
     const items = members.flatMap((member) => member.part.items);
+    // The counter shards are chosen again for every call, so a call sent again after a
+    // conflict on its shard goes to another one.
     const counters = this.counterItems(members);
     try {
-      await this.db.send(new TransactWriteCommand({ TransactItems: [...items, ...counters] }));
+      await this.db.send(
+        leaveCancellationsToCaller(
+          new TransactWriteCommand({ TransactItems: [...items, ...counters] }),
+        ),
+      );
     } catch (error) {
       const reasons = cancellationReasons(error);
+      if (!reasons) {
+        // The client retried what can be retried (throttling, the store unavailable).
+        if (classifyStoreError(error) !== undefined || error instanceof ServiceUnavailableError) {
+          for (const member of members) member.reject(error);
+          return { error };
+        }
+        this.refusedShape(members, error, budget);
+        return undefined;
+      }
+      const codeOf = (reason: { Code?: string } | undefined) => reason?.Code ?? 'None';
       const own = (index: number) => {
         const start = members
           .slice(0, index)
           .reduce((sum, member) => sum + member.part.items.length, 0);
         return (members[index]?.part.items ?? []).map(
-          (_, i) => reasons?.[start + i] ?? { Code: 'None' },
+          (_, i) => reasons[start + i] ?? { Code: 'None' },
         );
       };
       const failed = members.map((_, index) =>
-        own(index).some((reason) => (reason.Code ?? 'None') !== 'None'),
+        own(index).some((reason) => codeOf(reason) !== 'None'),
       );
-      if (!reasons || !failed.includes(true)) {
-        if (classifyStoreError(error) !== undefined || error instanceof ServiceUnavailableError) {
-          for (const member of members) member.reject(error);
-          return { error };
-        }
-        if (members.length === 1) members[0]?.reject(error);
-        // Which record the store refused is unknown: each is tried alone.
-        else for (const member of members) this.enqueue({ ...member, alone: true }, budget);
+      const counterCodes = counters.map((_, i) => codeOf(reasons[items.length + i]));
+      const counterFailed = counterCodes.some((code) => code !== 'None');
+      if (!failed.includes(true) && !counterFailed) {
+        // A cancellation that names no item: which record it was is unknown.
+        this.refusedShape(members, error, budget);
         return undefined;
       }
+      if (counterFailed && !counterCodes.every((code) => TRANSIENT_REASONS.has(code))) {
+        // Counters are additions without condition: nothing a record did can fail them.
+        for (const member of members) member.reject(error);
+        return undefined;
+      }
+      // The counter shard met another transaction: the next call takes another shard, at
+      // once; throttled, the partition (every shard) needs time.
+      const counterWait = (member: Pending) =>
+        counterCodes.every((code) => code === 'None' || code === 'TransactionConflict')
+          ? 0
+          : backoffMs(member.conflicts);
+      let unavailable: ServiceUnavailableError | undefined;
+      const again = (member: Pending, wait: number, counted: boolean) => {
+        if (!canWait(wait, member.deadline)) {
+          unavailable ??= storeUnavailable('TransactWriteItemsCommand', error);
+          member.reject(unavailable);
+          return;
+        }
+        const next = counted ? { ...member, conflicts: member.conflicts + 1 } : member;
+        if (wait === 0) this.enqueue(next, budget);
+        else {
+          setTimeout(() => {
+            this.enqueue(next, budget);
+          }, wait);
+        }
+      };
       members.forEach((member, index) => {
-        const codes = own(index).map((reason) => reason.Code ?? 'None');
+        const codes = own(index).map(codeOf);
         if (!failed[index]) {
-          // Cancelled by another record only: written again with the rest.
-          this.enqueue(member, budget);
+          // Cancelled by another record, or by the counter shard: written again with the rest.
+          again(member, counterFailed ? counterWait(member) : 0, counterFailed);
         } else if (codes.every((code) => TRANSIENT_REASONS.has(code))) {
           // Its own items met conflicts or throttling: written again after a while, as the
           // store's retries would have done had it been alone.
-          const wait = backoffMs(member.conflicts);
-          if (!canWait(wait)) member.reject(partCancellation(own(index)));
-          else {
-            const again = { ...member, conflicts: member.conflicts + 1 };
-            setTimeout(() => {
-              this.enqueue(again, budget);
-            }, wait);
-          }
+          again(member, backoffMs(member.conflicts), true);
         } else member.reject(partCancellation(own(index)));
       });
       return undefined;
     }
     for (const member of members) member.resolve();
     return undefined;
+  }
+
+  /** The store refused the call, not a record's condition: each record is tried alone. */
+  private refusedShape(members: Pending[], error: unknown, budget: Budget) {
+    if (members.length === 1) members[0]?.reject(error);
+    else for (const member of members) this.enqueue({ ...member, alone: true }, budget);
   }
 }

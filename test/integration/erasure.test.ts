@@ -4,9 +4,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
+import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { repairCounts } from '../../shared/adapters/counter-repair.js';
+import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
 import { TABLES, tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
 import { until } from './emails.js';
@@ -544,4 +547,134 @@ describe('all_rows_selected, in the background', () => {
     );
     expect(leftovers).toEqual([]);
   }, 120_000);
+});
+
+describe('archive and erase racing other writes', () => {
+  const lifecycleTables = {
+    people: tables.people,
+    organizations: tables.organizations,
+    activities: tableName('default', 'activities'),
+    requests: tableName('default', 'requests'),
+    emails: tableName('default', 'emails'),
+  };
+
+  async function archivedPerson(label: string) {
+    const merged = await ok('/v1/person/merge', {
+      people: [{ fields: { 'str::email': `${label}-${stamp}@example.com` } }],
+    });
+    const id = (merged.people as { person_id: string }[])[0]?.person_id as string;
+    expect((await archive([id])).status).toBe(200);
+    return id;
+  }
+
+  async function personItem(id: string) {
+    const { Item } = await db.send(
+      new GetCommand({
+        TableName: tables.people,
+        Key: { pk: `${INSTANCE}#P#${id}`, sk: 'P' },
+        ConsistentRead: true,
+      }),
+    );
+    return Item;
+  }
+
+  it('a last-seen move of a request that found the person before the archive changes nothing', async () => {
+    const id = await archivedPerson('touched-late');
+    const before = await personItem(id);
+    const store = new DynamoActivityStore(db, {
+      activities: lifecycleTables.activities,
+      people: tables.people,
+    });
+    // The activity request's touch lands after the archive: it is dropped silently.
+    await store.touch(INSTANCE, id, new Date().toISOString(), 'Paris');
+    const after = await personItem(id);
+    expect(after?.fields).toEqual(before?.fields);
+    expect((after?.fields as Body)['tme::last-seen']).toBeUndefined();
+    expect(after?.version).toBe(before?.version);
+  });
+
+  it('an email event handled while the person is being erased leaves no activity behind', async () => {
+    const id = await archivedPerson('evented');
+    const messageId = `m-${stamp}`;
+    const emailKey = { pk: `${INSTANCE}#M#${messageId}`, sk: 'M' };
+    const timeline = `${INSTANCE}#P#${id}`;
+    await db.send(
+      new PutCommand({
+        TableName: lifecycleTables.emails,
+        Item: { ...emailKey, person_id: id, status: 'sent', to: `evented-${stamp}@example.com` },
+      }),
+    );
+    await db.send(
+      new PutCommand({
+        TableName: lifecycleTables.emails,
+        Item: { pk: `${INSTANCE}#PREF#${id}`, sk: `M#${messageId}` },
+      }),
+    );
+    await db.send(
+      new PutCommand({
+        TableName: lifecycleTables.activities,
+        Item: { pk: timeline, sk: `2026-01-01T00:00:00.000Z#a-${stamp}`, field_id: 'act::s' },
+      }),
+    );
+    // An email event (an open, an SES event) as the workers handle it: it records an activity
+    // on the person's timeline while the email exists. It runs right after the erasure has
+    // deleted the timeline.
+    const erasing = createDynamoDbClient();
+    let events = 0;
+    erasing.middlewareStack.add(
+      (next, context) => async (args) => {
+        const result = await next(args);
+        const input = args.input as { RequestItems?: Record<string, unknown[]> };
+        if (
+          context.commandName === 'BatchWriteItemCommand' &&
+          input.RequestItems?.[lifecycleTables.activities] !== undefined
+        ) {
+          events += 1;
+          const { Item } = await db.send(
+            new GetCommand({
+              TableName: lifecycleTables.emails,
+              Key: emailKey,
+              ConsistentRead: true,
+            }),
+          );
+          if (Item) {
+            await db.send(
+              new PutCommand({
+                TableName: lifecycleTables.activities,
+                Item: {
+                  pk: timeline,
+                  sk: `${new Date().toISOString()}#o-${stamp}`,
+                  field_id: 'act::o',
+                },
+              }),
+            );
+          }
+        }
+        return result;
+      },
+      { step: 'initialize', name: 'emailEventDuringErasure' },
+    );
+    const store = new DynamoPeopleLifecycleStore(
+      createDocumentClient(erasing, ''),
+      lifecycleTables,
+      {
+        erase: () => Promise.resolve(),
+      },
+    );
+    expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(true);
+    expect(events).toBeGreaterThan(0);
+    const { Items = [] } = await db.send(
+      new QueryCommand({
+        TableName: lifecycleTables.activities,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': timeline },
+        ConsistentRead: true,
+      }),
+    );
+    expect(Items).toEqual([]);
+    expect(await personItem(id)).toBeUndefined();
+    // Gone for good: a repeat finds no archived person to erase.
+    expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(false);
+    await expectCountersExact(INSTANCE);
+  });
 });
