@@ -299,7 +299,15 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
 async function startRegion(settings: StackSettings, region: Region, queues: QueueUrls) {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(root, 'local', 'region-server.ts')],
+    [
+      // CDP_CPU_PROFILE=<dir>: each regional API process writes a V8 CPU profile there on exit.
+      ...(process.env.CDP_CPU_PROFILE
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CDP_CPU_PROFILE}`]
+        : []),
+      '--import',
+      'tsx',
+      join(root, 'local', 'region-server.ts'),
+    ],
     { env: { ...process.env, ...regionEnv(settings, region, queues) }, stdio: 'inherit' },
   );
   watch(`the ${region} API`, child);
