@@ -216,11 +216,6 @@ export class DynamoActivityStore implements ActivityStore {
     return lost;
   }
 
-  /** One activity of the service's own (an email event), not keyed. */
-  async recordOne(instanceId: string, activity: ActivityToWrite): Promise<void> {
-    await this.write(instanceId, [activity], '');
-  }
-
   async touch(instanceId: string, personId: string, at: string, place?: string) {
     const x = new ExpressionBuilder();
     const field = (id: string) => `${x.name('fields')}.${x.name(id)}`;

@@ -14,6 +14,7 @@ import {
   type EmailStore,
 } from '../domain/email/messages.js';
 import { runBounded } from '../lib/bounded.js';
+import { logger } from '../lib/logger.js';
 import { activityItem } from './activity-store.js';
 import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo-helpers.js';
 import { referencePuts } from './person-references.js';
@@ -279,6 +280,48 @@ export class DynamoEmailStore implements EmailStore {
     } catch (error) {
       if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
       throw error;
+    }
+  }
+
+  /**
+   * Records the activity of an email event (an SES event, a click, an open) only while its
+   * email exists: the activity's put and a check of the email item (`str::message-id`) in one
+   * transaction. Erasure deletes a person's emails before their timeline, so an event handled
+   * while the person is erased either lands before the timeline is read, or finds no email and
+   * records nothing, instead of writing an activity no later erasure could find. Answers
+   * whether it was recorded (a repeated event puts the same item again: its ID derives from
+   * the event).
+   */
+  async recordActivity(instanceId: string, activity: ActivityToWrite): Promise<boolean> {
+    const messageId = activity.attr['str::message-id'];
+    if (typeof messageId !== 'string') {
+      throw new Error(`an email activity without its message ID (${activity.field_id})`);
+    }
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: { TableName: this.activitiesTable(), Item: activityItem(instanceId, activity) },
+            },
+            {
+              ConditionCheck: {
+                TableName: this.tables.emails,
+                Key: messageKey(instanceId, messageId),
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[1] !== 'ConditionalCheckFailed') throw error;
+      logger.info('Email event not recorded: its email was erased meanwhile', {
+        instance: instanceId,
+        messageId,
+      });
+      return false;
     }
   }
 

@@ -1,4 +1,3 @@
-import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { DynamoEmailStore } from '../adapters/email-store.js';
 import { EmailLinksEnv, readEnv } from '../config/env.js';
 import type { LinkPorts } from '../domain/email/links.js';
@@ -13,11 +12,11 @@ export function createLinkRuntime(options: { people?: boolean } = {}) {
   const { db, config, signingSecret } = createApiRuntime();
   // The unsubscribe page reads emails only (it records nothing).
   const env = readEnv(EmailLinksEnv.partial({ ACTIVITIES_TABLE: true }));
-  const store = new DynamoEmailStore(db, { emails: env.EMAILS_TABLE });
+  const store = new DynamoEmailStore(db, {
+    emails: env.EMAILS_TABLE,
+    ...(env.ACTIVITIES_TABLE ? { activities: env.ACTIVITIES_TABLE } : {}),
+  });
   const writers = options.people ? createPeopleWriters(db) : undefined;
-  const activities =
-    writers?.activities ??
-    new DynamoActivityStore(db, { activities: env.ACTIVITIES_TABLE ?? '', people: '' });
   const unsubscribe = writers
     ? unsubscriber(config, 'Email unsubscribe link', {
         store: writers.people,
@@ -28,7 +27,9 @@ export function createLinkRuntime(options: { people?: boolean } = {}) {
   return async (): Promise<LinkPorts> => ({
     signer: await signer(),
     store,
-    writeActivity: (instanceId, activity) => activities.recordOne(instanceId, activity),
+    writeActivity: async (instanceId, activity) => {
+      await store.recordActivity(instanceId, activity);
+    },
     unsubscribe,
   });
 }

@@ -74,7 +74,7 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
     emails: env.EMAILS_TABLE,
     activities: env.ACTIVITIES_TABLE,
   });
-  const { people, location, activities } = createPeopleWriters(db);
+  const { people, location } = createPeopleWriters(db);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   return sqsWorker({
     sqs,
@@ -85,7 +85,9 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
     process: async (record: SQSRecord) => {
       const outcome = await applySesEvent(parseSesEvent(record.body), {
         store,
-        writeActivity: (instanceId, activity) => activities.recordOne(instanceId, activity),
+        writeActivity: async (instanceId, activity) => {
+          await store.recordActivity(instanceId, activity);
+        },
         unsubscribe: unsubscriber(config, 'Email events', { store: people, location }),
       });
       logger.info('SES event applied', { messageId: record.messageId, outcome });

@@ -7,6 +7,8 @@ import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
+import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
+import { emailActivity } from '../../shared/domain/email/email-activities.js';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { repairCounts } from '../../shared/adapters/counter-repair.js';
 import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
@@ -676,5 +678,52 @@ describe('archive and erase racing other writes', () => {
     // Gone for good: a repeat finds no archived person to erase.
     expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(false);
     await expectCountersExact(INSTANCE);
+  });
+
+  it('an email event that read its email before the erasure and writes after it records nothing', async () => {
+    const id = await archivedPerson('late-event');
+    const messageId = `late-${stamp}`;
+    const emailKey = { pk: `${INSTANCE}#M#${messageId}`, sk: 'M' };
+    const timeline = `${INSTANCE}#P#${id}`;
+    await db.send(
+      new PutCommand({
+        TableName: lifecycleTables.emails,
+        Item: { ...emailKey, person_id: id, status: 'sent', to: `late-event-${stamp}@example.com` },
+      }),
+    );
+    await db.send(
+      new PutCommand({
+        TableName: lifecycleTables.emails,
+        Item: { pk: `${INSTANCE}#PREF#${id}`, sk: `M#${messageId}` },
+      }),
+    );
+    const emails = new DynamoEmailStore(createDocumentClient(createDynamoDbClient(), ''), {
+      emails: lifecycleTables.emails,
+      activities: lifecycleTables.activities,
+    });
+    const record = { person_id: id, message_id: messageId, email_name: 'late' };
+    // The event's handler read the email (it was there) and records its activity while the
+    // email exists: it lands.
+    const opened = emailActivity('opened', record, new Date(), 'first');
+    expect(await emails.recordActivity(INSTANCE, opened)).toBe(true);
+    // The erasure runs between the handler's read and its write: the write finds no email.
+    const store = new DynamoPeopleLifecycleStore(
+      createDocumentClient(createDynamoDbClient(), ''),
+      lifecycleTables,
+      { erase: () => Promise.resolve() },
+    );
+    expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(true);
+    const clicked = emailActivity('clicked', record, new Date(), 'late');
+    expect(await emails.recordActivity(INSTANCE, clicked)).toBe(false);
+    const { Items = [] } = await db.send(
+      new QueryCommand({
+        TableName: lifecycleTables.activities,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': timeline },
+        ConsistentRead: true,
+      }),
+    );
+    expect(Items).toEqual([]);
+    expect(await personItem(id)).toBeUndefined();
   });
 });

@@ -196,16 +196,16 @@ export async function sendTransactional(
       return;
     }
     const person = people.get(result.person_id);
+    entry.person_id = result.person_id;
+    entry.contact_status = result.status;
     if (person?.archived_at !== undefined) {
       // Archived after the merge read them (a merge that changed nothing wrote nothing, so no
-      // condition stopped it): refused as the merge refuses them. Archived people are not emailed.
-      entry.contact_status = 'invalid';
+      // condition stopped it). The merge stands as answered (it may have written the fields
+      // just before the archive); the email is refused: archived people are not emailed.
       entry.email_status = 'invalid';
       entry.error = `emails[${index}]: the person ${result.person_id} is archived; restore it (PUT /v1/person/restore) before sending data for it`;
       return;
     }
-    entry.person_id = result.person_id;
-    entry.contact_status = result.status;
     const email = person?.fields[EMAIL];
     if (typeof email !== 'string') {
       entry.error = 'the person has no email address (str::email)';

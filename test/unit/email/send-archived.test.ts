@@ -78,12 +78,43 @@ describe('transactional send to a person archived meanwhile', () => {
       ports,
     );
     expect(answer.emails[0]).toEqual({
-      contact_status: 'invalid',
+      person_id: ann,
+      contact_status: 'merged',
       email_status: 'invalid',
       error: `emails[0]: the person ${ann} is archived; restore it (PUT /v1/person/restore) before sending data for it`,
     });
     expect(answer.emails[1]).toMatchObject({ contact_status: 'created', email_status: 'queued' });
     expect(records.map((record) => record.to)).toEqual(['bob@example.com']);
     expect(jobs.map((job) => job.message_id)).toEqual([answer.emails[1]?.message_id]);
+  });
+
+  it('answers what the merge wrote when the archived person is the only recipient, and emails nobody', async () => {
+    const store = new MemoryPeopleStore();
+    const existing = await mergePeople(
+      PersonMergeRequest.parse({ people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
+      { tenant, store, location },
+    );
+    const ann = existing[0]?.person_id ?? '';
+    const { ports, records, jobs } = context(store, ann);
+    const answer = await sendTransactional(
+      {
+        asset: { from_email: 'team@mail.acme.test', subject: 'Hi', html_body: '<p>Hello</p>' },
+        // This merge writes Ann's first name, then the archive lands before the read.
+        emails: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' } }],
+      },
+      ports,
+    );
+    // Not a 400 "nothing was applied": the first name was written.
+    expect(answer.emails).toEqual([
+      {
+        person_id: ann,
+        contact_status: 'merged',
+        email_status: 'invalid',
+        error: `emails[0]: the person ${ann} is archived; restore it (PUT /v1/person/restore) before sending data for it`,
+      },
+    ]);
+    expect(store.people.get(ann)?.fields['str::first']).toBe('Ann');
+    expect(records).toEqual([]);
+    expect(jobs).toEqual([]);
   });
 });
