@@ -6,7 +6,7 @@ import { EmailJob, OutgoingEmail, type EmailQueue } from '../domain/email/messag
 import { runBounded } from '../lib/bounded.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
-import { MAX_MESSAGE_BYTES, retried } from './ingest-queue.js';
+import { MAX_MESSAGE_BYTES, retried, watchAttempts } from './ingest-queue.js';
 
 /**
  * The email queue (SQS), one message per email, ten to a batch. An email whose JSON would
@@ -31,7 +31,9 @@ export class SqsEmailQueue implements EmailQueue {
     private readonly s3: S3Client,
     private readonly bucket: string,
     private readonly maxMessageBytes = MAX_MESSAGE_BYTES,
-  ) {}
+  ) {
+    watchAttempts(sqs);
+  }
 
   async putAttachments(instanceId: string, contents: Buffer[]): Promise<string[]> {
     const keys = contents.map((content) => attachmentKey(instanceId, content));

@@ -28,10 +28,53 @@ const Envelope = IngestMessage.omit({ body: true }).extend({
   payload: z.object({ key: z.string().min(1) }).optional(),
 });
 
+/** Set on the error of a call one of whose attempts may have reached the service. */
+const UNCERTAIN = Symbol('an attempt may have taken effect');
+
+/** An attempt that failed after its request may have reached the service (not a refusal). */
+function uncertainFailure(error: unknown): boolean {
+  return classifyStoreError(error) === 'unavailable' && !isUnreachable(error);
+}
+
+/**
+ * Makes the client tell, on the error it finally throws, whether any of its own attempts (it
+ * retries by itself) may have reached the service: the last attempt's error alone can say
+ * "connection refused" after an earlier one was cut with its request sent. Idempotent.
+ */
+export function watchAttempts(client: SQSClient): void {
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        // Below the client's retries: once per attempt.
+        if (uncertainFailure(error)) (context as Record<symbol, unknown>)[UNCERTAIN] = true;
+        throw error;
+      }
+    },
+    { step: 'deserialize', name: 'cdpAttemptOutcome', override: true },
+  );
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      try {
+        return await next(args);
+      } catch (error) {
+        const uncertain = (context as Record<symbol, unknown>)[UNCERTAIN] === true;
+        if (uncertain && typeof error === 'object' && error !== null) {
+          (error as Record<symbol, unknown>)[UNCERTAIN] = true;
+        }
+        throw error;
+      }
+    },
+    { step: 'initialize', name: 'cdpCallOutcome', override: true },
+  );
+}
+
 /**
  * Retries a call to SQS or S3 that failed without effect or with an unknown one. When it
  * gives up after an attempt whose outcome was unknown (the request reached the service and
- * the answer was lost), the call may have taken effect: `MaybeQueuedError`.
+ * the answer was lost), the call may have taken effect: `MaybeQueuedError`. The client's own
+ * attempts count too when it is watched (`watchAttempts`).
  */
 export async function retried<T>(
   what: string,
@@ -46,7 +89,7 @@ export async function retried<T>(
     } catch (error) {
       const failure = classifyStoreError(error);
       const wait = backoffMs(attempt, 50, 1_000);
-      if (failure === 'unavailable' && !isUnreachable(error)) uncertain = true;
+      if (uncertainFailure(error) || isWatchedUncertain(error)) uncertain = true;
       if (failure === undefined || !canWait(wait, deadline)) {
         logger.warn(`${what} failed`, { error: error as Error });
         if (uncertain) {
@@ -59,6 +102,14 @@ export async function retried<T>(
       await sleep(wait);
     }
   }
+}
+
+function isWatchedUncertain(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as Record<symbol, unknown>)[UNCERTAIN] === true
+  );
 }
 
 /** A connection that was never made: nothing can have reached the service. */
@@ -74,7 +125,9 @@ export class SqsIngestQueue implements IngestQueue {
     private readonly s3: S3Client,
     private readonly bucket: string,
     private readonly maxMessageBytes = MAX_MESSAGE_BYTES,
-  ) {}
+  ) {
+    watchAttempts(sqs);
+  }
 
   async send(message: IngestMessage): Promise<void> {
     let body = JSON.stringify(message);
