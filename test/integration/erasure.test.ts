@@ -569,6 +569,19 @@ describe('archive and erase racing other writes', () => {
     return id;
   }
 
+  /** Every item of a timeline (`<inst>#P#<person>`), read consistently. */
+  async function timelineOf(timeline: string) {
+    const { Items = [] } = await db.send(
+      new QueryCommand({
+        TableName: lifecycleTables.activities,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': timeline },
+        ConsistentRead: true,
+      }),
+    );
+    return Items;
+  }
+
   async function personItem(id: string) {
     const { Item } = await db.send(
       new GetCommand({
@@ -665,15 +678,7 @@ describe('archive and erase racing other writes', () => {
     );
     expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(true);
     expect(events).toBeGreaterThan(0);
-    const { Items = [] } = await db.send(
-      new QueryCommand({
-        TableName: lifecycleTables.activities,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': timeline },
-        ConsistentRead: true,
-      }),
-    );
-    expect(Items).toEqual([]);
+    expect(await timelineOf(timeline)).toEqual([]);
     expect(await personItem(id)).toBeUndefined();
     // Gone for good: a repeat finds no archived person to erase.
     expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(false);
@@ -715,15 +720,7 @@ describe('archive and erase racing other writes', () => {
     expect(await store.erase(INSTANCE, id, ['str::email'])).toBe(true);
     const clicked = emailActivity('clicked', record, new Date(), 'late');
     expect(await emails.recordActivity(INSTANCE, clicked)).toBe(false);
-    const { Items = [] } = await db.send(
-      new QueryCommand({
-        TableName: lifecycleTables.activities,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': timeline },
-        ConsistentRead: true,
-      }),
-    );
-    expect(Items).toEqual([]);
+    expect(await timelineOf(timeline)).toEqual([]);
     expect(await personItem(id)).toBeUndefined();
   });
 });

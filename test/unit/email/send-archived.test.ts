@@ -57,18 +57,25 @@ function context(store: MemoryPeopleStore, archiveBeforeRead: string) {
   return { ports, records, jobs };
 }
 
+const ASSET = { from_email: 'team@mail.acme.test', subject: 'Hi', html_body: '<p>Hello</p>' };
+
+/** A store holding Ann, an existing person, and her ID. */
+async function withAnn() {
+  const store = new MemoryPeopleStore();
+  const existing = await mergePeople(
+    PersonMergeRequest.parse({ people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
+    { tenant, store, location },
+  );
+  return { store, ann: existing[0]?.person_id ?? '' };
+}
+
 describe('transactional send to a person archived meanwhile', () => {
   it('refuses that recipient as the merge refuses archived people, and emails the others', async () => {
-    const store = new MemoryPeopleStore();
-    const existing = await mergePeople(
-      PersonMergeRequest.parse({ people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
-      { tenant, store, location },
-    );
-    const ann = existing[0]?.person_id ?? '';
+    const { store, ann } = await withAnn();
     const { ports, records, jobs } = context(store, ann);
     const answer = await sendTransactional(
       {
-        asset: { from_email: 'team@mail.acme.test', subject: 'Hi', html_body: '<p>Hello</p>' },
+        asset: ASSET,
         // Ann's merge changes nothing (so writes nothing, and no condition sees the archive).
         emails: [
           { fields: { 'str::email': 'ann@example.com' } },
@@ -89,16 +96,11 @@ describe('transactional send to a person archived meanwhile', () => {
   });
 
   it('answers what the merge wrote when the archived person is the only recipient, and emails nobody', async () => {
-    const store = new MemoryPeopleStore();
-    const existing = await mergePeople(
-      PersonMergeRequest.parse({ people: [{ fields: { 'str::email': 'ann@example.com' } }] }),
-      { tenant, store, location },
-    );
-    const ann = existing[0]?.person_id ?? '';
+    const { store, ann } = await withAnn();
     const { ports, records, jobs } = context(store, ann);
     const answer = await sendTransactional(
       {
-        asset: { from_email: 'team@mail.acme.test', subject: 'Hi', html_body: '<p>Hello</p>' },
+        asset: ASSET,
         // This merge writes Ann's first name, then the archive lands before the read.
         emails: [{ fields: { 'str::email': 'ann@example.com', 'str::first': 'Ann' } }],
       },
