@@ -388,8 +388,13 @@ function printTraffic(seconds: number) {
     `${'all'.padEnd(26)} ${String(all.length).padStart(6)} ${percentile(all, 50).toFixed(0).padStart(8)} ${percentile(all, 95).toFixed(0).padStart(8)}  ${JSON.stringify(statuses)}`,
   );
   if (errorSamples.size) {
-    console.log('\nAnswers other than 2xx, by message:');
-    for (const [sample, n] of [...errorSamples].sort((a, b) => b[1] - a[1]).slice(0, 20)) {
+    console.log('\nAnswers other than 2xx, by message (5xx and unanswered first):');
+    // The client's own errors (4xx) after everything else, however many: a rare 503 is news.
+    const clientError = (sample: string) => (/^[\w ]+ 4\d\d: /.test(sample) ? 1 : 0);
+    const ordered = [...errorSamples].sort(
+      (a, b) => clientError(a[0]) - clientError(b[0]) || b[1] - a[1],
+    );
+    for (const [sample, n] of ordered.slice(0, 20)) {
       console.log(`  ${String(n).padStart(5)} × ${sample}`);
     }
   }
