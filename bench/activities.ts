@@ -15,10 +15,13 @@ import { tableName } from '../shared/resources.js';
 import {
   burst,
   fixed,
+  LEVELS,
   percentile,
   perSecond,
   post,
   printFigure,
+  requestsAt,
+  scaled,
   type FigureResult,
   type Row,
 } from './lib/report.js';
@@ -26,10 +29,7 @@ import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from
 
 const PER_REQUEST = 100;
 const PEOPLE_PER_REQUEST = 20;
-const LEVELS = [1, 4, 16];
 const TARGET = 0.5;
-const scale = Number(process.env.BENCH_SCALE ?? 1);
-const requestsAt = (concurrency: number) => Math.ceil(Math.max(6, concurrency * 3) * scale);
 
 const email = (run: string, request: number, person: number) =>
   `${run}-${request}-${person}@activities.bench`;
@@ -148,7 +148,7 @@ const latencyText = (latencies: number[]) =>
 export async function activitiesFigure(stack: BenchStack): Promise<FigureResult> {
   const rows: Row[] = [];
   const run = `a-${Date.now().toString(36)}`;
-  const asyncCount = Math.ceil(24 * scale);
+  const asyncCount = scaled(24);
   const most = Math.max(...LEVELS.map(requestsAt), asyncCount);
   // The people exist before any activity is measured (activities for existing people).
   await createPeople(stack, run, most);

@@ -21,7 +21,7 @@ import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
 import type { Tenant } from '../shared/domain/tenancy.js';
 import { MemoryPeopleStore } from '../test/unit/people/memory-people-store.js';
-import { fixed, printFigure, type FigureResult } from './lib/report.js';
+import { fixed, printFigure, scaled, type FigureResult } from './lib/report.js';
 import { isMain } from './lib/stack.js';
 
 const TARGET_US = 100;
@@ -138,7 +138,7 @@ async function cpuPerRecord(
 }
 
 export async function computeFigure(): Promise<FigureResult> {
-  const requests = Math.ceil(50 * Number(process.env.BENCH_SCALE ?? 1));
+  const requests = scaled(50);
   const context = { tenant: tenant(), store: new MemoryPeopleStore(), location };
   const run = `c${Date.now().toString(36)}`;
   const created = await cpuPerRecord(requests, 100, (n) =>

@@ -18,22 +18,19 @@ import { tableName } from '../shared/resources.js';
 import {
   burst,
   fixed,
+  LEVELS,
   percentile,
   perSecond,
   post,
   printFigure,
+  requestsAt,
   type FigureResult,
   type Row,
 } from './lib/report.js';
 import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
 
 const PER_REQUEST = 100;
-const LEVELS = [1, 4, 16];
 const TARGET = 0.6;
-
-/** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
-const requestsAt = (concurrency: number) =>
-  Math.ceil(Math.max(6, concurrency * 3) * Number(process.env.BENCH_SCALE ?? 1));
 
 function people(run: string, request: number, last = 'Bench') {
   return Array.from({ length: PER_REQUEST }, (_, i) => ({

@@ -14,6 +14,7 @@ import {
   perSecond,
   post,
   printFigure,
+  scaled,
   type FigureResult,
 } from './lib/report.js';
 import { isMain, withBenchStack, type BenchStack } from './lib/stack.js';
@@ -43,7 +44,7 @@ function request(run: string, n: number, attachment: string) {
 }
 
 export async function transactionalFigure(stack: BenchStack): Promise<FigureResult> {
-  const requests = Math.ceil(5 * Number(process.env.BENCH_SCALE ?? 1));
+  const requests = scaled(5);
   const attachment = randomBytes(75 * 1024).toString('base64'); // 100 KB once in base64
   const run = `send-${Date.now().toString(36)}`;
   const accepts: number[] = [];

@@ -32,6 +32,15 @@ export function fixed(value: number, digits = 0): string {
 
 export const perSecond = (count: number, ms: number) => (count * 1000) / ms;
 
+/** A figure's request count times `BENCH_SCALE` (more for steadier figures, fewer for speed). */
+export const scaled = (count: number) => Math.ceil(count * Number(process.env.BENCH_SCALE ?? 1));
+
+/** The concurrency levels of figures 1 and 2. */
+export const LEVELS = [1, 4, 16];
+
+/** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
+export const requestsAt = (concurrency: number) => scaled(Math.max(6, concurrency * 3));
+
 /** Runs `work(n)` for n = 0..count-1 with `concurrency` at a time; the elapsed milliseconds. */
 export async function burst(
   count: number,
