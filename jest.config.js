@@ -47,6 +47,7 @@ const integrationFaults = {
     '/lifecycle\\.test\\.ts$',
     '/admin\\.test\\.ts$',
     '/queue-poller\\.test\\.ts$',
+    '/stream-poller\\.test\\.ts$',
     '/fault-injection\\.test\\.ts$',
     '/store-faults\\.test\\.ts$',
     '/ingest-worker\\.test\\.ts$',

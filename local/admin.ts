@@ -10,7 +10,8 @@ import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { repairCounts } from '../shared/adapters/counter-repair.js';
 import { DynamoRequestStore } from '../shared/adapters/request-store.js';
-import type { SQSClient } from '@aws-sdk/client-sqs';
+import { GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { configAudienceApplier, recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { listDeadLetters, redriveDeadLetters } from './dead-letters.js';
 import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
@@ -41,7 +42,8 @@ const USAGE = `usage:
   npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
   npm run admin -- repair counts [--instance <id>] [--region default|au|eu]
   npm run admin -- dlq list [--queue ingest] [--region default|au|eu]
-  npm run admin -- dlq redrive [--queue ingest] [--message <id>] [--region default|au|eu]`;
+  npm run admin -- dlq redrive [--queue ingest] [--message <id>] [--region default|au|eu]
+  npm run admin -- audiences recheck [--region default|au|eu]`;
 
 class UsageError extends Error {}
 
@@ -113,6 +115,27 @@ async function deadLetters(
   throw new UsageError('dlq needs list or redrive');
 }
 
+/**
+ * Queues the daily re-evaluation of audiences now (the schedule's message): the people whose
+ * memberships can change with time alone are evaluated again.
+ */
+async function audienceJobsUrl(region: Region): Promise<string> {
+  const { QueueUrl } = await queues(region).send(
+    new GetQueueUrlCommand({ QueueName: queueName(region, 'audience-jobs') }),
+  );
+  if (!QueueUrl) throw new Error(`The ${region} region has no audience-jobs queue`);
+  return QueueUrl;
+}
+
+async function recheckAudiences(region: Region): Promise<void> {
+  const sqs = queues(region);
+  const QueueUrl = await audienceJobsUrl(region);
+  await sqs.send(
+    new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(recheckAllJob()) }),
+  );
+  console.log(`The re-evaluation of the ${region} region's audiences is queued.`);
+}
+
 function configStore(region: Region): DynamoConfigStore {
   return new DynamoConfigStore(documents(region), tableName(region, 'config'));
 }
@@ -164,9 +187,22 @@ async function apply(file: string | undefined, region: Region, settleMs: number)
     throw new UsageError(`${file} cannot be read as JSON: ${(error as Error).message}`);
   }
   const configuration = parseConfigurationFile(raw);
+  const withAudiences = configuration.instances.some(
+    (instance) => instance.region === region && instance.audiences.length > 0,
+  );
   const summary = await applyConfiguration(configuration, region, configStore(region), {
     keyClaims: peopleStore(region),
     settleMs,
+    ...(withAudiences
+      ? {
+          audiences: configAudienceApplier(
+            documents(region),
+            queues(region),
+            { config: tableName(region, 'config'), audiences: tableName(region, 'audiences') },
+            await audienceJobsUrl(region),
+          ),
+        }
+      : {}),
   });
   console.log(
     `Applied to region ${region}: ${summary.instances.length} instance(s)` +
@@ -262,6 +298,7 @@ async function main(): Promise<void> {
     }
     return createKey(values.instance, values['data-source'], region);
   }
+  if (command === 'audiences' && rest[0] === 'recheck') return recheckAudiences(region);
   if (command === 'usage') {
     if (!values.instance) throw new UsageError('usage needs --instance <id>');
     return usage(values.instance, values.month, region);

@@ -1,15 +1,18 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { createSqsClient } from '../shared/adapters/aws-clients.js';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { createDynamoDbClient, createSqsClient } from '../shared/adapters/aws-clients.js';
 import { injectedFaults } from '../shared/adapters/dynamo-faults.js';
 import type { HttpHandler } from '../shared/http/api-handler.js';
 import { isRegion } from '../shared/domain/regions.js';
-import { queueUrlVariable } from '../shared/resources.js';
+import { queueUrlVariable, tableVariable } from '../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
-import { WORKERS } from '../shared/workers.js';
+import { STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 import { createRegionServer } from './http-adapter.js';
+import { recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { startQueuePoller, type SqsHandler } from './queue-poller.js';
+import { startStreamPoller, type StreamHandler } from './stream-poller.js';
 
 /**
  * One regional deployment of the local stack, in its own process so that, as on AWS, each
@@ -61,6 +64,63 @@ async function main(): Promise<void> {
       );
     }
   }
+
+  // The stream workers, each fed by a poller of its table's stream (the Lambda event source).
+  const db = createDynamoDbClient();
+  const streams = new DynamoDBStreamsClient({});
+  const failures = process.env.STREAM_FAILURES_QUEUE_URL;
+  for (const worker of STREAM_WORKERS) {
+    const tableName = process.env[tableVariable(worker.table)];
+    if (!tableName || !failures) {
+      throw new Error(
+        `No ${tableVariable(worker.table)} or STREAM_FAILURES_QUEUE_URL for ${worker.function}`,
+      );
+    }
+    const sortKeys = new Set(worker.sortKeys);
+    const checkpoints = process.env.CDP_STREAM_CHECKPOINTS;
+    pollers.push(
+      startStreamPoller({
+        db,
+        streams,
+        tableName,
+        handler: await loadHandler<StreamHandler>(worker.function),
+        functionName: worker.function,
+        batchSize: worker.batchSize,
+        timeoutSeconds: worker.timeoutSeconds,
+        maxRetryAttempts: worker.maxRetryAttempts,
+        keep: (record) => sortKeys.has(record.dynamodb?.Keys?.sk?.S ?? ''),
+        onFailure: async (failure) => {
+          console.error(`${worker.function} gave up on a stream batch`, failure);
+          await sqs.send(
+            new SendMessageCommand({ QueueUrl: failures, MessageBody: JSON.stringify(failure) }),
+          );
+        },
+        ...(checkpoints
+          ? { checkpointFile: checkpoints.replace(/\.json$/, `-${worker.function}.json`) }
+          : {}),
+      }),
+    );
+  }
+
+  // The daily re-evaluation of audiences (EventBridge Scheduler on AWS): at start, then daily.
+  const audiencesQueue = process.env[queueUrlVariable('audience-jobs')];
+  const recheck = async () => {
+    if (!audiencesQueue) return;
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: audiencesQueue,
+        MessageBody: JSON.stringify(recheckAllJob()),
+      }),
+    );
+  };
+  const queueRecheck = () => {
+    recheck().catch((error: unknown) => {
+      console.error('Queueing the daily re-evaluation failed', error);
+    });
+  };
+  queueRecheck();
+  const daily = setInterval(queueRecheck, 86_400_000);
+  daily.unref();
 
   const server = createRegionServer({ routes, fallback });
   await new Promise<void>((resolveListen, reject) => {

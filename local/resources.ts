@@ -9,6 +9,7 @@ import {
   type AttributeDefinition,
   type DynamoDBClient,
   type GlobalSecondaryIndex,
+  type StreamSpecification,
 } from '@aws-sdk/client-dynamodb';
 import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import {
@@ -40,6 +41,7 @@ import {
   localBucketName,
   queueName,
   sesConfigurationSet,
+  streamFailuresQueueName,
   tableName,
   type IndexDefinition,
   type QueueName,
@@ -70,12 +72,22 @@ function gsi(index: IndexDefinition): GlobalSecondaryIndex {
   };
 }
 
+function streamSpecification(table: TableDefinition): StreamSpecification {
+  return table.stream
+    ? { StreamEnabled: true, StreamViewType: table.stream }
+    : { StreamEnabled: false };
+}
+
 async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefinition) {
   const TableName = tableName(region, table.name);
   let existing: Set<string> | undefined;
+  let streamView: string | undefined;
   try {
     const { Table } = await db.send(new DescribeTableCommand({ TableName }));
     existing = new Set((Table?.GlobalSecondaryIndexes ?? []).map((index) => index.IndexName ?? ''));
+    streamView = Table?.StreamSpecification?.StreamEnabled
+      ? Table.StreamSpecification.StreamViewType
+      : undefined;
   } catch (error) {
     if (!(error instanceof ResourceNotFoundException)) throw error;
   }
@@ -90,6 +102,7 @@ async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefin
           { AttributeName: 'sk', KeyType: 'RANGE' },
         ],
         ...(table.indexes.length > 0 ? { GlobalSecondaryIndexes: table.indexes.map(gsi) } : {}),
+        ...(table.stream ? { StreamSpecification: streamSpecification(table) } : {}),
       }),
     );
     if (table.ttlAttribute) {
@@ -101,6 +114,17 @@ async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefin
       );
     }
     return;
+  }
+  // A table made before the list gave it a stream (or another view) gets it now.
+  if (table.stream && streamView !== table.stream) {
+    if (streamView) {
+      await db.send(
+        new UpdateTableCommand({ TableName, StreamSpecification: { StreamEnabled: false } }),
+      );
+    }
+    await db.send(
+      new UpdateTableCommand({ TableName, StreamSpecification: streamSpecification(table) }),
+    );
   }
   for (const index of table.indexes.filter((candidate) => !existing.has(candidate.name))) {
     await db.send(
@@ -164,21 +188,34 @@ export async function ensureQueues(sqs: SQSClient, region: Region): Promise<Queu
   return urls as QueueUrls;
 }
 
+/** The queue stream workers describe the batches they could not process to (its URL). */
+export async function ensureStreamFailuresQueue(sqs: SQSClient, region: Region): Promise<string> {
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({ QueueName: streamFailuresQueueName(region) }),
+  );
+  if (!QueueUrl) throw new Error(`No URL for queue ${streamFailuresQueueName(region)}`);
+  return QueueUrl;
+}
+
 /**
  * Empties a region's queues and dead-letter queues (`CDP_EPHEMERAL=1` on an external
  * endpoint, with `dropTables`), so that no message of an earlier run reaches the new tables.
  * A purge refused as one is already under way (SQS allows one a minute) has the same effect.
  */
 export async function purgeQueues(sqs: SQSClient, region: Region): Promise<void> {
-  for (const queue of QUEUES) {
-    for (const deadLetter of [false, true]) {
-      const QueueName = queueName(region, queue.name, deadLetter);
-      const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName }));
-      try {
-        await sqs.send(new PurgeQueueCommand({ QueueUrl }));
-      } catch (error) {
-        if (!(error instanceof PurgeQueueInProgress)) throw error;
-      }
+  const names = [
+    ...QUEUES.flatMap((queue) => [
+      queueName(region, queue.name),
+      queueName(region, queue.name, true),
+    ]),
+    streamFailuresQueueName(region),
+  ];
+  for (const QueueName of names) {
+    const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName }));
+    try {
+      await sqs.send(new PurgeQueueCommand({ QueueUrl }));
+    } catch (error) {
+      if (!(error instanceof PurgeQueueInProgress)) throw error;
     }
   }
 }

@@ -48,7 +48,7 @@ function emulatorsFrom(name: string, raw: string | undefined): ReadonlySet<Emula
 }
 
 /** The services the stack uses, by the suffix of their `AWS_ENDPOINT_URL_<SERVICE>` variable. */
-export const AWS_SERVICES = ['DYNAMODB', 'SQS', 'S3', 'SNS', 'SESV2'] as const;
+export const AWS_SERVICES = ['DYNAMODB', 'DYNAMODB_STREAMS', 'SQS', 'S3', 'SNS', 'SESV2'] as const;
 export type AwsService = (typeof AWS_SERVICES)[number];
 
 export interface ExternalAws {
@@ -148,6 +148,7 @@ export function localAwsEnv(settings: StackSettings): Record<string, string> {
     AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
     AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
     AWS_ENDPOINT_URL_DYNAMODB: `http://${settings.host}:${settings.dynamodbPort}`,
+    AWS_ENDPOINT_URL_DYNAMODB_STREAMS: `http://${settings.host}:${settings.dynamodbPort}`,
     AWS_ENDPOINT_URL_SQS: sqs,
     AWS_ENDPOINT_URL_SNS: sqs,
     AWS_ENDPOINT_URL_S3: sqs,

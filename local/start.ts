@@ -1,3 +1,4 @@
+import { configAudienceApplier } from '../shared/worker/audience-runtime.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
@@ -43,6 +44,7 @@ import {
   dropTables,
   ensureBuckets,
   ensureQueues,
+  ensureStreamFailuresQueue,
   ensureSesEventTopic,
   ensureSesSending,
   ensureTables,
@@ -275,7 +277,17 @@ function sendingDomains(configuration: ConfigurationFile, region: Region): strin
   return [...new Set([...domains, fallback].map((domain) => domain.toLowerCase()))];
 }
 
-function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
+/** A region's queues: the workers' queues, and where stream workers describe failed batches. */
+interface RegionQueues {
+  queues: QueueUrls;
+  streamFailures: string;
+}
+
+function regionEnv(
+  settings: StackSettings,
+  region: Region,
+  { queues, streamFailures }: RegionQueues,
+) {
   const env: Record<string, string> = {
     CDP_REGION: region,
     PORT: String(regionPort(settings, region)),
@@ -294,10 +306,16 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
   for (const [queue, url] of Object.entries(queues)) {
     env[queueUrlVariable(queue as keyof QueueUrls)] = url;
   }
+  env.STREAM_FAILURES_QUEUE_URL = streamFailures;
+  // Stream positions outlive a restart with the data (an external endpoint made ephemeral
+  // starts its streams from nothing, as its tables).
+  if (!settings.ephemeral) {
+    env.CDP_STREAM_CHECKPOINTS = join(settings.dataDir, 'streams', `${region}.json`);
+  }
   return env;
 }
 
-async function startRegion(settings: StackSettings, region: Region, queues: QueueUrls) {
+async function startRegion(settings: StackSettings, region: Region, queues: RegionQueues) {
   const child = spawn(
     process.execPath,
     [
@@ -417,14 +435,17 @@ async function main(): Promise<void> {
   // The stack's own setup never meets CDP_FAULTS: they are for the API's and the workers'
   // calls (the regional processes), so that a fully throttled store can still be started.
   const documents = createDocumentClient(dynamodb, NO_FAULTS);
-  const queues = new Map<Region, QueueUrls>();
+  const queues = new Map<Region, RegionQueues>();
   const sesTopics = new Map<string, string>();
   // On an external endpoint "ephemeral" is forgetting what earlier runs left there.
   const forget = external !== undefined && settings.ephemeral;
   for (const region of REGIONS) {
     if (forget) await dropTables(dynamodb, region);
     await ensureTables(dynamodb, region);
-    queues.set(region, await ensureQueues(sqs, region));
+    queues.set(region, {
+      queues: await ensureQueues(sqs, region),
+      streamFailures: await ensureStreamFailuresQueue(sqs, region),
+    });
     if (forget) await purgeQueues(sqs, region);
     const topic = await ensureSesEventTopic(sns, sqs, region);
     sesTopics.set(sesConfigurationSet(region), topic);
@@ -438,12 +459,22 @@ async function main(): Promise<void> {
       activities: tableName(region, 'activities'),
       organizations: tableName(region, 'organizations'),
     });
+    const audiences = configAudienceApplier(
+      documents,
+      sqs,
+      { config: tableName(region, 'config'), audiences: tableName(region, 'audiences') },
+      (queues.get(region) as RegionQueues).queues['audience-jobs'],
+    );
     // No function of this stack runs yet: nothing can hold the previous configuration.
-    await applyConfiguration(configuration, region, store, { keyClaims: people, settleMs: 0 });
+    await applyConfiguration(configuration, region, store, {
+      keyClaims: people,
+      settleMs: 0,
+      audiences,
+    });
   }
   if (!external) await startSes(settings, sns, sesTopics);
   await Promise.all(
-    REGIONS.map((region) => startRegion(settings, region, queues.get(region) as QueueUrls)),
+    REGIONS.map((region) => startRegion(settings, region, queues.get(region) as RegionQueues)),
   );
   if (!stopping) printBanner(settings, configuration, demoKeys);
 }

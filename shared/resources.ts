@@ -19,10 +19,18 @@ export interface TableDefinition {
   readonly indexes: readonly IndexDefinition[];
   /** Attribute holding an epoch-seconds expiry, where items expire. */
   readonly ttlAttribute?: string;
+  /**
+   * The DynamoDB Stream of the table's changes, where the platform reacts to them (stream
+   * workers, `shared/workers.ts`): what each record carries.
+   */
+  readonly stream?: StreamView;
 }
 
+/** What a stream record holds of the item: its image after the change, or before and after. */
+export type StreamView = 'NEW_IMAGE' | 'NEW_AND_OLD_IMAGES';
+
 export type TableName =
-  'config' | 'people' | 'organizations' | 'activities' | 'requests' | 'emails';
+  'config' | 'people' | 'organizations' | 'activities' | 'requests' | 'emails' | 'audiences';
 
 /** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
 export const TABLES: readonly TableDefinition[] = [
@@ -35,6 +43,7 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'people',
     purpose: 'people, merge-key claims, tags and counters',
+    stream: 'NEW_AND_OLD_IMAGES',
     indexes: [
       { name: 'list', partitionKey: 'lpk', sortKey: 'lsk' },
       // Search and sort by email and name; each carries the other tokens for de-duplication.
@@ -46,6 +55,7 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'organizations',
     purpose: 'organizations, merge-key claims, memberships and counters',
+    stream: 'NEW_AND_OLD_IMAGES',
     indexes: [
       { name: 'list', partitionKey: 'lpk', sortKey: 'lsk' },
       { name: 'name', partitionKey: 'npk', sortKey: 'nsk' },
@@ -55,6 +65,7 @@ export const TABLES: readonly TableDefinition[] = [
     name: 'activities',
     purpose: 'activities by person and time, idempotency keys',
     indexes: [],
+    stream: 'NEW_IMAGE',
     ttlAttribute: 'expires_at',
   },
   {
@@ -68,11 +79,23 @@ export const TABLES: readonly TableDefinition[] = [
     name: 'emails',
     purpose: 'transactional emails (state, link destinations, events) and suppressed addresses',
     indexes: [],
+    stream: 'NEW_AND_OLD_IMAGES',
     ttlAttribute: 'expires_at',
+  },
+  {
+    name: 'audiences',
+    purpose:
+      'audience memberships of people, audience counters, daily re-evaluation markers (docs/audiences.md)',
+    indexes: [
+      // The members of an audience, 16 shards, in person ID order (`person/get` by audience).
+      { name: 'members', partitionKey: 'apk', sortKey: 'ask' },
+    ],
+    ttlAttribute: 'expires_at',
+    stream: 'NEW_AND_OLD_IMAGES',
   },
 ];
 
-export type QueueName = 'ingest' | 'email' | 'email-events';
+export type QueueName = 'ingest' | 'email' | 'email-events' | 'audience-jobs';
 
 export interface QueueDefinition {
   readonly name: QueueName;
@@ -102,7 +125,24 @@ export const QUEUES: readonly QueueDefinition[] = [
     visibilityTimeoutSeconds: 60,
     maxReceiveCount: 5,
   },
+  {
+    name: 'audience-jobs',
+    purpose: 'audience builds, daily re-evaluations and deletions (docs/audiences.md)',
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 5,
+  },
 ];
+
+/**
+ * Where a stream worker's batch goes when it kept failing (its description: stream, shard,
+ * sequence numbers, as Lambda's on-failure destination writes it); nothing consumes it, an
+ * alarm watches it (docs/operations.md, stream failures).
+ */
+export const STREAM_FAILURES_QUEUE = 'stream-failures';
+
+export function streamFailuresQueueName(region: Region): string {
+  return `cdp-${region}-${STREAM_FAILURES_QUEUE}`;
+}
 
 export type BucketName = 'payloads';
 

@@ -47,7 +47,14 @@ export type Access =
   /** The same for the SES events queue. */
   | 'queue:email-events:retry'
   /** Sending raw email through SES with the region's configuration set. */
-  | 'ses:send';
+  | 'ses:send'
+  /** Audience memberships and counters (docs/audiences.md). */
+  | 'audiences'
+  | 'audiences:read'
+  /** Queueing audience builds and deletions (the API, the audience workers). */
+  | 'queue:audience-jobs'
+  /** Putting a failed message of the audience-jobs queue back later (its worker's backoff). */
+  | 'queue:audience-jobs:retry';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -144,6 +151,9 @@ const PEOPLE_ERASER: readonly Access[] = [
 /** Archiving, restoring and deleting organizations (also under the `accounts` names). */
 const ORGANIZATION_LIFECYCLE: readonly Access[] = ['config:read', 'organizations', 'queue:ingest'];
 
+/** Defining audiences: their definitions (config), counters, and queueing their builds. */
+const AUDIENCE_WRITER: readonly Access[] = ['config:write', 'audiences', 'queue:audience-jobs'];
+
 /** The public routes of email links: no key, small bodies, the signing secret in config. */
 function tracking(access: Access[]): Partial<RouteDefinition> {
   return {
@@ -203,7 +213,13 @@ export const ROUTES: readonly RouteDefinition[] = [
   }),
   api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATIONS_READ),
   api('POST', '/v1/person/get', 'person-get', {
-    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+    access: [
+      'config:read',
+      'people:read',
+      'activities:read',
+      'organizations:read',
+      'audiences:read',
+    ],
   }),
   api('POST', '/v1/person/get-by-ids', 'person-get-by-ids', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
@@ -213,7 +229,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   }),
   // Beyond the spec (docs/api.md): what clients of the real API call besides.
   api('POST', '/v1/person/subscriptions', 'person-subscriptions', {
-    access: ['config:read', 'people:read'],
+    access: ['config:read', 'people:read', 'audiences:read'],
   }),
   api('POST', '/v1/instance-schema/get', 'instance-schema-get'),
   api('POST', '/v1/organizations/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
@@ -242,15 +258,31 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('PUT', '/v1/accounts/archive', 'organizations-archive', { access: ORGANIZATION_LIFECYCLE }),
   api('PUT', '/v1/accounts/restore', 'organizations-restore', { access: ORGANIZATION_LIFECYCLE }),
   api('DELETE', '/v1/accounts/delete', 'organizations-delete', { access: ORGANIZATION_LIFECYCLE }),
+  // Audiences (issue 26, docs/audiences.md): definitions, and members' preferences.
+  ...(
+    [
+      ['POST', '/v1/audiences/create', 'audiences-create'],
+      ['PUT', '/v1/audiences/update', 'audiences-update'],
+      ['PUT', '/v1/audiences/archive', 'audiences-archive'],
+      ['PUT', '/v1/audiences/restore', 'audiences-restore'],
+      ['DELETE', '/v1/audiences/delete', 'audiences-delete'],
+    ] as const
+  ).map(([method, path, fn]) => api(method, path, fn, { access: AUDIENCE_WRITER })),
+  api('POST', '/v1/audiences/get', 'audiences-get', {
+    access: ['config:read', 'audiences:read'],
+  }),
+  api('PUT', '/v1/audience/subscribe', 'audience-subscribe', {
+    access: ['config:read', 'people:read', 'audiences'],
+  }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),
-  api('GET', '/t/u', 'unsubscribe-page', tracking(['emails:read'])),
+  api('GET', '/t/u', 'unsubscribe-page', tracking(['emails:read', 'audiences:read'])),
   api(
     'POST',
     '/t/u',
     'unsubscribe',
-    tracking(['emails', 'people', 'activities', 'organizations:read']),
+    tracking(['emails', 'people', 'activities', 'organizations:read', 'audiences']),
   ),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),

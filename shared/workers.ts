@@ -1,4 +1,4 @@
-import type { QueueName } from './resources.js';
+import type { QueueName, TableName } from './resources.js';
 import type { Access } from './routes.js';
 
 /**
@@ -68,6 +68,24 @@ export const WORKERS: readonly WorkerDefinition[] = [
     ],
   },
   {
+    // Audience builds (pages of people asked to be evaluated), the daily re-evaluation and
+    // deletions; each message is a slice of work that queues what follows.
+    function: 'audience-jobs-worker',
+    queue: 'audience-jobs',
+    batchSize: 5,
+    maxConcurrency: 4,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: [
+      'config:write',
+      'audiences',
+      'queue:audience-jobs',
+      'queue:audience-jobs:retry',
+      // Evaluation requests are `E` items of the people table.
+      'people',
+    ],
+  },
+  {
     // SES notifications (through SNS): each marks its email, once per event type.
     function: 'email-events-worker',
     queue: 'email-events',
@@ -83,5 +101,53 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'organizations:read',
       'queue:email-events:retry',
     ],
+  },
+];
+
+/**
+ * The stream workers: one Lambda per entry, fed by a table's DynamoDB Stream (CDK: an event
+ * source mapping that reports partial batch failures, bisects a failing batch and retries it
+ * `maxRetryAttempts` times before describing it to the region's stream-failures queue), or by
+ * a local poller of DynamoDB Local's stream (`npm start`). A stream delivers each change at
+ * least once, in order per item (and per partition key), possibly late: a stream worker reacts
+ * to what its subject is now (`shared/worker/stream-worker.ts`).
+ */
+export interface StreamWorkerDefinition {
+  /** Folder under `functions/` holding `handler.ts`. */
+  readonly function: string;
+  /** The table whose stream feeds it. */
+  readonly table: TableName;
+  /**
+   * Only changes of items with one of these sort keys reach the function (Lambda's event
+   * filter, which drops the others before they are billed; the local poller does the same).
+   */
+  readonly sortKeys: readonly string[];
+  readonly batchSize: number;
+  /**
+   * Batches of one shard processed at once (Lambda's parallelization factor, 1-10); changes
+   * of one partition key stay in order whatever it is.
+   */
+  readonly parallelization: number;
+  /** Attempts of a failing batch before it is described to the stream-failures queue. */
+  readonly maxRetryAttempts: number;
+  readonly memoryMb: number;
+  readonly timeoutSeconds: number;
+  readonly access: readonly Access[];
+}
+
+export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
+  {
+    // Every change of a person, and every request to evaluate one (`E` items), re-evaluates
+    // that person against the instance's audiences (docs/audiences.md).
+    function: 'audience-worker',
+    table: 'people',
+    sortKeys: ['P', 'E'],
+    batchSize: 100,
+    parallelization: 4,
+    maxRetryAttempts: 10,
+    memoryMb: 1024,
+    timeoutSeconds: 60,
+    // People: reads them, and removes an erased person's evaluation item (`E`).
+    access: ['config:read', 'people', 'audiences', 'activities'],
   },
 ];

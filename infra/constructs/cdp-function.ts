@@ -64,6 +64,7 @@ const READ_ONLY = {
   'organizations:read': 'organizations',
   'activities:read': 'activities',
   'emails:read': 'emails',
+  'audiences:read': 'audiences',
 } as const;
 
 /** The payloads bucket's prefix and actions of each payload grant. */
@@ -82,6 +83,14 @@ const RETRIES = {
   'queue:ingest:retry': 'ingest',
   'queue:email:retry': 'email',
   'queue:email-events:retry': 'email-events',
+  'queue:audience-jobs:retry': 'audience-jobs',
+} as const;
+
+/** The queue each send grant puts messages on. */
+const SENDS = {
+  'queue:ingest': 'ingest',
+  'queue:email': 'email',
+  'queue:audience-jobs': 'audience-jobs',
 } as const;
 
 export interface CdpFunctionProps {
@@ -196,6 +205,7 @@ export class CdpFunction extends Construct {
         case 'activities':
         case 'requests':
         case 'emails':
+        case 'audiences':
           this.grantTable(data, need, [...TABLE_READS, ...TABLE_WRITES]);
           break;
         case 'payloads:put':
@@ -225,8 +235,9 @@ export class CdpFunction extends Construct {
           this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
         case 'queue:ingest':
-        case 'queue:email': {
-          const queue = need === 'queue:ingest' ? 'ingest' : 'email';
+        case 'queue:email':
+        case 'queue:audience-jobs': {
+          const queue = SENDS[need];
           data.queues[queue].grantSendMessages(this.fn);
           this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
           if (queue === 'email') {
@@ -238,7 +249,8 @@ export class CdpFunction extends Construct {
         }
         case 'queue:ingest:retry':
         case 'queue:email:retry':
-        case 'queue:email-events:retry': {
+        case 'queue:email-events:retry':
+        case 'queue:audience-jobs:retry': {
           const queue = RETRIES[need];
           this.fn.addToRolePolicy(
             new PolicyStatement({
@@ -286,6 +298,7 @@ export class CdpFunction extends Construct {
         case 'organizations:read':
         case 'activities:read':
         case 'emails:read':
+        case 'audiences:read':
           this.grantTable(data, READ_ONLY[need], TABLE_READS);
           break;
       }

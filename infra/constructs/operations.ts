@@ -65,6 +65,8 @@ export interface OperationsProps {
   api: { restApiName: string; stageName: string };
   queues: readonly MonitoredQueue[];
   tables: readonly MonitoredTable[];
+  /** Where the stream workers' batches go after their last attempt (their dead letters). */
+  streamFailures?: IQueue;
   /** `sesConfigurationSet(region)`: its reputation rates are graphed next to the account's. */
   sesConfigurationSet: string;
   /** Subscribed to the alarm topic (the address must confirm the subscription). */
@@ -81,11 +83,14 @@ export interface OperationsProps {
  *   minutes, a quarter of an hour without progress does not.
  * - email-events: 5 minutes. Each event is one small update, and a bounce or complaint must
  *   suppress its address before the next email to it goes out (sender reputation).
+ * - audience-jobs: 15 minutes. A build or the daily re-evaluation queues pages of people one after
+ *   the other; a page waiting a quarter of an hour means the worker is not running.
  */
 export const MAX_MESSAGE_AGE: Record<QueueName, Duration> = {
   ingest: Duration.minutes(15),
   email: Duration.minutes(15),
   'email-events': Duration.minutes(5),
+  'audience-jobs': Duration.minutes(15),
 };
 
 /** Thresholds, in one place so the runbook and the tests read the same numbers. */
@@ -109,6 +114,7 @@ export const alarmName = {
   deadLetters: (region: Region, queue: QueueName) => `cdp-${region}-${queue}-dlq-depth`,
   oldestMessage: (region: Region, queue: QueueName) => `cdp-${region}-${queue}-oldest-message-age`,
   api5xxRate: (region: Region) => `cdp-${region}-api-5xx-rate`,
+  streamFailures: (region: Region) => `cdp-${region}-stream-failures-depth`,
   functionErrors: (region: Region, fn: string) => `cdp-${region}-${fn}-errors`,
   functionThrottles: (region: Region, fn: string) => `cdp-${region}-${fn}-throttles`,
   /** Part `n` (from 1) of a table's throttle alarms; more than one only past 4 indexes. */
@@ -163,11 +169,12 @@ export function functionAlarmNames(region: Region, fn: string): string[] {
  * functions' own alarms are `functionAlarmNames`, made beside each function).
  */
 export function operationsAlarmNames(
-  props: Pick<OperationsProps, 'region' | 'queues' | 'tables'>,
+  props: Pick<OperationsProps, 'region' | 'queues' | 'tables' | 'streamFailures'>,
 ): string[] {
   const { region } = props;
   return [
     alarmName.api5xxRate(region),
+    ...(props.streamFailures ? [alarmName.streamFailures(region)] : []),
     ...props.queues.flatMap((queue) => [
       alarmName.deadLetters(region, queue.name),
       alarmName.oldestMessage(region, queue.name),
@@ -293,6 +300,7 @@ export class Operations extends Construct {
     this.topic = this.alarmTopic(props.alarmEmail);
 
     this.apiRate = this.apiAlarm(props.api);
+    if (props.streamFailures) this.streamFailuresAlarm(props.streamFailures);
     for (const queue of props.queues) this.queueAlarms(queue);
     this.tableThrottles = props.tables.map((table) => ({
       table,
@@ -415,6 +423,20 @@ export class Operations extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
     return { rate, alarm };
+  }
+
+  private streamFailuresAlarm(queue: IQueue): void {
+    this.alarm('stream-failures-depth', alarmName.streamFailures(this.region), {
+      metric: queue.metricApproximateNumberOfMessagesVisible({
+        statistic: 'Maximum',
+        period: FIVE_MINUTES,
+      }),
+      threshold: 0,
+      description:
+        'A batch of a table stream failed every attempt of its worker (audiences): the changes it describes were not applied.',
+      runbook: 'stream-failures',
+      treatMissingData: TreatMissingData.IGNORE,
+    });
   }
 
   private queueAlarms(queue: MonitoredQueue): void {

@@ -17,7 +17,12 @@ import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../../shared/routes.js';
-import { WORKERS, type WorkerDefinition } from '../../shared/workers.js';
+import {
+  STREAM_WORKERS,
+  WORKERS,
+  type StreamWorkerDefinition,
+  type WorkerDefinition,
+} from '../../shared/workers.js';
 import { QUEUES, TABLES } from '../../shared/resources.js';
 import { Operations, type MonitoredFunction } from '../constructs/operations.js';
 import type { RegionData } from './data-stack.js';
@@ -32,6 +37,7 @@ export interface ApiStackProps extends StackProps {
   /** The routes and workers to deploy: the tables of `shared/` (other sets in infra tests). */
   routes?: readonly RouteDefinition[];
   workers?: readonly WorkerDefinition[];
+  streamWorkers?: readonly StreamWorkerDefinition[];
   /** The handler module of a function, when not its folder's (infra tests only). */
   entryOf?: (spec: FunctionSpec) => string | undefined;
 }
@@ -99,7 +105,7 @@ export class ApiStack extends Stack {
 
     const routes = props.routes ?? ROUTES;
     const workers = props.workers ?? WORKERS;
-    const specs = functionSpecs(routes, workers);
+    const specs = functionSpecs(routes, workers, props.streamWorkers ?? STREAM_WORKERS);
     const operations = new Operations(this, 'operations', {
       region: props.region,
       api: { restApiName: this.api.restApiName, stageName: this.api.deploymentStage.stageName },
@@ -113,6 +119,7 @@ export class ApiStack extends Stack {
         table: props.data.tables[name],
         indexes: indexes.map((index) => index.name),
       })),
+      streamFailures: props.data.streamFailures,
       sesConfigurationSet: props.data.email.configurationSet,
       ...(alarmEmail ? { alarmEmail } : {}),
     });

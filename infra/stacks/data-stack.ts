@@ -3,6 +3,7 @@ import {
   AttributeType,
   BillingMode,
   ProjectionType,
+  StreamViewType,
   Table,
   TableEncryption,
   type ITable,
@@ -15,12 +16,14 @@ import type { Construct } from 'constructs';
 import { readFileSync } from 'node:fs';
 import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
+import { AudienceRecheckSchedule } from '../constructs/audience-schedule.js';
 import { EmailSending, type EmailSendingData } from '../constructs/email-sending.js';
 import {
   BUCKETS,
   QUEUES,
   TABLES,
   queueName,
+  streamFailuresQueueName,
   tableName,
   type BucketName,
   type QueueName,
@@ -34,6 +37,8 @@ export interface RegionData {
   queues: Record<QueueName, IQueue>;
   /** Each queue's dead-letter queue (for the alarms and the dashboard). */
   deadLetters: Record<QueueName, IQueue>;
+  /** Descriptions of stream batches the stream workers could not process. */
+  streamFailures: IQueue;
   buckets: Record<BucketName, IBucket>;
   /** The Amazon Location Service place index address lookups use. */
   placeIndex: { name: string; arn: string };
@@ -68,6 +73,7 @@ export class DataStack extends Stack {
         deletionProtection: true,
         removalPolicy: RemovalPolicy.RETAIN,
         ...(definition.ttlAttribute ? { timeToLiveAttribute: definition.ttlAttribute } : {}),
+        ...(definition.stream ? { stream: StreamViewType[definition.stream] } : {}),
       });
       for (const index of definition.indexes) {
         table.addGlobalSecondaryIndex({
@@ -106,6 +112,23 @@ export class DataStack extends Stack {
         removalPolicy: RemovalPolicy.RETAIN,
       });
     }
+
+    const streamFailures = new Queue(this, 'stream-failures', {
+      queueName: streamFailuresQueueName(region),
+      retentionPeriod: Duration.days(14),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    NagSuppressions.addResourceSuppressions(streamFailures, [
+      {
+        id: 'AwsSolutions-SQS3',
+        reason:
+          'The on-failure destination of the stream workers: a dead-letter queue in all but name.',
+      },
+    ]);
+
+    new AudienceRecheckSchedule(this, 'audiences-daily', { region, queue: queues['audience-jobs'] });
 
     const buckets = {} as Record<BucketName, IBucket>;
     for (const definition of BUCKETS) {
@@ -147,6 +170,7 @@ export class DataStack extends Stack {
       tables,
       queues,
       deadLetters: deadLetterQueues,
+      streamFailures,
       buckets,
       placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
       email: email.data,

@@ -1,5 +1,5 @@
 import { FALLBACK_FUNCTION, type RouteDefinition } from '../../shared/routes.js';
-import type { WorkerDefinition } from '../../shared/workers.js';
+import type { StreamWorkerDefinition, WorkerDefinition } from '../../shared/workers.js';
 
 /**
  * How the functions of a regional API are spread over nested stacks, so that no
@@ -34,6 +34,8 @@ export const AREA_GROUPS: Readonly<Record<string, FunctionGroup>> = {
   async: 'activities',
   definitions: 'activities',
   'instance-schema': 'activities',
+  audiences: 'audiences',
+  audience: 'audiences',
 };
 
 /** The group of the public routes outside `/v1`, and of the fallback. */
@@ -63,6 +65,8 @@ export interface FunctionSpec {
   routes: readonly RouteDefinition[];
   /** The queue that feeds it, for a worker. */
   worker?: WorkerDefinition;
+  /** The table stream that feeds it, for a stream worker. */
+  streamWorker?: StreamWorkerDefinition;
   /** The function behind every path and method no route serves. */
   fallback?: true;
 }
@@ -79,11 +83,12 @@ function deploymentOf(route: RouteDefinition): string {
 
 /**
  * The functions of a regional API: one per folder of the routes table (in the order of its
- * first route), the fallback, then one per worker.
+ * first route), the fallback, then one per queue worker and one per stream worker.
  */
 export function functionSpecs(
   routes: readonly RouteDefinition[],
   workers: readonly WorkerDefinition[],
+  streamWorkers: readonly StreamWorkerDefinition[] = [],
 ): FunctionSpec[] {
   const byFolder = new Map<string, RouteDefinition[]>();
   for (const route of routes) {
@@ -132,6 +137,22 @@ export function functionSpecs(
       access: worker.access,
       routes: [],
       worker,
+    });
+  }
+  for (const streamWorker of streamWorkers) {
+    if (specs.some((spec) => spec.name === streamWorker.function)) {
+      throw new Error(
+        `The stream worker ${streamWorker.function} has the folder of another function`,
+      );
+    }
+    specs.push({
+      name: streamWorker.function,
+      group: WORKERS_GROUP,
+      memoryMb: streamWorker.memoryMb,
+      timeoutSeconds: streamWorker.timeoutSeconds,
+      access: streamWorker.access,
+      routes: [],
+      streamWorker,
     });
   }
   return specs;

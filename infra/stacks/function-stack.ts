@@ -1,10 +1,17 @@
 import { NestedStack, type NestedStackProps } from 'aws-cdk-lib';
 import type { IRestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import {
+  FilterCriteria,
+  FilterRule,
+  StartingPosition,
+  type IFunction,
+} from 'aws-cdk-lib/aws-lambda';
+import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
+import type { StreamWorkerDefinition } from '../../shared/workers.js';
 import { STAGE_NAME } from '../../shared/edge.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
 import { FunctionAlarms } from '../constructs/operations.js';
@@ -88,7 +95,36 @@ export class FunctionStack extends NestedStack {
         });
         queue.grantConsumeMessages(fn);
       }
+      if (spec.streamWorker) this.feedFromStream(fn, spec.streamWorker, props.data);
       this.functions.set(spec.name, fn);
     }
+  }
+
+  /**
+   * A stream worker's event source: from the stream's oldest record on a new mapping, only
+   * the items it handles (filtered before Lambda is billed), failed batches bisected and
+   * retried, then described to the stream-failures queue rather than blocking the shard.
+   */
+  private feedFromStream(fn: IFunction, worker: StreamWorkerDefinition, data: RegionData): void {
+    const table = data.tables[worker.table];
+    if (!table.tableStreamArn) throw new Error(`The ${worker.table} table has no stream`);
+    fn.addEventSourceMapping(`${worker.table}-stream`, {
+      eventSourceArn: table.tableStreamArn,
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: worker.batchSize,
+      // No batching window: a change is handed on as soon as the shard has it (the lag).
+      parallelizationFactor: worker.parallelization,
+      bisectBatchOnError: true,
+      retryAttempts: worker.maxRetryAttempts,
+      reportBatchItemFailures: true,
+      onFailure: new SqsDlq(data.streamFailures),
+      filters: [
+        FilterCriteria.filter({
+          dynamodb: { Keys: { sk: { S: FilterRule.or(...worker.sortKeys) } } },
+        }),
+      ],
+    });
+    table.grantStreamRead(fn);
+    data.streamFailures.grantSendMessages(fn);
   }
 }

@@ -18,6 +18,13 @@ import { PersonMergeRequest } from '../domain/people/merge-request.js';
 import { PersonActivitiesRequest } from '../domain/people/person-activities.js';
 import { PersonGetByIdsRequest, PersonGetRequest } from '../domain/people/person-get.js';
 import { PersonSubscriptionsRequest } from '../domain/people/person-subscriptions.js';
+import {
+  AudienceCreateRequest,
+  AudienceIdRequest,
+  AudiencesGetRequest,
+  AudienceUpdateRequest,
+} from '../domain/audiences/audience.js';
+import { AudienceSubscribeRequest } from '../domain/audiences/subscribe.js';
 import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
 import {
   AccountGetByIdsResponse,
@@ -27,6 +34,10 @@ import {
   ActivityDefinitionResponse,
   ActivityRecord,
   AsyncGetResponse,
+  AudienceDeleteResponse,
+  AudienceEntrySchema,
+  AudiencesGetResponse,
+  AudienceSubscribeResponse,
   EmptyResponse,
   HealthResponse,
   InstanceSchemaResponse,
@@ -72,6 +83,7 @@ export type Tag =
   | 'Email links'
   | 'Accounts'
   | 'Instance'
+  | 'Audiences'
   | 'Service';
 
 export interface Answer {
@@ -110,6 +122,57 @@ const ids = {
 };
 
 const cursor = 'eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl';
+
+const audienceId = '66a1f0c7e4b0a1b2c3d4e644';
+const audienceFilter = {
+  $and: [
+    { $and: [{ '$bol::is': { field_id: 'bol::p', value: true } }] },
+    { $and: [{ '$tme::relative_more_than': { field_id: 'l', days_ago: 30 } }] },
+  ],
+};
+/** An audience as the endpoints answer it, for the examples. */
+const audienceExample = {
+  id: audienceId,
+  instance_id: 'acme',
+  folder_id: null,
+  data_source_id: '000000000000000000000000',
+  icon_id: 'audiences-illustration-icon',
+  type: 'permanent',
+  building: false,
+  ready: true,
+  is_public: true,
+  sms_is_public: false,
+  sms_public_name: '',
+  sms_public_description: '',
+  filter: audienceFilter,
+  filter_sha: 'f67bd9c808f20b598c0a03673efd89e96cc498af',
+  last_built_at: '2026-11-24T10:00:02.000Z',
+  new_filter: null,
+  new_filter_sha: '',
+  last_used: '2026-11-24T10:00:00.000Z',
+  created: '2026-11-24T10:00:00.000Z',
+  created_by_id: '',
+  created_by_name: '',
+  edited_at: '2026-11-24T10:00:00.000Z',
+  name: 'Slipping subscribers',
+  public_name: 'News and updates',
+  public_description: 'We will send you news and updates',
+  exit_selection: '',
+  new_exit_criteria_filter: null,
+  ds_destinations: null,
+  sms_opted_in: 12,
+  subscribers: 30,
+  members: 43,
+  added_last_30_days: 5,
+  engagement: 0,
+  revenue: 0,
+  is_cold: false,
+  build_progress: { queued: 1200, evaluated: 1200, done_shards: 16 },
+};
+
+function audienceAnswer(description: string): Endpoint['responses'] {
+  return { 200: { description, schema: AudienceEntrySchema, example: audienceExample } };
+}
 
 /** Bodies documented with the real shape of the records the domain reads one by one. */
 const PersonMergeBody = PersonMergeRequest.extend({
@@ -479,7 +542,7 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'People',
     summary: 'List people',
     description:
-      'People in pages of 1 to 100: send the previous answer’s `next_offset` and `cursor_id` for the next. `fields` selects what each person shows; `q` searches email and names; `sort_by_field_id` and `filter` narrow and order the listing. `meta` holds the instance’s totals.',
+      'People in pages of 1 to 100: send the previous answer’s `next_offset` and `cursor_id` for the next. `fields` selects what each person shows; `q` searches email and names; `sort_by_field_id` and `filter` narrow and order the listing. `audience_id` lists the members of one audience from its members index (newest person first; not with `q`, `filter` or `sort_by_field_id`; `total_matches` is its member count). `meta` holds the instance’s totals.',
     request: PersonGetRequest,
     requestExample: { limit: 2, fields: ['str::email', 'str::first'] },
     responses: {
@@ -507,6 +570,7 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
         },
       },
     },
+    errors: [404],
   },
   'POST /v1/person/get-by-ids': {
     tag: 'People',
@@ -607,7 +671,7 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'People',
     summary: 'Subscription states of people',
     description:
-      'The email and SMS permissions of 1 to 100 people, looked up by `email` or by `person_id` (exactly one per entry), in the order asked. A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. `subscriptions` (audience memberships) is always empty.',
+      'The email and SMS permissions and the audience memberships of 1 to 100 people, looked up by `person_id`, `email` or `external_id` (that precedence), in the order asked. `subscriptions` lists the audiences the person is a member of, with their email and SMS choices for each (effective: a global unsubscribe reads as `subscribed: false`). A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200.',
     request: PersonSubscriptionsRequest,
     requestExample: { people: [{ email: 'ada@example.com' }, { person_id: ids.person2 }] },
     responses: {
@@ -620,9 +684,25 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
               person_status: 'merged',
               person_id: ids.person,
               email: 'ada@example.com',
+              subscriptions: [
+                {
+                  audience_id: '6904f4faf0cc08364094a964',
+                  audience_name: 'Subscribers',
+                  member_from: '2025-11-03T21:23:17Z',
+                  subscribed: true,
+                  subscribed_from: '2025-11-03T21:23:17Z',
+                  sms_opted_in: false,
+                  whatsapp_opted_in: false,
+                  ios_opted_in: false,
+                  android_opted_in: false,
+                  web_opted_in: false,
+                },
+              ],
               email_permissions: true,
               sms_permissions: false,
-              subscriptions: [],
+              ios_permissions: false,
+              android_permissions: false,
+              web_permissions: false,
             },
             {
               person_status: 'invalid',
@@ -875,4 +955,107 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
       } satisfies Endpoint,
     ]),
   ),
+  'POST /v1/audiences/create': {
+    tag: 'Audiences',
+    summary: 'Create an audience',
+    description:
+      'Beyond the real API (which makes audiences in its UI): a filter-defined segment of the instance’s people, `filter` deciding who enters and `exit_filter` (optional) who leaves; without one, people leave when they stop matching. Its members are decided at once over the existing people (a build: `building` until done) and kept current as people change. At most 100 audiences per instance; names are unique (without case): a taken one is a 409.',
+    request: AudienceCreateRequest,
+    requestExample: { name: 'Slipping subscribers', filter: audienceFilter, is_public: true },
+    responses: audienceAnswer('The audience, building'),
+    errors: [409],
+  },
+  'POST /v1/audiences/get': {
+    tag: 'Audiences',
+    summary: 'List audiences',
+    description:
+      'Live (or with `archived: true` archived) audiences, newest first, whose name contains `search_term` (without case), `limit` (1 to 40, default 40) from `offset`; `filter` and `new_exit_criteria_filter` only with `with_filter`. A bare array, as the real API answers (`[]` when none; the real API answers `null`).',
+    request: AudiencesGetRequest,
+    requestExample: { search_term: 'subscribers', with_filter: true, limit: 10, offset: 0 },
+    responses: {
+      200: {
+        description: 'The audiences',
+        schema: AudiencesGetResponse,
+        example: [audienceExample],
+      },
+    },
+  },
+  'PUT /v1/audiences/update': {
+    tag: 'Audiences',
+    summary: 'Change an audience',
+    description:
+      'A new name, filters (`exit_filter: null` removes the exit filter) or presentation. A new filter builds the audience again over every person; members are kept until the build decides otherwise. A change made from an old read is a 409.',
+    request: AudienceUpdateRequest,
+    requestExample: { audience_id: audienceId, name: 'Slipping customers' },
+    responses: audienceAnswer('The audience as changed'),
+    errors: [404, 409],
+  },
+  'PUT /v1/audiences/archive': {
+    tag: 'Audiences',
+    summary: 'Archive an audience',
+    description:
+      'Its members stay as they were and it is no longer kept current; it is listed with `archived: true` only.',
+    request: AudienceIdRequest,
+    requestExample: { audience_id: audienceId },
+    responses: audienceAnswer('The archived audience'),
+    errors: [404],
+  },
+  'PUT /v1/audiences/restore': {
+    tag: 'Audiences',
+    summary: 'Restore an archived audience',
+    description: 'It is built again over every person and kept current from then on.',
+    request: AudienceIdRequest,
+    requestExample: { audience_id: audienceId },
+    responses: audienceAnswer('The restored audience, building'),
+    errors: [404],
+  },
+  'DELETE /v1/audiences/delete': {
+    tag: 'Audiences',
+    summary: 'Delete an archived audience',
+    description:
+      'Archive it first (a 400 otherwise). Its memberships and counters are removed in the background; the enter and exit activities it recorded stay on the people.',
+    request: AudienceIdRequest,
+    requestExample: { audience_id: audienceId },
+    responses: {
+      200: {
+        description: 'Deleted',
+        schema: AudienceDeleteResponse,
+        example: { audience_id: audienceId, deleted: true },
+      },
+    },
+    errors: [404],
+  },
+  'PUT /v1/audience/subscribe': {
+    tag: 'Audiences',
+    summary: 'Members’ choices for an audience',
+    description:
+      'For 1 to 100 people (each by `person_id`, `email` or `external_id`): `subscribed` (the audience’s email) and `sms_opted_in` (its SMS). Only members have choices: a person who is not a member is answered `not-member` and nothing changes (membership is the filter’s alone). `status` says whether the person receives the audience’s email now.',
+    request: AudienceSubscribeRequest,
+    requestExample: {
+      audience_id: audienceId,
+      people: [
+        { email: 'ada@example.com', subscribed: false },
+        { person_id: ids.person2, sms_opted_in: true },
+      ],
+    },
+    responses: {
+      200: {
+        description: 'One entry per person, in order',
+        schema: AudienceSubscribeResponse,
+        example: {
+          audience_id: audienceId,
+          people: [
+            {
+              person_status: 'merged',
+              person_id: ids.person,
+              status: 'unsubscribed',
+              sms_opted_in: true,
+            },
+            { person_status: 'by-id', status: 'subscribed', sms_opted_in: true },
+          ],
+        },
+      },
+    },
+    errors: [404],
+  },
 };

@@ -402,26 +402,51 @@ export const AccountGetByIdsResponse = z
   })
   .meta({ id: 'AccountGetByIdsResponse' });
 
+const OptIn = z.literal(false).meta({ description: 'No such channel here: always false' });
+
+export const AudienceSubscription = z
+  .object({
+    audience_id: z.string(),
+    audience_name: z.string(),
+    member_from: z.string().meta({ description: 'When the person last entered (seconds, UTC)' }),
+    subscribed: z.boolean().meta({
+      description: 'Receives the audience email: subscribed to it and `bol::p` not false',
+    }),
+    subscribed_from: z.string(),
+    sms_opted_in: z.boolean().meta({
+      description: 'Opted in to the audience SMS and `bol::sp` true',
+    }),
+    whatsapp_opted_in: OptIn,
+    ios_opted_in: OptIn,
+    android_opted_in: OptIn,
+    web_opted_in: OptIn,
+  })
+  .meta({ id: 'AudienceSubscription', description: 'One audience the person is a member of' });
+
 export const SubscriptionEntry = z
   .union([
     z.object({
       person_status: z.enum(['merged', 'by-id']).meta({
-        description: '`merged` when looked up by email, `by-id` when by ID',
+        description: '`by-id` when looked up by ID, `merged` when by email or external ID',
       }),
       person_id: PersonId,
       email: z.string().optional().meta({
-        description: 'Looked up by email: the address the person holds',
+        description: 'Not looked up by ID: the address the person holds',
+      }),
+      subscriptions: z.array(AudienceSubscription).meta({
+        description: 'The audiences the person is a member of, oldest membership first',
       }),
       email_permissions: z.boolean().meta({ description: '`bol::p` (true when not set)' }),
       sms_permissions: z.boolean().meta({ description: '`bol::sp` (false when not set)' }),
-      subscriptions: z.array(z.never()).meta({
-        description: 'Audience memberships: always empty (this product has no audiences)',
-      }),
+      ios_permissions: OptIn,
+      android_permissions: OptIn,
+      web_permissions: OptIn,
     }),
     z.object({
       person_status: z.literal('invalid'),
       person_id: z.string().optional().meta({ description: 'As asked' }),
       email: z.string().optional().meta({ description: 'As asked' }),
+      external_id: z.string().optional().meta({ description: 'As asked' }),
       error: z.string().meta({ description: 'Which lookup found no one' }),
     }),
   ])
@@ -555,3 +580,91 @@ export const AsyncGetResponse = z
     details: z.array(ErrorDetail).optional(),
   })
   .meta({ id: 'AsyncGetResponse' });
+
+const Time = z.string().meta({ description: 'ISO 8601, UTC, milliseconds' });
+
+/** One audience, as `audiences/get` answers it (the recorded shape, and how far a build got). */
+export const AudienceEntrySchema = z
+  .object({
+    id: z.string().meta({ description: 'The audience ID (24 hexadecimal characters)' }),
+    instance_id: z.string(),
+    folder_id: z.null(),
+    data_source_id: z.string(),
+    icon_id: z.string(),
+    type: z.literal('permanent'),
+    building: z.boolean().meta({
+      description: 'Members are being decided over the instance’s people (a new filter)',
+    }),
+    ready: z.boolean().meta({ description: 'A build of the audience has finished' }),
+    is_public: z.boolean().meta({ description: 'Listed in the email preference center' }),
+    sms_is_public: z.boolean(),
+    sms_public_name: z.string(),
+    sms_public_description: z.string(),
+    filter: z.unknown().meta({ description: 'The entry filter (only with `with_filter`)' }),
+    filter_sha: z.string().meta({ description: 'SHA-1 of the entry filter (canonical JSON)' }),
+    last_built_at: Time.nullable(),
+    new_filter: z.null(),
+    new_filter_sha: z.string(),
+    last_used: Time,
+    created: Time,
+    created_by_id: z.string(),
+    created_by_name: z.string(),
+    edited_at: Time,
+    archived_at: Time.optional().meta({ description: 'Only on archived audiences' }),
+    name: z.string(),
+    public_name: z.string(),
+    public_description: z.string(),
+    exit_selection: z.enum(['', 'filter']).meta({
+      description: '`filter` when the audience has an exit filter',
+    }),
+    new_exit_criteria_filter: z.unknown().meta({
+      description: 'The exit filter (only with `with_filter`), else null',
+    }),
+    ds_destinations: z.null(),
+    sms_opted_in: z.number().int().meta({ description: 'Members opted in to its SMS' }),
+    subscribers: z.number().int().meta({ description: 'Members who receive its email' }),
+    members: z.number().int(),
+    added_last_30_days: z.number().int(),
+    engagement: z.number(),
+    revenue: z.number(),
+    is_cold: z.boolean(),
+    build_progress: z
+      .object({
+        queued: z.number().int(),
+        evaluated: z.number().int(),
+        done_shards: z.number().int(),
+      })
+      .meta({ description: 'The current build: people queued for evaluation, and evaluated' }),
+  })
+  .meta({ id: 'AudienceEntry' });
+
+export const AudiencesGetResponse = z
+  .array(AudienceEntrySchema)
+  .meta({ id: 'AudiencesGetResponse', description: 'Newest first; `[]` when none' });
+
+export const AudienceDeleteResponse = z
+  .object({ audience_id: z.string(), deleted: z.literal(true) })
+  .meta({ id: 'AudienceDeleteResponse' });
+
+export const AudienceSubscribeResponse = z
+  .object({
+    audience_id: z.string(),
+    people: z.array(
+      z.object({
+        person_status: z.enum(['by-id', 'merged', 'invalid']).meta({
+          description: '`by-id`, `merged` (found by email or external ID), or `invalid`',
+        }),
+        person_id: z
+          .string()
+          .optional()
+          .meta({ description: 'When found by email or external ID' }),
+        status: z.enum(['subscribed', 'unsubscribed', 'not-member', 'invalid']).meta({
+          description:
+            'Whether the member receives the audience’s email now; `not-member`: nothing changed',
+        }),
+        sms_opted_in: z.boolean().optional(),
+        error: z.string().optional(),
+      }),
+    ),
+  })
+  .meta({ id: 'AudienceSubscribeResponse', description: 'One entry per person, in order' });

@@ -132,3 +132,29 @@ export const EmailEventsWorkerEnv = EmailLinksEnv.extend({
   CONFIG_TABLE: tableName,
   EMAIL_EVENTS_QUEUE_URL: z.url(),
 }).extend(PeopleEnv.shape);
+
+/** Functions that read or change audiences (docs/audiences.md). */
+export const AudiencesEnv = z.object({
+  CONFIG_TABLE: tableName,
+  AUDIENCES_TABLE: tableName,
+  /** Functions that read people or write their enter and exit activities (by their grants). */
+  PEOPLE_TABLE: tableName.optional(),
+  ACTIVITIES_TABLE: tableName.optional(),
+  /** Where builds and deletions are queued (functions that start them). */
+  AUDIENCE_JOBS_QUEUE_URL: z.url().optional(),
+});
+
+/** The audience worker (the people table's stream): people read, activities written. */
+export const AudienceWorkerEnv = AudiencesEnv.extend({
+  PEOPLE_TABLE: tableName,
+  ACTIVITIES_TABLE: tableName,
+});
+
+/** The audience-jobs queue's worker: builds, daily re-evaluations, deletions. */
+export const AudienceJobsEnv = AudienceWorkerEnv.extend({
+  AUDIENCE_JOBS_QUEUE_URL: z.url(),
+  /** A message that failed comes back after `base · 2^(receives − 1)` seconds. */
+  AUDIENCE_JOBS_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(300).default(5),
+  /** How long one message keeps working before it queues the rest of its job. */
+  AUDIENCE_JOB_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
+});

@@ -3,6 +3,7 @@ import type {
   AssetConfig,
   CampaignConfig,
   ConfigurationFile,
+  InstanceConfig,
   KeyFieldState,
 } from './instance-config.js';
 import {
@@ -29,7 +30,16 @@ export interface ConfigurationWriter {
   ensureSigningSecret(): Promise<void>;
 }
 
+/** Applies an instance's `audiences` (its audience store and build queue in the region). */
+export type AudienceApplier = (
+  instanceId: string,
+  definitions: InstanceConfig['audiences'],
+  personFields: InstanceConfig['person_fields'],
+) => Promise<void>;
+
 export interface ApplyOptions {
+  /** The region's audiences, for instances whose file has `audiences`. */
+  audiences?: AudienceApplier;
   /** The people of the region, for claiming the values of fields made unique. */
   keyClaims?: KeyClaimStore;
   /**
@@ -96,6 +106,10 @@ export async function applyConfiguration(
         { campaigns: instance.campaigns, assets: instance.assets },
         fileKeys,
       );
+      if (instance.audiences.length > 0) {
+        if (!options.audiences) throw new Error("applying audiences needs the region's audiences");
+        await options.audiences(instance.id, instance.audiences, instance.person_fields);
+      }
       applied.push(instance.id);
     } else {
       markers.push(

@@ -1,5 +1,8 @@
 import { z } from 'zod';
+import { AudienceCreateRequest, MAX_AUDIENCES } from './audiences/audience.js';
+import { ValidationError } from './errors.js';
 import { FieldCatalog, CUSTOM_FIELD_TYPES, MAX_CUSTOM_FIELDS } from './fields/field-catalog.js';
+import { compileFilter } from './filters/filter.js';
 import { isCustomFieldName, parseFieldId, type FieldType } from './fields/field-id.js';
 import { ID_PATTERN } from './ids.js';
 import { REGIONS } from './regions.js';
@@ -139,6 +142,11 @@ const InstanceShape = z.strictObject({
   activities: z.array(ActivityDefinition).default([]),
   campaigns: z.array(Campaign).default([]),
   assets: z.array(Asset).default([]),
+  /**
+   * Audiences the apply makes or brings up to date, matched by name without case; audiences
+   * made through the API, and ones no longer in the file, are left alone (docs/audiences.md).
+   */
+  audiences: z.array(AudienceCreateRequest).max(MAX_AUDIENCES).default([]),
 });
 
 const Instance = InstanceShape.superRefine(checkInstance);
@@ -147,7 +155,11 @@ const Instance = InstanceShape.superRefine(checkInstance);
  * An instance as stored in the config table and read by the API: the file's shape without
  * plaintext keys and templates (they are items of their own).
  */
-export const StoredInstance = InstanceShape.omit({ campaigns: true, assets: true }).extend({
+export const StoredInstance = InstanceShape.omit({
+  campaigns: true,
+  assets: true,
+  audiences: true,
+}).extend({
   data_sources: z.array(DataSource.omit({ api_key: true })),
   /** Unique fields and where each stands (absent: none). Written by `apply`, not the file. */
   key_fields: z.record(z.string(), z.enum(KEY_FIELD_STATES)).optional(),
@@ -225,6 +237,7 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
   duplicates(instance.activities, (a) => a.id, ['activities'], 'id', ctx);
   duplicates(instance.campaigns, (c) => c.id, ['campaigns'], 'id', ctx);
   duplicates(instance.assets, (a) => a.id, ['assets'], 'id', ctx);
+  duplicates(instance.audiences, (a) => a.name.toLowerCase(), ['audiences'], 'name', ctx);
 
   instance.person_fields.forEach((field, i) => {
     checkCustomField(field.id, 'cm', ['person_fields', i, 'id'], ctx);
@@ -254,6 +267,17 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
   } catch {
     return; // a bad custom field, reported above
   }
+  instance.audiences.forEach((audience, i) => {
+    for (const member of ['filter', 'exit_filter'] as const) {
+      if (!audience[member]) continue;
+      try {
+        compileFilter(audience[member], { fields: people }, member);
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error;
+        ctx.addIssue({ code: 'custom', path: ['audiences', i, member], message: error.message });
+      }
+    }
+  });
 
   instance.data_sources.forEach((source, i) => {
     const path = ['data_sources', i, 'merge_by'];

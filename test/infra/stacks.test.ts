@@ -16,7 +16,7 @@ import {
   type TableName,
 } from '../../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, routeKey, type Access } from '../../shared/routes.js';
-import { WORKERS } from '../../shared/workers.js';
+import { STREAM_WORKERS, WORKERS } from '../../shared/workers.js';
 import { alarmName } from '../../infra/constructs/operations.js';
 import { ApiStack, STAGE_THROTTLE } from '../../infra/stacks/api-stack.js';
 import { functionSpecs } from '../../infra/stacks/function-groups.js';
@@ -55,7 +55,7 @@ function withNestedStacks(stack: ApiStack): Template {
 }
 
 /** The functions of the stack: one per folder of the routes table, the fallback, the workers. */
-const SPECS = functionSpecs(ROUTES, WORKERS);
+const SPECS = functionSpecs(ROUTES, WORKERS, STREAM_WORKERS);
 
 /** The logical ID prefix of a function's resources in its nested stack (`personmerge`). */
 const idOf = (folder: string) => folder.replace(/-/g, '');
@@ -157,14 +157,17 @@ function touchesOf(statements: Statement[]): string[] {
     const resources = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
     for (const resource of resources) {
       const text = JSON.stringify(resource);
-      const table = /FnGetAtt(config|people|organizations|activities|requests|emails)table/.exec(
-        text,
-      );
-      const queue = /FnGetAtt(ingest|emailevents|email)queue/.exec(text);
+      const table =
+        /FnGetAtt(config|people|organizations|activities|requests|emails|audiences)table/.exec(
+          text,
+        );
+      const queue =
+        /FnGetAtt(ingest|emailevents|email|audiencejobs)queue/.exec(text) ??
+        /FnGetAtt(streamfailures)/.exec(text);
       const target = table
         ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
         : queue
-          ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}`
+          ? `queue:${{ emailevents: 'email-events', audiencejobs: 'audience-jobs', streamfailures: 'stream-failures' }[queue[1] ?? ''] ?? queue[1]}`
           : text.includes('payloadsbucket')
             ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
             : text.includes(':identity/')
@@ -187,6 +190,7 @@ function expectedTouches(
   access: readonly Access[],
   region: Region,
   consumes?: QueueName,
+  stream?: TableName,
 ): string[] {
   // X-Ray's upload actions have no resource of their own.
   const touches = new Set<string>(['xray:PutTraceSegments *', 'xray:PutTelemetryRecords *']);
@@ -202,7 +206,9 @@ function expectedTouches(
     if (need === 'config:read') table('config', READS);
     else if (need === 'config:write') table('config', [...READS, ...WRITES]);
     else if (need.endsWith(':read')) table(need.replace(':read', '') as TableName, READS);
-    else if (['people', 'organizations', 'activities', 'requests', 'emails'].includes(need)) {
+    else if (
+      ['people', 'organizations', 'activities', 'requests', 'emails', 'audiences'].includes(need)
+    ) {
       table(need as TableName, [...READS, ...WRITES]);
     } else if (need === 'payloads:put') {
       touches.add('s3:PutObject bucket:ingest').add('s3:DeleteObject bucket:ingest');
@@ -211,7 +217,7 @@ function expectedTouches(
       touches.add('s3:DeleteObject bucket:ingest').add('s3:DeleteObject bucket:email');
     } else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
     else if (need === 'email-payloads:get') touches.add('s3:GetObject bucket:email');
-    else if (need === 'queue:ingest' || need === 'queue:email') {
+    else if (need === 'queue:ingest' || need === 'queue:email' || need === 'queue:audience-jobs') {
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
       }
@@ -225,6 +231,16 @@ function expectedTouches(
     } else if (need === 'geo') touches.add('geo:SearchPlaceIndexForText geo:place-index');
   }
   if (consumes) for (const action of CONSUME) touches.add(`${action} queue:${consumes}`);
+  if (stream) {
+    // Reading the table's stream, and describing a failed batch on the stream-failures queue.
+    for (const action of ['DescribeStream', 'GetRecords', 'GetShardIterator']) {
+      touches.add(`dynamodb:${action} table:${stream}`);
+    }
+    touches.add('dynamodb:ListStreams *');
+    for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
+      touches.add(`${action} queue:stream-failures`);
+    }
+  }
   return [...touches].sort();
 }
 
@@ -336,7 +352,10 @@ describe('the CDK app', () => {
         Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'] },
       });
       expect(Object.keys(deployed)).toHaveLength(
-        new Set(ROUTES.map((route) => route.function)).size + 1 + WORKERS.length,
+        new Set(ROUTES.map((route) => route.function)).size +
+          1 +
+          WORKERS.length +
+          STREAM_WORKERS.length,
       );
       expect(api.findResources('AWS::Lambda::Function')).toEqual({});
     });
@@ -377,17 +396,21 @@ describe('the CDK app', () => {
     });
 
     it('grants every function exactly what its entry in the routes or workers table declares', () => {
-      const entries: { id: string; access: readonly Access[]; consumes?: QueueName }[] = SPECS.map(
-        (spec) => ({
-          id: spec.name,
-          access: spec.access,
-          ...(spec.worker ? { consumes: spec.worker.queue } : {}),
-        }),
-      );
+      const entries: {
+        id: string;
+        access: readonly Access[];
+        consumes?: QueueName;
+        stream?: TableName;
+      }[] = SPECS.map((spec) => ({
+        id: spec.name,
+        access: spec.access,
+        ...(spec.worker ? { consumes: spec.worker.queue } : {}),
+        ...(spec.streamWorker ? { stream: spec.streamWorker.table } : {}),
+      }));
       for (const entry of entries) {
         const prefix = `${idOf(entry.id)}function`;
         const granted = touchesOf(statementsOf(functions, prefix));
-        const expected = expectedTouches(entry.access, region, entry.consumes);
+        const expected = expectedTouches(entry.access, region, entry.consumes, entry.stream);
         expect({ function: entry.id, grants: granted }).toEqual({
           function: entry.id,
           grants: expected,
@@ -396,9 +419,9 @@ describe('the CDK app', () => {
     });
 
     it('feeds every worker from its queue, reporting partial batch failures, with bounded concurrency', () => {
-      const mappings = Object.values(
-        functions.findResources('AWS::Lambda::EventSourceMapping'),
-      ).map((mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties));
+      const mappings = Object.values(functions.findResources('AWS::Lambda::EventSourceMapping'))
+        .map((mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties))
+        .filter((mapping) => !mapping.includes('StreamArn'));
       expect(mappings).toHaveLength(WORKERS.length);
       for (const worker of WORKERS) {
         const queueId = `FnGetAtt${worker.queue.replace(/-/g, '')}queue`;
@@ -408,6 +431,31 @@ describe('the CDK app', () => {
           BatchSize: worker.batchSize,
           FunctionResponseTypes: ['ReportBatchItemFailures'],
           ScalingConfig: { MaximumConcurrency: worker.maxConcurrency },
+        });
+      }
+    });
+
+    it("feeds every stream worker from its table's stream: its items only, failures bisected, retried, then described", () => {
+      const mappings = Object.values(functions.findResources('AWS::Lambda::EventSourceMapping'))
+        .map((mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties))
+        .filter((mapping) => mapping.includes('StreamArn'));
+      expect(mappings).toHaveLength(STREAM_WORKERS.length);
+      for (const worker of STREAM_WORKERS) {
+        const mapping = mappings.find((m) => m.includes(`"Ref":"${idOf(worker.function)}function`));
+        expect(mapping).toContain(`FnGetAtt${worker.table}table`);
+        expect(mapping).toContain('FnGetAttstreamfailures');
+        expect(JSON.parse(mapping ?? '{}')).toMatchObject({
+          BatchSize: worker.batchSize,
+          StartingPosition: 'TRIM_HORIZON',
+          BisectBatchOnFunctionError: true,
+          MaximumRetryAttempts: worker.maxRetryAttempts,
+          ParallelizationFactor: worker.parallelization,
+          FunctionResponseTypes: ['ReportBatchItemFailures'],
+          FilterCriteria: {
+            Filters: [
+              { Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: worker.sortKeys } } } }) },
+            ],
+          },
         });
       }
     });
@@ -518,6 +566,7 @@ describe('the CDK app', () => {
             alarmName.oldestMessage(region, queue.name),
           ]),
           alarmName.api5xxRate(region),
+          alarmName.streamFailures(region),
           ...SPECS.flatMap((spec) => [
             alarmName.functionErrors(region, spec.name),
             alarmName.functionThrottles(region, spec.name),

@@ -101,6 +101,9 @@ describe('POST /v1/person/subscriptions', () => {
         email_permissions: true,
         sms_permissions: false,
         subscriptions: [],
+        ios_permissions: false,
+        android_permissions: false,
+        web_permissions: false,
       },
       {
         person_status: 'by-id',
@@ -108,6 +111,9 @@ describe('POST /v1/person/subscriptions', () => {
         email_permissions: false,
         sms_permissions: true,
         subscriptions: [],
+        ios_permissions: false,
+        android_permissions: false,
+        web_permissions: false,
       },
       {
         person_status: 'invalid',
@@ -126,6 +132,9 @@ describe('POST /v1/person/subscriptions', () => {
         email_permissions: false,
         sms_permissions: true,
         subscriptions: [],
+        ios_permissions: false,
+        android_permissions: false,
+        web_permissions: false,
       },
     ]);
   });
@@ -162,14 +171,10 @@ describe('POST /v1/person/subscriptions', () => {
       { people: Array.from({ length: 101 }, (_, i) => ({ email: `${i}@b.co` })) },
       'people: expected 1',
     ],
-    [{ people: [{}] }, 'people[0]: expected exactly one of email or person_id'],
-    [
-      { people: [{ email: 'a@b.co', person_id: 'a'.repeat(24) }] },
-      'people[0]: expected exactly one of email or person_id',
-    ],
+    [{ people: [{}] }, 'people[0]: expected one of person_id, email or external_id'],
     [{ people: [{ email: 'not-an-address' }] }, 'people[0].email: expected an email address'],
     [{ people: [{ person_id: 'XYZ' }] }, 'people[0].person_id: expected a person ID'],
-    [{ people: [{ 'str::email': 'a@b.co' }] }, 'people[0]: expected exactly one'],
+    [{ people: [{ 'str::email': 'a@b.co' }] }, 'people[0]: expected one of'],
     [{ people: ['a@b.co'] }, 'people[0]: '],
   ])('refuses bad input %# with a 400 naming the member', async (body, message) => {
     const response = await call('/v1/person/subscriptions', { key: KEY, body });

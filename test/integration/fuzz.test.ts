@@ -557,18 +557,102 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
           body: { people: [{ person_id: value }] },
           mention: 'people[0].person_id',
         })),
-        fc
-          .constantFrom(
-            {},
-            { email: email(u), person_id: '0'.repeat(24) },
-            { 'str::email': email(u) },
-          )
-          .map((lookup) => ({
-            kind: 'neither or both',
-            body: { people: [lookup] },
-            mention: 'people[0]: expected exactly one of email or person_id',
-          })),
+        fc.constantFrom({}, { 'str::email': email(u) }).map((lookup) => ({
+          kind: 'no identifier',
+          body: { people: [lookup] },
+          mention: 'people[0]: expected one of person_id, email or external_id',
+        })),
       ),
+  },
+  'POST /v1/audiences/create': {
+    base: (u) => ({
+      name: `fuzz ${u}`,
+      filter: { $and: [{ '$str::is': { field_id: 'str::first', value: u } }] },
+    }),
+    members: [
+      {
+        name: 'name',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), longString(256, 600)),
+      },
+      { name: 'filter', required: true, invalid: wrongType('object') },
+      { name: 'exit_filter', invalid: wrongType('object', 'null') },
+      { name: 'is_public', invalid: wrongType('boolean') },
+      { name: 'public_name', invalid: fc.oneof(wrongType('string'), longString(256, 600)) },
+    ],
+    special: (u) =>
+      fc
+        .constantFrom(
+          { filter: { '$str::sounds_like': { field_id: 'str::first', value: 'x' } } },
+          { filter: { $and: [] } },
+          { filter: { $and: [{ '$int::is': { field_id: 'str::first', value: 1 } }] } },
+          { filter: { $and: [{ '$str::is': { field_id: 'str:cm:nope', value: 'x' } }] } },
+          { filter: { $or: [{ '$str::is': { value: 'x' } }] } },
+        )
+        .map((body) => ({
+          kind: 'malformed filter',
+          body: { name: `fuzz ${u}`, ...body },
+          mention: 'filter',
+        })),
+  },
+  'PUT /v1/audiences/update': {
+    base: () => ({ audience_id: '0'.repeat(24), name: 'fuzz' }),
+    members: [
+      {
+        name: 'audience_id',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), notHexId),
+      },
+      { name: 'name', invalid: fc.oneof(wrongType('string'), longString(256, 600)) },
+      { name: 'filter', invalid: wrongType('object') },
+    ],
+  },
+  ...Object.fromEntries(
+    ['PUT /v1/audiences/archive', 'PUT /v1/audiences/restore', 'DELETE /v1/audiences/delete'].map(
+      (route) => [
+        route,
+        {
+          base: () => ({ audience_id: '0'.repeat(24) }),
+          members: [
+            {
+              name: 'audience_id',
+              required: true,
+              invalid: fc.oneof(wrongType('string'), notHexId),
+            },
+          ],
+        },
+      ],
+    ),
+  ),
+  'POST /v1/audiences/get': {
+    base: () => ({ limit: 1 }),
+    members: [
+      { name: 'limit', invalid: badInteger(1, 40) },
+      { name: 'offset', invalid: badInteger(0, 100) },
+      { name: 'search_term', invalid: fc.oneof(wrongType('string'), longString(256, 600)) },
+      { name: 'with_filter', invalid: wrongType('boolean') },
+      { name: 'archived', invalid: wrongType('boolean') },
+    ],
+  },
+  'PUT /v1/audience/subscribe': {
+    base: (u) => ({
+      audience_id: '0'.repeat(24),
+      people: [{ email: email(u), subscribed: false }],
+    }),
+    members: [
+      { name: 'audience_id', required: true, invalid: fc.oneof(wrongType('string'), notHexId) },
+      {
+        name: 'people',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.constant([]),
+          fc.array(fc.constant({ person_id: '0'.repeat(24) }), { minLength: 101, maxLength: 110 }),
+          fc.array(wrongType('object'), { minLength: 1, maxLength: 3 }),
+        ),
+      },
+      { name: 'async', invalid: wrongType('boolean') },
+    ],
   },
   'POST /v1/instance-schema/get': {
     base: () => ({ namespaces: ['', 'cm'] }),

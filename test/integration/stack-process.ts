@@ -140,6 +140,8 @@ export const KEYS = {
   ratelimited: 'test-key-ratelimited',
   ratelimitedBackend: 'test-key-ratelimited-backend',
   ratelimitedWorker: 'test-key-ratelimited-worker',
+  audiences: 'test-key-audiences',
+  audiencesOther: 'test-key-audiences-other',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -43,6 +43,10 @@ function instance(id: string, key: string, asset: string, campaign: string, extr
     activities: [
       { id: 'act:cm:bought', name: 'Bought', attributes: [{ id: 'str:cm:item', name: 'Item' }] },
     ],
+    // Applied from the file (the admin CLI); it matches no one, so nothing moves meanwhile.
+    audiences: [
+      { name: 'Nobody', filter: { '$str::is': { field_id: 'str:cm:colour', value: 'nobody' } } },
+    ],
     assets: [
       {
         id: asset,
@@ -86,7 +90,11 @@ type Body = Record<string, unknown>;
 const methodOf = (path: string) =>
   path.endsWith('/delete')
     ? 'DELETE'
-    : path.includes('/contacts/') || path.endsWith('/archive') || path.endsWith('/restore')
+    : path.includes('/contacts/') ||
+        path.endsWith('/archive') ||
+        path.endsWith('/restore') ||
+        path.endsWith('/update') ||
+        path.endsWith('/subscribe')
       ? 'PUT'
       : 'POST';
 const PERSON_FIELDS = ['str::email', 'str::first', 'str::ei', 'str:cm:colour', 'idt::o', 'bol::p'];
@@ -113,6 +121,7 @@ interface World {
   organizationNames: string[];
   activities: string[];
   activityKeys: string[];
+  audiences: string[];
   requestId: string;
   messageId: string;
   tokens: LinkTokens;
@@ -199,6 +208,15 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
   });
   const messageId = (sent.emails as { message_id: string }[])[0]?.message_id as string;
   const tokens = await linkTokensOf(`iso-${label}`, messageId);
+  const audiences = await until(`iso-${label}'s audience built`, async () => {
+    const listed = (await call('/v1/audiences/get', { key, body: {} })).body as unknown as {
+      id: string;
+      building: boolean;
+    }[];
+    return listed.length === 1 && listed.every((entry) => !entry.building)
+      ? listed.map((entry) => entry.id)
+      : undefined;
+  });
   const cursor = async (path: string, body: Body) =>
     (await ok(path, key, { limit: 1, ...body })).cursor_id as string;
   return {
@@ -210,6 +228,7 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
     organizationNames,
     activities,
     activityKeys,
+    audiences,
     requestId,
     messageId,
     tokens,
@@ -249,6 +268,7 @@ async function snapshot(key: string, world: World) {
       world.people.map((id) => read('/v1/person/get/activities', { person_id: id, limit: 100 })),
     ),
     async: await read('/v1/async/get', { request_id: world.requestId }),
+    audiences: await read('/v1/audiences/get', { with_filter: true }),
     emails,
   };
 }
@@ -295,6 +315,7 @@ function secretsOf(world: World): string[] {
     ...world.organizations,
     ...world.organizationNames,
     ...world.activities,
+    ...world.audiences,
     world.requestId,
     world.messageId,
     'colour-b',
@@ -343,6 +364,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       ...b.people,
       ...b.organizations,
       ...b.activities,
+      ...b.audiences,
       b.requestId,
       b.messageId,
       ASSET_B,
@@ -443,6 +465,20 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         (id) => ({ account_id: id, person_ids: [b.people[0]] }),
       ],
       ['async get', '/v1/async/get', (id) => ({ request_id: id })],
+      ['audience members', '/v1/person/get', (id) => ({ audience_id: id })],
+      ['audience update', '/v1/audiences/update', (id) => ({ audience_id: id, name: 'Taken' })],
+      ...['/v1/audiences/archive', '/v1/audiences/restore', '/v1/audiences/delete'].map(
+        (path): [string, string, (id: string) => unknown] => [
+          path.slice(4),
+          path,
+          (id) => ({ audience_id: id }),
+        ],
+      ),
+      [
+        'audience subscribe',
+        '/v1/audience/subscribe',
+        (id) => ({ audience_id: id, people: [{ person_id: a.people[0], subscribed: false }] }),
+      ],
       // Archive, restore and delete (issue 15), of people and organizations, both names.
       ...[
         '/v1/person/archive',

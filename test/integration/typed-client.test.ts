@@ -134,6 +134,9 @@ describe('the typed client', () => {
         email_permissions: true,
         sms_permissions: false,
         subscriptions: [],
+        ios_permissions: false,
+        android_permissions: false,
+        web_permissions: false,
       },
       {
         person_status: 'invalid',

@@ -231,7 +231,7 @@ export interface paths {
         put?: never;
         /**
          * List people
-         * @description People in pages of 1 to 100: send the previous answer’s `next_offset` and `cursor_id` for the next. `fields` selects what each person shows; `q` searches email and names; `sort_by_field_id` and `filter` narrow and order the listing. `meta` holds the instance’s totals. Bodies over 1,048,576 bytes are refused (413).
+         * @description People in pages of 1 to 100: send the previous answer’s `next_offset` and `cursor_id` for the next. `fields` selects what each person shows; `q` searches email and names; `sort_by_field_id` and `filter` narrow and order the listing. `audience_id` lists the members of one audience from its members index (newest person first; not with `q`, `filter` or `sort_by_field_id`; `total_matches` is its member count). `meta` holds the instance’s totals. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["personGet"];
         delete?: never;
@@ -291,7 +291,7 @@ export interface paths {
         put?: never;
         /**
          * Subscription states of people
-         * @description The email and SMS permissions of 1 to 100 people, looked up by `email` or by `person_id` (exactly one per entry), in the order asked. A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. `subscriptions` (audience memberships) is always empty. Bodies over 1,048,576 bytes are refused (413).
+         * @description The email and SMS permissions and the audience memberships of 1 to 100 people, looked up by `person_id`, `email` or `external_id` (that precedence), in the order asked. `subscriptions` lists the audiences the person is a member of, with their email and SMS choices for each (effective: a global unsubscribe reads as `subscribed: false`). A person not found is an entry with `person_status: "invalid"` and an `error`; the request still answers 200. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["personSubscriptions"];
         delete?: never;
@@ -615,6 +615,146 @@ export interface paths {
          * @description Deletes archived accounts that have no people (one that still has people is a 400 naming it): the account, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
          */
         delete: operations["accountsDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an audience
+         * @description Beyond the real API (which makes audiences in its UI): a filter-defined segment of the instance’s people, `filter` deciding who enters and `exit_filter` (optional) who leaves; without one, people leave when they stop matching. Its members are decided at once over the existing people (a build: `building` until done) and kept current as people change. At most 100 audiences per instance; names are unique (without case): a taken one is a 409. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["audiencesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change an audience
+         * @description A new name, filters (`exit_filter: null` removes the exit filter) or presentation. A new filter builds the audience again over every person; members are kept until the build decides otherwise. A change made from an old read is a 409. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["audiencesUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive an audience
+         * @description Its members stay as they were and it is no longer kept current; it is listed with `archived: true` only. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["audiencesArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Restore an archived audience
+         * @description It is built again over every person and kept current from then on. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["audiencesRestore"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an archived audience
+         * @description Archive it first (a 400 otherwise). Its memberships and counters are removed in the background; the enter and exit activities it recorded stay on the people. Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["audiencesDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audiences/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List audiences
+         * @description Live (or with `archived: true` archived) audiences, newest first, whose name contains `search_term` (without case), `limit` (1 to 40, default 40) from `offset`; `filter` and `new_exit_criteria_filter` only with `with_filter`. A bare array, as the real API answers (`[]` when none; the real API answers `null`). Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["audiencesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audience/subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Members’ choices for an audience
+         * @description For 1 to 100 people (each by `person_id`, `email` or `external_id`): `subscribed` (the audience’s email) and `sms_opted_in` (its SMS). Only members have choices: a person who is not a member is answered `not-member` and nothing changes (membership is the filter’s alone). `status` says whether the person receives the audience’s email now. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["audienceSubscribe"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1222,19 +1362,34 @@ export interface components {
         };
         SubscriptionEntry: {
             /**
-             * @description `merged` when looked up by email, `by-id` when by ID
+             * @description `by-id` when looked up by ID, `merged` when by email or external ID
              * @enum {string}
              */
             person_status: "merged" | "by-id";
             person_id: components["schemas"]["PersonId"];
-            /** @description Looked up by email: the address the person holds */
+            /** @description Not looked up by ID: the address the person holds */
             email?: string;
+            /** @description The audiences the person is a member of, oldest membership first */
+            subscriptions: components["schemas"]["AudienceSubscription"][];
             /** @description `bol::p` (true when not set) */
             email_permissions: boolean;
             /** @description `bol::sp` (false when not set) */
             sms_permissions: boolean;
-            /** @description Audience memberships: always empty (this product has no audiences) */
-            subscriptions: unknown[];
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            ios_permissions: false;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            android_permissions: false;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            web_permissions: false;
         } | {
             /** @constant */
             person_status: "invalid";
@@ -1242,8 +1397,42 @@ export interface components {
             person_id?: string;
             /** @description As asked */
             email?: string;
+            /** @description As asked */
+            external_id?: string;
             /** @description Which lookup found no one */
             error: string;
+        };
+        /** @description One audience the person is a member of */
+        AudienceSubscription: {
+            audience_id: string;
+            audience_name: string;
+            /** @description When the person last entered (seconds, UTC) */
+            member_from: string;
+            /** @description Receives the audience email: subscribed to it and `bol::p` not false */
+            subscribed: boolean;
+            subscribed_from: string;
+            /** @description Opted in to the audience SMS and `bol::sp` true */
+            sms_opted_in: boolean;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            whatsapp_opted_in: false;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            ios_opted_in: false;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            android_opted_in: false;
+            /**
+             * @description No such channel here: always false
+             * @constant
+             */
+            web_opted_in: false;
         };
         /** @description The namespaces asked for, in order */
         InstanceSchemaResponse: {
@@ -1374,6 +1563,95 @@ export interface components {
             deleted_organizations: number;
             /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
             request_id?: string;
+        };
+        AudienceEntry: {
+            /** @description The audience ID (24 hexadecimal characters) */
+            id: string;
+            instance_id: string;
+            folder_id: null;
+            data_source_id: string;
+            icon_id: string;
+            /** @constant */
+            type: "permanent";
+            /** @description Members are being decided over the instance’s people (a new filter) */
+            building: boolean;
+            /** @description A build of the audience has finished */
+            ready: boolean;
+            /** @description Listed in the email preference center */
+            is_public: boolean;
+            sms_is_public: boolean;
+            sms_public_name: string;
+            sms_public_description: string;
+            /** @description The entry filter (only with `with_filter`) */
+            filter: unknown;
+            /** @description SHA-1 of the entry filter (canonical JSON) */
+            filter_sha: string;
+            last_built_at: string | null;
+            new_filter: null;
+            new_filter_sha: string;
+            /** @description ISO 8601, UTC, milliseconds */
+            last_used: string;
+            /** @description ISO 8601, UTC, milliseconds */
+            created: string;
+            created_by_id: string;
+            created_by_name: string;
+            /** @description ISO 8601, UTC, milliseconds */
+            edited_at: string;
+            /** @description Only on archived audiences */
+            archived_at?: string;
+            name: string;
+            public_name: string;
+            public_description: string;
+            /**
+             * @description `filter` when the audience has an exit filter
+             * @enum {string}
+             */
+            exit_selection: "" | "filter";
+            /** @description The exit filter (only with `with_filter`), else null */
+            new_exit_criteria_filter: unknown;
+            ds_destinations: null;
+            /** @description Members opted in to its SMS */
+            sms_opted_in: number;
+            /** @description Members who receive its email */
+            subscribers: number;
+            members: number;
+            added_last_30_days: number;
+            engagement: number;
+            revenue: number;
+            is_cold: boolean;
+            /** @description The current build: people queued for evaluation, and evaluated */
+            build_progress: {
+                queued: number;
+                evaluated: number;
+                done_shards: number;
+            };
+        };
+        AudienceDeleteResponse: {
+            audience_id: string;
+            /** @constant */
+            deleted: true;
+        };
+        /** @description Newest first; `[]` when none */
+        AudiencesGetResponse: components["schemas"]["AudienceEntry"][];
+        /** @description One entry per person, in order */
+        AudienceSubscribeResponse: {
+            audience_id: string;
+            people: {
+                /**
+                 * @description `by-id`, `merged` (found by email or external ID), or `invalid`
+                 * @enum {string}
+                 */
+                person_status: "by-id" | "merged" | "invalid";
+                /** @description When found by email or external ID */
+                person_id?: string;
+                /**
+                 * @description Whether the member receives the audience’s email now; `not-member`: nothing changed
+                 * @enum {string}
+                 */
+                status: "subscribed" | "unsubscribed" | "not-member" | "invalid";
+                sms_opted_in?: boolean;
+                error?: string;
+            }[];
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -2359,6 +2637,7 @@ export interface operations {
                     fields?: string[];
                     q?: string;
                     filter?: unknown;
+                    audience_id?: string;
                 };
             };
         };
@@ -2406,6 +2685,7 @@ export interface operations {
             };
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             421: components["responses"]["Error421"];
@@ -2587,6 +2867,7 @@ export interface operations {
                     people: {
                         email?: string;
                         person_id?: string;
+                        external_id?: string;
                     }[];
                 };
             };
@@ -2607,9 +2888,25 @@ export interface operations {
                      *           "person_status": "merged",
                      *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f6",
                      *           "email": "ada@example.com",
+                     *           "subscriptions": [
+                     *             {
+                     *               "audience_id": "6904f4faf0cc08364094a964",
+                     *               "audience_name": "Subscribers",
+                     *               "member_from": "2025-11-03T21:23:17Z",
+                     *               "subscribed": true,
+                     *               "subscribed_from": "2025-11-03T21:23:17Z",
+                     *               "sms_opted_in": false,
+                     *               "whatsapp_opted_in": false,
+                     *               "ios_opted_in": false,
+                     *               "android_opted_in": false,
+                     *               "web_opted_in": false
+                     *             }
+                     *           ],
                      *           "email_permissions": true,
                      *           "sms_permissions": false,
-                     *           "subscriptions": []
+                     *           "ios_permissions": false,
+                     *           "android_permissions": false,
+                     *           "web_permissions": false
                      *         },
                      *         {
                      *           "person_status": "invalid",
@@ -3601,6 +3898,785 @@ export interface operations {
             };
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Slipping subscribers",
+                 *       "filter": {
+                 *         "$and": [
+                 *           {
+                 *             "$and": [
+                 *               {
+                 *                 "$bol::is": {
+                 *                   "field_id": "bol::p",
+                 *                   "value": true
+                 *                 }
+                 *               }
+                 *             ]
+                 *           },
+                 *           {
+                 *             "$and": [
+                 *               {
+                 *                 "$tme::relative_more_than": {
+                 *                   "field_id": "l",
+                 *                   "days_ago": 30
+                 *                 }
+                 *               }
+                 *             ]
+                 *           }
+                 *         ]
+                 *       },
+                 *       "is_public": true
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    filter: {
+                        [key: string]: unknown;
+                    };
+                    exit_filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    is_public?: boolean;
+                    public_name?: string;
+                    public_description?: string;
+                    sms_is_public?: boolean;
+                    sms_public_name?: string;
+                    sms_public_description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audience, building */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "instance_id": "acme",
+                     *       "folder_id": null,
+                     *       "data_source_id": "000000000000000000000000",
+                     *       "icon_id": "audiences-illustration-icon",
+                     *       "type": "permanent",
+                     *       "building": false,
+                     *       "ready": true,
+                     *       "is_public": true,
+                     *       "sms_is_public": false,
+                     *       "sms_public_name": "",
+                     *       "sms_public_description": "",
+                     *       "filter": {
+                     *         "$and": [
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$bol::is": {
+                     *                   "field_id": "bol::p",
+                     *                   "value": true
+                     *                 }
+                     *               }
+                     *             ]
+                     *           },
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$tme::relative_more_than": {
+                     *                   "field_id": "l",
+                     *                   "days_ago": 30
+                     *                 }
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "filter_sha": "f67bd9c808f20b598c0a03673efd89e96cc498af",
+                     *       "last_built_at": "2026-11-24T10:00:02.000Z",
+                     *       "new_filter": null,
+                     *       "new_filter_sha": "",
+                     *       "last_used": "2026-11-24T10:00:00.000Z",
+                     *       "created": "2026-11-24T10:00:00.000Z",
+                     *       "created_by_id": "",
+                     *       "created_by_name": "",
+                     *       "edited_at": "2026-11-24T10:00:00.000Z",
+                     *       "name": "Slipping subscribers",
+                     *       "public_name": "News and updates",
+                     *       "public_description": "We will send you news and updates",
+                     *       "exit_selection": "",
+                     *       "new_exit_criteria_filter": null,
+                     *       "ds_destinations": null,
+                     *       "sms_opted_in": 12,
+                     *       "subscribers": 30,
+                     *       "members": 43,
+                     *       "added_last_30_days": 5,
+                     *       "engagement": 0,
+                     *       "revenue": 0,
+                     *       "is_cold": false,
+                     *       "build_progress": {
+                     *         "queued": 1200,
+                     *         "evaluated": 1200,
+                     *         "done_shards": 16
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceEntry"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                 *       "name": "Slipping customers"
+                 *     }
+                 */
+                "application/json": {
+                    audience_id: string;
+                    name?: string;
+                    filter?: {
+                        [key: string]: unknown;
+                    };
+                    exit_filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    is_public?: boolean;
+                    public_name?: string;
+                    public_description?: string;
+                    sms_is_public?: boolean;
+                    sms_public_name?: string;
+                    sms_public_description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audience as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "instance_id": "acme",
+                     *       "folder_id": null,
+                     *       "data_source_id": "000000000000000000000000",
+                     *       "icon_id": "audiences-illustration-icon",
+                     *       "type": "permanent",
+                     *       "building": false,
+                     *       "ready": true,
+                     *       "is_public": true,
+                     *       "sms_is_public": false,
+                     *       "sms_public_name": "",
+                     *       "sms_public_description": "",
+                     *       "filter": {
+                     *         "$and": [
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$bol::is": {
+                     *                   "field_id": "bol::p",
+                     *                   "value": true
+                     *                 }
+                     *               }
+                     *             ]
+                     *           },
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$tme::relative_more_than": {
+                     *                   "field_id": "l",
+                     *                   "days_ago": 30
+                     *                 }
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "filter_sha": "f67bd9c808f20b598c0a03673efd89e96cc498af",
+                     *       "last_built_at": "2026-11-24T10:00:02.000Z",
+                     *       "new_filter": null,
+                     *       "new_filter_sha": "",
+                     *       "last_used": "2026-11-24T10:00:00.000Z",
+                     *       "created": "2026-11-24T10:00:00.000Z",
+                     *       "created_by_id": "",
+                     *       "created_by_name": "",
+                     *       "edited_at": "2026-11-24T10:00:00.000Z",
+                     *       "name": "Slipping subscribers",
+                     *       "public_name": "News and updates",
+                     *       "public_description": "We will send you news and updates",
+                     *       "exit_selection": "",
+                     *       "new_exit_criteria_filter": null,
+                     *       "ds_destinations": null,
+                     *       "sms_opted_in": 12,
+                     *       "subscribers": 30,
+                     *       "members": 43,
+                     *       "added_last_30_days": 5,
+                     *       "engagement": 0,
+                     *       "revenue": 0,
+                     *       "is_cold": false,
+                     *       "build_progress": {
+                     *         "queued": 1200,
+                     *         "evaluated": 1200,
+                     *         "done_shards": 16
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceEntry"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesArchive: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644"
+                 *     }
+                 */
+                "application/json": {
+                    audience_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The archived audience */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "instance_id": "acme",
+                     *       "folder_id": null,
+                     *       "data_source_id": "000000000000000000000000",
+                     *       "icon_id": "audiences-illustration-icon",
+                     *       "type": "permanent",
+                     *       "building": false,
+                     *       "ready": true,
+                     *       "is_public": true,
+                     *       "sms_is_public": false,
+                     *       "sms_public_name": "",
+                     *       "sms_public_description": "",
+                     *       "filter": {
+                     *         "$and": [
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$bol::is": {
+                     *                   "field_id": "bol::p",
+                     *                   "value": true
+                     *                 }
+                     *               }
+                     *             ]
+                     *           },
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$tme::relative_more_than": {
+                     *                   "field_id": "l",
+                     *                   "days_ago": 30
+                     *                 }
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "filter_sha": "f67bd9c808f20b598c0a03673efd89e96cc498af",
+                     *       "last_built_at": "2026-11-24T10:00:02.000Z",
+                     *       "new_filter": null,
+                     *       "new_filter_sha": "",
+                     *       "last_used": "2026-11-24T10:00:00.000Z",
+                     *       "created": "2026-11-24T10:00:00.000Z",
+                     *       "created_by_id": "",
+                     *       "created_by_name": "",
+                     *       "edited_at": "2026-11-24T10:00:00.000Z",
+                     *       "name": "Slipping subscribers",
+                     *       "public_name": "News and updates",
+                     *       "public_description": "We will send you news and updates",
+                     *       "exit_selection": "",
+                     *       "new_exit_criteria_filter": null,
+                     *       "ds_destinations": null,
+                     *       "sms_opted_in": 12,
+                     *       "subscribers": 30,
+                     *       "members": 43,
+                     *       "added_last_30_days": 5,
+                     *       "engagement": 0,
+                     *       "revenue": 0,
+                     *       "is_cold": false,
+                     *       "build_progress": {
+                     *         "queued": 1200,
+                     *         "evaluated": 1200,
+                     *         "done_shards": 16
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceEntry"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesRestore: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644"
+                 *     }
+                 */
+                "application/json": {
+                    audience_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The restored audience, building */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "instance_id": "acme",
+                     *       "folder_id": null,
+                     *       "data_source_id": "000000000000000000000000",
+                     *       "icon_id": "audiences-illustration-icon",
+                     *       "type": "permanent",
+                     *       "building": false,
+                     *       "ready": true,
+                     *       "is_public": true,
+                     *       "sms_is_public": false,
+                     *       "sms_public_name": "",
+                     *       "sms_public_description": "",
+                     *       "filter": {
+                     *         "$and": [
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$bol::is": {
+                     *                   "field_id": "bol::p",
+                     *                   "value": true
+                     *                 }
+                     *               }
+                     *             ]
+                     *           },
+                     *           {
+                     *             "$and": [
+                     *               {
+                     *                 "$tme::relative_more_than": {
+                     *                   "field_id": "l",
+                     *                   "days_ago": 30
+                     *                 }
+                     *               }
+                     *             ]
+                     *           }
+                     *         ]
+                     *       },
+                     *       "filter_sha": "f67bd9c808f20b598c0a03673efd89e96cc498af",
+                     *       "last_built_at": "2026-11-24T10:00:02.000Z",
+                     *       "new_filter": null,
+                     *       "new_filter_sha": "",
+                     *       "last_used": "2026-11-24T10:00:00.000Z",
+                     *       "created": "2026-11-24T10:00:00.000Z",
+                     *       "created_by_id": "",
+                     *       "created_by_name": "",
+                     *       "edited_at": "2026-11-24T10:00:00.000Z",
+                     *       "name": "Slipping subscribers",
+                     *       "public_name": "News and updates",
+                     *       "public_description": "We will send you news and updates",
+                     *       "exit_selection": "",
+                     *       "new_exit_criteria_filter": null,
+                     *       "ds_destinations": null,
+                     *       "sms_opted_in": 12,
+                     *       "subscribers": 30,
+                     *       "members": 43,
+                     *       "added_last_30_days": 5,
+                     *       "engagement": 0,
+                     *       "revenue": 0,
+                     *       "is_cold": false,
+                     *       "build_progress": {
+                     *         "queued": 1200,
+                     *         "evaluated": 1200,
+                     *         "done_shards": 16
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceEntry"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644"
+                 *     }
+                 */
+                "application/json": {
+                    audience_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceDeleteResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audiencesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "search_term": "subscribers",
+                 *       "with_filter": true,
+                 *       "limit": 10,
+                 *       "offset": 0
+                 *     }
+                 */
+                "application/json": {
+                    search_term?: string;
+                    with_filter?: boolean;
+                    limit?: number;
+                    offset?: number;
+                    archived?: boolean;
+                    retention?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The audiences */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *         "instance_id": "acme",
+                     *         "folder_id": null,
+                     *         "data_source_id": "000000000000000000000000",
+                     *         "icon_id": "audiences-illustration-icon",
+                     *         "type": "permanent",
+                     *         "building": false,
+                     *         "ready": true,
+                     *         "is_public": true,
+                     *         "sms_is_public": false,
+                     *         "sms_public_name": "",
+                     *         "sms_public_description": "",
+                     *         "filter": {
+                     *           "$and": [
+                     *             {
+                     *               "$and": [
+                     *                 {
+                     *                   "$bol::is": {
+                     *                     "field_id": "bol::p",
+                     *                     "value": true
+                     *                   }
+                     *                 }
+                     *               ]
+                     *             },
+                     *             {
+                     *               "$and": [
+                     *                 {
+                     *                   "$tme::relative_more_than": {
+                     *                     "field_id": "l",
+                     *                     "days_ago": 30
+                     *                   }
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ]
+                     *         },
+                     *         "filter_sha": "f67bd9c808f20b598c0a03673efd89e96cc498af",
+                     *         "last_built_at": "2026-11-24T10:00:02.000Z",
+                     *         "new_filter": null,
+                     *         "new_filter_sha": "",
+                     *         "last_used": "2026-11-24T10:00:00.000Z",
+                     *         "created": "2026-11-24T10:00:00.000Z",
+                     *         "created_by_id": "",
+                     *         "created_by_name": "",
+                     *         "edited_at": "2026-11-24T10:00:00.000Z",
+                     *         "name": "Slipping subscribers",
+                     *         "public_name": "News and updates",
+                     *         "public_description": "We will send you news and updates",
+                     *         "exit_selection": "",
+                     *         "new_exit_criteria_filter": null,
+                     *         "ds_destinations": null,
+                     *         "sms_opted_in": 12,
+                     *         "subscribers": 30,
+                     *         "members": 43,
+                     *         "added_last_30_days": 5,
+                     *         "engagement": 0,
+                     *         "revenue": 0,
+                     *         "is_cold": false,
+                     *         "build_progress": {
+                     *           "queued": 1200,
+                     *           "evaluated": 1200,
+                     *           "done_shards": 16
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["AudiencesGetResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    audienceSubscribe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                 *       "people": [
+                 *         {
+                 *           "email": "ada@example.com",
+                 *           "subscribed": false
+                 *         },
+                 *         {
+                 *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f7",
+                 *           "sms_opted_in": true
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    audience_id: string;
+                    people: {
+                        person_id?: string;
+                        email?: string;
+                        external_id?: string;
+                        subscribed?: boolean;
+                        sms_opted_in?: boolean;
+                    }[];
+                    async?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description One entry per person, in order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "people": [
+                     *         {
+                     *           "person_status": "merged",
+                     *           "person_id": "66a1f0c2e4b0a1b2c3d4e5f6",
+                     *           "status": "unsubscribed",
+                     *           "sms_opted_in": true
+                     *         },
+                     *         {
+                     *           "person_status": "by-id",
+                     *           "status": "subscribed",
+                     *           "sms_opted_in": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AudienceSubscribeResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
             409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             421: components["responses"]["Error421"];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CursorCodec } from '../cursor.js';
-import { ValidationError } from '../errors.js';
+import { NotFoundError, ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
@@ -24,6 +24,11 @@ export const PersonGetRequest = z.object({
   fields: z.array(z.string()).max(300).optional(),
   q: z.string().max(255).optional(),
   filter: z.unknown().optional(),
+  /** The members of one audience (the real API's member; docs/audiences.md). */
+  audience_id: z
+    .string()
+    .regex(ID_PATTERN, 'expected an audience ID (24 hexadecimal characters)')
+    .optional(),
 });
 export type PersonGetRequest = z.infer<typeof PersonGetRequest>;
 
@@ -62,6 +67,19 @@ export interface PersonListing {
   ): Promise<{ contacts: number; subscribers: number; organizations: number }>;
 }
 
+/** An audience's members in person ID order (its members index). */
+export interface AudienceMembers {
+  /** The audience's member count, or undefined when the instance has no such audience. */
+  size(instanceId: string, audienceId: string): Promise<number | undefined>;
+  membersPage(
+    instanceId: string,
+    audienceId: string,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ): Promise<{ keys: string[]; hasMore: boolean }>;
+}
+
 /** Filters and sorts that no index answers read the whole instance: up to this many people. */
 export const MAX_SCANNED_PEOPLE = 20_000;
 
@@ -88,6 +106,13 @@ const Cursor = z.discriminatedUnion('mode', [
     matches: z.number().int().min(0),
   }),
   z.object({ v: z.literal(3), mode: z.literal('scan'), offset: z.number().int().min(0) }),
+  z.object({
+    v: z.literal(3),
+    mode: z.literal('audience'),
+    audience: z.string(),
+    order: z.enum(['asc', 'desc']),
+    after: z.string().min(1),
+  }),
 ]);
 type Cursor = z.infer<typeof Cursor>;
 
@@ -155,6 +180,7 @@ export async function getPeople(
   tenant: Tenant,
   listing: PersonListing,
   cursors: CursorCodec,
+  audiences?: AudienceMembers,
 ) {
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
@@ -172,7 +198,13 @@ export async function getPeople(
   const totals = listing.counters(instanceId);
 
   let found: Found;
-  if (!predicate && !q && sortIndex) {
+  if (request.audience_id !== undefined) {
+    found = await fromAudience(request, request.audience_id, audiences, instanceId, cursors, {
+      q,
+      predicate,
+      sortField,
+    });
+  } else if (!predicate && !q && sortIndex) {
     found = await fromIndex(request, listing, instanceId, sortIndex, cursors);
   } else if (!predicate && q && !sortField) {
     found = await fromSearch(request, listing, instanceId, q, cursors);
@@ -208,6 +240,64 @@ export async function getPeople(
 
 /** Past the end of a key-based listing, the cursor stays at the end. */
 const END = { asc: '\u{10FFFF}', desc: '0' } as const;
+
+/**
+ * The members of an audience from its members index, newest person first by default: the
+ * same 16 queries per page as the default listing, whatever the audience's size. Members
+ * are selected by the audience's filter already, so `q`, `filter` and `sort_by_field_id`
+ * (which would read every member) are refused with it.
+ */
+async function fromAudience(
+  request: PersonGetRequest,
+  audienceId: string,
+  audiences: AudienceMembers | undefined,
+  instanceId: string,
+  cursors: CursorCodec,
+  others: { q: string | undefined; predicate: unknown; sortField: string | undefined },
+): Promise<Found> {
+  const other = others.q !== undefined ? 'q' : others.predicate ? 'filter' : undefined;
+  const refused = other ?? (others.sortField !== undefined ? 'sort_by_field_id' : undefined);
+  if (refused) {
+    throw new ValidationError(`${refused}: cannot be combined with audience_id`, [
+      { field: refused, error: 'not with audience_id' },
+    ]);
+  }
+  const size = await audiences?.size(instanceId, audienceId);
+  if (size === undefined || !audiences) {
+    throw new NotFoundError(`audience_id: no audience ${audienceId}`, [
+      { field: 'audience_id', error: 'no such audience' },
+    ]);
+  }
+  const order = request.sort_order;
+  const cursor = cursorFor(request, 'audience', cursors);
+  if (cursor?.mode === 'audience' && (cursor.audience !== audienceId || cursor.order !== order)) {
+    throw new ValidationError('cursor_id: it was issued for another audience or sort', [
+      { field: 'cursor_id', error: 'issued for another listing' },
+    ]);
+  }
+  const after = cursor?.mode === 'audience' ? cursor.after : undefined;
+  const skip = cursor ? 0 : request.offset;
+  const page = await audiences.membersPage(
+    instanceId,
+    audienceId,
+    order,
+    after,
+    skip + request.limit,
+  );
+  const keys = page.keys.slice(skip);
+  return {
+    ids: keys,
+    hasMore: page.hasMore,
+    matches: size,
+    cursor: {
+      v: 3,
+      mode: 'audience',
+      audience: audienceId,
+      order,
+      after: keys.at(-1) ?? after ?? END[order],
+    },
+  };
+}
 
 async function fromIndex(
   request: PersonGetRequest,

@@ -74,6 +74,7 @@ describe('the routes table', () => {
     expect(access('POST /v1/person/subscriptions')).toEqual([
       'config:read',
       'people:read',
+      'audiences:read',
       'requests',
     ]);
     expect(access('POST /v1/instance-schema/get')).toEqual(['config:read', 'requests']);

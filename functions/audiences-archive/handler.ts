@@ -1,0 +1,16 @@
+import { setAudienceArchived, AudienceIdRequest } from '../../shared/domain/audiences/audience.js';
+import { apiHandler } from '../../shared/http/api-handler.js';
+import { createApiRuntime } from '../../shared/http/api-runtime.js';
+import { createAudienceServices } from '../../shared/worker/audience-runtime.js';
+import { findRoute } from '../../shared/routes.js';
+import { AudienceEntrySchema } from '../../shared/api/schemas.js';
+
+const { http, db } = createApiRuntime();
+const { services } = createAudienceServices(db);
+
+/** `PUT /v1/audiences/archive`: archive an audience (its members stay as they were) (docs/audiences.md). */
+export const handler = apiHandler(
+  findRoute('PUT /v1/audiences/archive'),
+  { ...http, body: AudienceIdRequest, response: AudienceEntrySchema },
+  async ({ body, tenant }) => ({ body: await setAudienceArchived(body, true, tenant, services) }),
+);

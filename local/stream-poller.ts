@@ -1,0 +1,341 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DescribeStreamCommand,
+  ExpiredIteratorException,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  TrimmedDataAccessException,
+  type _Record as StreamRecord,
+  type DynamoDBStreamsClient,
+  type Shard,
+  type ShardIteratorType,
+} from '@aws-sdk/client-dynamodb-streams';
+import type {
+  AttributeValue as LambdaAttributeValue,
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBRecord,
+  DynamoDBStreamEvent,
+} from 'aws-lambda';
+import { lambdaContext } from './http-adapter.js';
+
+/**
+ * Plays the Lambda DynamoDB Streams event source against DynamoDB Local (or LocalStack):
+ * reads every shard of a table's stream in order, parents before children, hands batches of
+ * the records its filter keeps to a worker handler as DynamoDB stream events, and moves on
+ * past what the handler did not report as failed (`batchItemFailures`: Lambda retries from
+ * the first failed record). A batch that keeps failing is retried with backoff
+ * `maxRetryAttempts` times, then described to `onFailure` (as Lambda's on-failure destination
+ * gets it) and skipped. Positions are kept per shard in a checkpoint file (with a data
+ * directory), so a restarted stack goes on where it stopped: at least once, as on AWS.
+ */
+export type StreamHandler = (
+  event: DynamoDBStreamEvent,
+  context: Context,
+) => Promise<DynamoDBBatchResponse | undefined>;
+
+export interface StreamFailure {
+  /** Lambda's on-failure record, in short: the stream, the shard and the batch's range. */
+  streamArn: string;
+  shardId: string;
+  startSequenceNumber: string;
+  endSequenceNumber: string;
+  batchSize: number;
+  attempts: number;
+  functionName: string;
+}
+
+export interface StreamPollerOptions {
+  db: DynamoDBClient;
+  streams: DynamoDBStreamsClient;
+  tableName: string;
+  handler: StreamHandler;
+  functionName: string;
+  batchSize: number;
+  timeoutSeconds: number;
+  maxRetryAttempts: number;
+  /** Records of which items reach the handler (Lambda's event filter); all by default. */
+  keep?: (record: DynamoDBRecord) => boolean;
+  onFailure(failure: StreamFailure): Promise<void>;
+  /** Where shard positions are kept between runs; in memory only without. */
+  checkpointFile?: string;
+  /** How long to wait before reading a shard that had nothing new (ms). */
+  idleMs?: number;
+  /** First retry of a failed batch after this (ms), doubling each time. */
+  retryBaseMs?: number;
+}
+
+/** Shard positions: the last sequence number handled in each shard, and shards read to the end. */
+interface Checkpoints {
+  after: Record<string, string>;
+  finished: string[];
+}
+
+function loadCheckpoints(file: string | undefined): Checkpoints {
+  if (!file || !existsSync(file)) return { after: {}, finished: [] };
+  const parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<Checkpoints>;
+  return { after: parsed.after ?? {}, finished: parsed.finished ?? [] };
+}
+
+function saveCheckpoints(file: string | undefined, checkpoints: Checkpoints): void {
+  if (!file) return;
+  mkdirSync(dirname(file), { recursive: true });
+  // Written whole and renamed: a process killed while writing leaves the previous file.
+  writeFileSync(`${file}.tmp`, JSON.stringify(checkpoints));
+  renameSync(`${file}.tmp`, file);
+}
+
+/**
+ * An attribute value as Lambda delivers it. The streams client hands an empty map of DynamoDB
+ * Local's as `{}` (no type at all), which Lambda gives as `{"M": {}}`.
+ */
+function lambdaValue(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value).filter(([, inner]) => inner !== undefined);
+  if (entries.length === 0) return { M: {} };
+  const [[type, inner]] = entries as [[string, unknown]];
+  if (type === 'M' && typeof inner === 'object' && inner !== null) {
+    return { M: lambdaImage(inner) };
+  }
+  if (type === 'L' && Array.isArray(inner)) return { L: inner.map(lambdaValue) };
+  return { [type]: inner };
+}
+
+function lambdaImage(image: object): Record<string, LambdaAttributeValue> {
+  return Object.fromEntries(
+    Object.entries(image).map(([name, value]) => [name, lambdaValue(value)]),
+  ) as Record<string, LambdaAttributeValue>;
+}
+
+/** The SDK's record as Lambda delivers it (epoch seconds, the same attribute-value JSON). */
+export function toLambdaRecord(
+  record: StreamRecord,
+  streamArn: string,
+  awsRegion: string,
+): DynamoDBRecord {
+  const change = record.dynamodb ?? {};
+  const image = (value: object | undefined) => (value ? lambdaImage(value) : undefined);
+  return {
+    eventID: record.eventID ?? '',
+    eventName: record.eventName ?? 'MODIFY',
+    eventVersion: record.eventVersion ?? '1.1',
+    eventSource: 'aws:dynamodb',
+    awsRegion,
+    eventSourceARN: streamArn,
+    dynamodb: {
+      ApproximateCreationDateTime: Math.floor(
+        (change.ApproximateCreationDateTime?.getTime() ?? Date.now()) / 1000,
+      ),
+      ...(change.Keys ? { Keys: image(change.Keys) } : {}),
+      ...(change.NewImage ? { NewImage: image(change.NewImage) } : {}),
+      ...(change.OldImage ? { OldImage: image(change.OldImage) } : {}),
+      SequenceNumber: change.SequenceNumber ?? '',
+      SizeBytes: change.SizeBytes ?? 0,
+      ...(change.StreamViewType ? { StreamViewType: change.StreamViewType } : {}),
+    },
+  };
+}
+
+/** Waits, or less when stopped (its listener goes with it: pollers wait very often). */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+export function startStreamPoller(options: StreamPollerOptions): { stop: () => Promise<void> } {
+  const { db, streams, tableName, functionName } = options;
+  const abort = new AbortController();
+  const stopped = () => abort.signal.aborted;
+  const checkpoints = loadCheckpoints(options.checkpointFile);
+  const finished = new Set(checkpoints.finished);
+  const awsRegion = process.env.AWS_REGION ?? 'us-east-1';
+  const idleMs = options.idleMs ?? 200;
+  const retryBaseMs = options.retryBaseMs ?? 500;
+  const reading = new Map<string, Promise<void>>();
+
+  const checkpoint = (shardId: string, sequenceNumber: string) => {
+    checkpoints.after[shardId] = sequenceNumber;
+    saveCheckpoints(options.checkpointFile, checkpoints);
+  };
+  const finish = (shardId: string) => {
+    finished.add(shardId);
+    checkpoints.finished = [...finished];
+    saveCheckpoints(options.checkpointFile, checkpoints);
+  };
+
+  const iterator = async (
+    streamArn: string,
+    shardId: string,
+    type: ShardIteratorType,
+    sequenceNumber?: string,
+  ) => {
+    const { ShardIterator } = await streams.send(
+      new GetShardIteratorCommand({
+        StreamArn: streamArn,
+        ShardId: shardId,
+        ShardIteratorType: type,
+        ...(sequenceNumber ? { SequenceNumber: sequenceNumber } : {}),
+      }),
+    );
+    return ShardIterator;
+  };
+
+  /** From the checkpoint on, or the shard's oldest record (TRIM_HORIZON, as the stack's mappings). */
+  const resume = (streamArn: string, shardId: string) => {
+    const after = checkpoints.after[shardId];
+    return after
+      ? iterator(streamArn, shardId, 'AFTER_SEQUENCE_NUMBER', after)
+      : iterator(streamArn, shardId, 'TRIM_HORIZON');
+  };
+
+  /** Hands one batch to the handler until it passes or the attempts run out. */
+  const deliver = async (streamArn: string, shardId: string, records: StreamRecord[]) => {
+    let pending = records;
+    for (let attempt = 1; pending.length > 0; attempt += 1) {
+      const kept = pending
+        .map((record) => toLambdaRecord(record, streamArn, awsRegion))
+        .filter((record) => options.keep?.(record) ?? true);
+      let failedFrom: number | undefined;
+      if (kept.length > 0) {
+        try {
+          const result = await options.handler(
+            { Records: kept },
+            lambdaContext(functionName, options.timeoutSeconds),
+          );
+          const failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
+          const index = pending.findIndex((record) =>
+            failed.has(record.dynamodb?.SequenceNumber ?? ''),
+          );
+          failedFrom = index === -1 ? undefined : index;
+        } catch (error) {
+          console.error(`${functionName} failed a stream batch; it will be retried`, error);
+          failedFrom = 0;
+        }
+      }
+      if (failedFrom === undefined) {
+        const last = pending.at(-1)?.dynamodb?.SequenceNumber;
+        if (last) checkpoint(shardId, last);
+        return;
+      }
+      const done = pending[failedFrom - 1]?.dynamodb?.SequenceNumber;
+      if (done) checkpoint(shardId, done);
+      pending = pending.slice(failedFrom);
+      if (attempt > options.maxRetryAttempts) {
+        await options.onFailure({
+          streamArn,
+          shardId,
+          startSequenceNumber: pending[0]?.dynamodb?.SequenceNumber ?? '',
+          endSequenceNumber: pending.at(-1)?.dynamodb?.SequenceNumber ?? '',
+          batchSize: pending.length,
+          attempts: attempt,
+          functionName,
+        });
+        const last = pending.at(-1)?.dynamodb?.SequenceNumber;
+        if (last) checkpoint(shardId, last);
+        return;
+      }
+      await sleep(Math.min(30_000, retryBaseMs * 2 ** (attempt - 1)), abort.signal);
+      if (stopped()) return;
+    }
+  };
+
+  /** Reads a shard to its end (a closed shard) or until stopped (the open one). */
+  const readShard = async (streamArn: string, shard: Shard) => {
+    const shardId = shard.ShardId ?? '';
+    let position = await resume(streamArn, shardId);
+    while (!stopped() && position) {
+      let answer;
+      try {
+        answer = await streams.send(
+          new GetRecordsCommand({ ShardIterator: position, Limit: options.batchSize }),
+          { abortSignal: abort.signal },
+        );
+      } catch (error) {
+        if (stopped()) return;
+        // An iterator lapses after 15 minutes; trimmed records are gone: go on from what is left.
+        if (error instanceof ExpiredIteratorException) {
+          position = await resume(streamArn, shardId);
+          continue;
+        }
+        if (error instanceof TrimmedDataAccessException) {
+          position = await iterator(streamArn, shardId, 'TRIM_HORIZON');
+          continue;
+        }
+        throw error;
+      }
+      const records = answer.Records ?? [];
+      if (records.length > 0) await deliver(streamArn, shardId, records);
+      if (stopped()) return;
+      position = answer.NextShardIterator;
+      if (records.length === 0 && position) await sleep(idleMs, abort.signal);
+    }
+    if (!stopped()) finish(shardId);
+  };
+
+  const shardsOf = async (streamArn: string) => {
+    const shards: Shard[] = [];
+    let start: string | undefined;
+    do {
+      const { StreamDescription } = await streams.send(
+        new DescribeStreamCommand({
+          StreamArn: streamArn,
+          ...(start ? { ExclusiveStartShardId: start } : {}),
+        }),
+      );
+      shards.push(...(StreamDescription?.Shards ?? []));
+      start = StreamDescription?.LastEvaluatedShardId;
+    } while (start);
+    return shards;
+  };
+
+  const loop = async () => {
+    while (!stopped()) {
+      try {
+        const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
+        const streamArn = Table?.LatestStreamArn;
+        if (!streamArn) throw new Error(`The table ${tableName} has no stream`);
+        const shards = await shardsOf(streamArn);
+        const known = new Set(shards.map((shard) => shard.ShardId));
+        for (const shard of shards) {
+          const shardId = shard.ShardId ?? '';
+          if (finished.has(shardId) || reading.has(shardId)) continue;
+          // Parents first: a child's records come after its parent's (unless the parent is gone).
+          const parent = shard.ParentShardId;
+          if (parent && known.has(parent) && !finished.has(parent)) continue;
+          reading.set(
+            shardId,
+            readShard(streamArn, shard)
+              .catch((error: unknown) => {
+                if (!stopped()) console.error(`Reading the stream of ${tableName} failed`, error);
+              })
+              .finally(() => reading.delete(shardId)),
+          );
+        }
+      } catch (error) {
+        if (stopped()) return;
+        console.error(`Describing the stream of ${tableName} failed; retrying`, error);
+      }
+      await sleep(1_000, abort.signal);
+    }
+  };
+  const running = loop();
+  return {
+    stop: async () => {
+      abort.abort();
+      await running;
+      await Promise.all(reading.values());
+    },
+  };
+}

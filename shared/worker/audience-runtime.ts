@@ -1,0 +1,248 @@
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { SQSRecord } from 'aws-lambda';
+import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.js';
+import { DynamoMembershipStore } from '../adapters/audience-membership-store.js';
+import { DynamoAudienceBuilds, dayOf } from '../adapters/audience-store.js';
+import { DynamoConfigStore } from '../adapters/config-store.js';
+import {
+  applyAudienceDefinitions,
+  liveAudience,
+  type AudienceJobs,
+  type AudienceServices,
+} from '../domain/audiences/audience.js';
+import type { AudienceApplier } from '../domain/configuration.js';
+import { evaluatePerson, type BuildRequest } from '../domain/audiences/evaluate.js';
+import {
+  AudienceJob,
+  runAudienceJob,
+  startBuild,
+  startDisposal,
+  type AudienceJobPorts,
+} from '../domain/audiences/jobs.js';
+import type { LiveAudience } from '../domain/audiences/membership.js';
+import { FieldCatalog } from '../domain/fields/field-catalog.js';
+import type { FilterContext } from '../domain/filters/filter.js';
+import type { Tenant } from '../domain/tenancy.js';
+import { AudienceJobsEnv, AudiencesEnv, AudienceWorkerEnv, readEnv } from '../config/env.js';
+import { QUEUES } from '../resources.js';
+import { logger } from '../lib/logger.js';
+import { sqsWorker } from './sqs-worker.js';
+import { streamWorker, type StreamChange } from './stream-worker.js';
+
+/**
+ * The composition roots of audiences: the API's services (definitions, builds queued), the
+ * audience worker (the people table's stream) and the audience-jobs queue's worker (builds, the
+ * daily re-evaluation, deletions).
+ */
+
+/** Audience jobs go on the audience-jobs queue (JSON; a delay for the patient ones). */
+export class SqsAudienceQueue implements AudienceJobs {
+  constructor(
+    private readonly sqs: SQSClient,
+    private readonly queueUrl: string,
+  ) {}
+
+  async send(job: AudienceJob, delaySeconds = 0): Promise<void> {
+    await this.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: this.queueUrl,
+        MessageBody: JSON.stringify(job),
+        ...(delaySeconds > 0 ? { DelaySeconds: Math.min(900, Math.round(delaySeconds)) } : {}),
+      }),
+    );
+  }
+
+  build(instanceId: string, audienceId: string, version: number): Promise<void> {
+    return startBuild(instanceId, audienceId, version, this);
+  }
+
+  dispose(instanceId: string, audienceId: string): Promise<void> {
+    return startDisposal(instanceId, audienceId, this);
+  }
+}
+
+/** The fields a filter of the instance reads (tags by name until tags have IDs). */
+export function filterContextOf(tenant: Pick<Tenant, 'personFields'>): FilterContext {
+  return { fields: tenant.personFields };
+}
+
+/** The services of the audience endpoints (their handler modules build them once). */
+export function createAudienceServices(db: DynamoDBDocumentClient = createDocumentClient()) {
+  const env = readEnv(AudiencesEnv);
+  const store = new DynamoAudienceBuilds(db, {
+    config: env.CONFIG_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+  });
+  const memberships = new DynamoMembershipStore(db, {
+    people: env.PEOPLE_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+  });
+  const queueUrl = env.AUDIENCE_JOBS_QUEUE_URL;
+  const jobs: AudienceJobs = queueUrl
+    ? new SqsAudienceQueue(createSqsClient(), queueUrl)
+    : {
+        build: () => Promise.reject(new Error('This function cannot queue audience builds')),
+        dispose: () => Promise.reject(new Error('This function cannot queue audience deletions')),
+      };
+  const services: AudienceServices = {
+    store,
+    jobs,
+    filterContext: (tenant) => Promise.resolve(filterContextOf(tenant)),
+  };
+  return { services, store, memberships };
+}
+
+/**
+ * The configuration file's `audiences` applier of a region (the admin CLI and the local
+ * stack): definitions in its config table, builds on its audience-jobs queue.
+ */
+export function configAudienceApplier(
+  db: DynamoDBDocumentClient,
+  sqs: SQSClient,
+  tables: { config: string; audiences: string },
+  queueUrl: string,
+): AudienceApplier {
+  const services = {
+    store: new DynamoAudienceBuilds(db, tables),
+    jobs: new SqsAudienceQueue(sqs, queueUrl),
+  };
+  return async (instanceId, definitions, personFields) => {
+    const context = filterContextOf({ personFields: FieldCatalog.forPerson(personFields) });
+    await applyAudienceDefinitions(instanceId, definitions, context, services);
+  };
+}
+
+/** An instance's audiences, compiled, read once per batch of the worker. */
+async function audiencesOf(
+  instanceId: string,
+  store: DynamoAudienceBuilds,
+  config: DynamoConfigStore,
+): Promise<LiveAudience[]> {
+  const [audiences, instance] = await Promise.all([
+    store.list(instanceId),
+    config.getInstance(instanceId),
+  ]);
+  if (!instance) return [];
+  const context = filterContextOf({ personFields: FieldCatalog.forPerson(instance.person_fields) });
+  return audiences.flatMap((audience) => {
+    try {
+      return [liveAudience(audience, context)];
+    } catch (error) {
+      // A filter that no longer compiles (a custom field removed since): skipped, and said.
+      logger.error('An audience filter does not compile; the audience is not evaluated', {
+        instance: instanceId,
+        audience: audience.id,
+        error: error as Error,
+      });
+      return [];
+    }
+  });
+}
+
+/** `<inst>#P#<person>` → its instance and person. */
+function personOf(pk: string): { instanceId: string; personId: string } | undefined {
+  const match = /^(.+)#P#([0-9a-f]{24})$/.exec(pk);
+  return match ? { instanceId: match[1] ?? '', personId: match[2] ?? '' } : undefined;
+}
+
+/** The builds that asked for an evaluation (`b_<audience>` of the person's `E` item). */
+function buildsOf(changes: StreamChange[]): BuildRequest[] {
+  const builds = new Map<string, number>();
+  for (const change of changes) {
+    if (change.keys.sk !== 'E') continue;
+    for (const [name, value] of Object.entries(change.newImage ?? {})) {
+      if (!name.startsWith('b_') || typeof value !== 'number') continue;
+      builds.set(name.slice(2), Math.max(value, builds.get(name.slice(2)) ?? 0));
+    }
+  }
+  return [...builds].map(([audienceId, version]) => ({ audienceId, version }));
+}
+
+/**
+ * The audience worker: every change of a person (and every request to evaluate one) from
+ * the people table's stream evaluates that person against the instance's audiences.
+ */
+export function createAudienceWorker() {
+  const env = readEnv(AudienceWorkerEnv);
+  const db = createDocumentClient();
+  const store = new DynamoAudienceBuilds(db, {
+    config: env.CONFIG_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+  });
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const memberships = new DynamoMembershipStore(db, {
+    people: env.PEOPLE_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+  });
+  return async (...args: Parameters<ReturnType<typeof streamWorker>>) => {
+    // Audiences are read afresh for each batch: every change in it came after they were.
+    const perInstance = new Map<string, Promise<LiveAudience[]>>();
+    const handle = streamWorker({
+      subjectOf: (change) => {
+        const sk = change.keys.sk;
+        return sk === 'P' || sk === 'E' ? String(change.keys.pk) : undefined;
+      },
+      process: async (subject, changes) => {
+        const person = personOf(subject);
+        if (!person) return;
+        let audiences = perInstance.get(person.instanceId);
+        if (!audiences) {
+          audiences = audiencesOf(person.instanceId, store, config);
+          perInstance.set(person.instanceId, audiences);
+        }
+        await evaluatePerson(
+          person.instanceId,
+          person.personId,
+          await audiences,
+          buildsOf(changes),
+          memberships,
+        );
+      },
+    });
+    return handle(...args);
+  };
+}
+
+/** The audience-jobs queue's worker. */
+export function createAudienceJobsWorker() {
+  const env = readEnv(AudienceJobsEnv);
+  const db = createDocumentClient();
+  const sqs = createSqsClient();
+  const queue = new SqsAudienceQueue(sqs, env.AUDIENCE_JOBS_QUEUE_URL);
+  const store = new DynamoAudienceBuilds(db, {
+    config: env.CONFIG_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+  });
+  const memberships = new DynamoMembershipStore(db, {
+    people: env.PEOPLE_TABLE,
+    audiences: env.AUDIENCES_TABLE,
+    activities: env.ACTIVITIES_TABLE,
+  });
+  const ports: AudienceJobPorts = {
+    audiences: store,
+    people: { listPage: (...args) => memberships.listPage(...args) },
+    memberships,
+    queue,
+    now: Date.now,
+    sliceMs: env.AUDIENCE_JOB_SLICE_MS,
+  };
+  return sqsWorker({
+    sqs,
+    queueUrl: env.AUDIENCE_JOBS_QUEUE_URL,
+    maxReceiveCount: QUEUES.find((q) => q.name === 'audience-jobs')?.maxReceiveCount ?? 5,
+    backoffBaseSeconds: env.AUDIENCE_JOBS_RETRY_BASE_SECONDS,
+    process: (record: SQSRecord) =>
+      runAudienceJob(AudienceJob.parse(JSON.parse(record.body)), ports),
+    // A job that keeps failing waits in the dead-letter queue for a redrive (its steps are
+    // safe to repeat); the daily job's markers and a build's cursors say how far it got.
+    onLastFailure: () => Promise.resolve('dead-letter'),
+  });
+}
+
+/** The daily re-evaluation's message (the schedule sends it; `admin audiences recheck` too). */
+export function recheckAllJob(now = Date.now()): AudienceJob {
+  return { kind: 'recheck-all', day: dayOf(now) };
+}

@@ -1,0 +1,171 @@
+import { describe, expect, it } from '@jest/globals';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CreateTableCommand,
+  DeleteItemCommand,
+  DynamoDBClient,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb';
+import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import type { DynamoDBRecord } from 'aws-lambda';
+import { startStreamPoller, type StreamFailure } from '../../local/stream-poller.js';
+import { stackAwsEnv, stackEndpoint } from './stack.js';
+
+/**
+ * The local DynamoDB Streams event source against the test stack's DynamoDB Local: every
+ * change reaches the worker once in order, its filter keeps only the items it names, a failed
+ * record is retried from where it failed (the records before it are not handed again), a
+ * batch that keeps failing is described to `onFailure` and skipped, and a poller started again
+ * with the same checkpoint file goes on after the last change it handled.
+ */
+const client = {
+  region: stackAwsEnv().AWS_REGION,
+  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+};
+const db = new DynamoDBClient({ ...client, endpoint: stackEndpoint('DYNAMODB') });
+const streams = new DynamoDBStreamsClient({ ...client, endpoint: stackEndpoint('DYNAMODB') });
+
+async function streamTable(): Promise<string> {
+  const name = `stream-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+  await db.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ],
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
+    }),
+  );
+  return name;
+}
+
+const put = (table: string, pk: string, sk: string, n: number) =>
+  db.send(
+    new PutItemCommand({
+      TableName: table,
+      Item: { pk: { S: pk }, sk: { S: sk }, n: { N: String(n) } },
+    }),
+  );
+
+async function until(check: () => boolean, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const describeRecord = (record: DynamoDBRecord) =>
+  `${record.eventName ?? ''} ${record.dynamodb?.Keys?.pk?.S ?? ''} ${record.dynamodb?.NewImage?.n?.N ?? '-'}`;
+
+describe('the local DynamoDB Streams event source', () => {
+  it('hands every kept change once, in order, retries from the failed record, and resumes from its checkpoint', async () => {
+    const table = await streamTable();
+    const checkpointFile = join(mkdtempSync(join(tmpdir(), 'cdp-streams-')), 'positions.json');
+    const seen: string[] = [];
+    let failOnce = true;
+    const options = {
+      db,
+      streams,
+      tableName: table,
+      functionName: 'test-stream-worker',
+      batchSize: 100,
+      timeoutSeconds: 10,
+      maxRetryAttempts: 3,
+      idleMs: 20,
+      retryBaseMs: 20,
+      checkpointFile,
+      keep: (record: DynamoDBRecord) => record.dynamodb?.Keys?.sk?.S === 'P',
+      onFailure: () => Promise.resolve(),
+      handler: (event: { Records: DynamoDBRecord[] }) => {
+        const failures: { itemIdentifier: string }[] = [];
+        for (const record of event.Records) {
+          // The second person's first change fails once: it and what follows come again.
+          if (failOnce && record.dynamodb?.Keys?.pk?.S === 'b' && failures.length === 0) {
+            failOnce = false;
+            failures.push({ itemIdentifier: record.dynamodb.SequenceNumber ?? '' });
+          }
+          if (failures.length === 0) seen.push(describeRecord(record));
+        }
+        return Promise.resolve({ batchItemFailures: failures });
+      },
+    };
+    const first = startStreamPoller(options);
+    try {
+      await put(table, 'a', 'P', 1);
+      await put(table, 'a', 'X', 1); // not kept: another kind of item
+      await put(table, 'b', 'P', 1);
+      await put(table, 'a', 'P', 2);
+      await db.send(
+        new DeleteItemCommand({ TableName: table, Key: { pk: { S: 'b' }, sk: { S: 'P' } } }),
+      );
+      await until(() => seen.length >= 4);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await first.stop();
+    }
+    expect(seen).toEqual(['INSERT a 1', 'INSERT b 1', 'MODIFY a 2', 'REMOVE b -']);
+
+    // Changes made while no poller runs are handed to the next one, and nothing before them.
+    await put(table, 'c', 'P', 1);
+    const second = startStreamPoller(options);
+    try {
+      await until(() => seen.length >= 5);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await second.stop();
+    }
+    expect(seen.slice(4)).toEqual(['INSERT c 1']);
+  });
+
+  it('describes a batch that keeps failing to onFailure and goes on after it', async () => {
+    const table = await streamTable();
+    const failures: StreamFailure[] = [];
+    const seen: string[] = [];
+    const poller = startStreamPoller({
+      db,
+      streams,
+      tableName: table,
+      functionName: 'test-failing-worker',
+      batchSize: 1,
+      timeoutSeconds: 10,
+      maxRetryAttempts: 2,
+      idleMs: 20,
+      retryBaseMs: 10,
+      onFailure: (failure) => {
+        failures.push(failure);
+        return Promise.resolve();
+      },
+      handler: (event) => {
+        const [record] = event.Records;
+        if (record?.dynamodb?.Keys?.pk?.S === 'poison') throw new Error('cannot handle this one');
+        if (record) seen.push(describeRecord(record));
+        return Promise.resolve({ batchItemFailures: [] });
+      },
+    });
+    try {
+      await put(table, 'poison', 'P', 1);
+      await put(table, 'after', 'P', 1);
+      await until(() => seen.length >= 1);
+    } finally {
+      await poller.stop();
+    }
+    expect(seen).toEqual(['INSERT after 1']);
+    expect(failures).toEqual([
+      expect.objectContaining({
+        functionName: 'test-failing-worker',
+        batchSize: 1,
+        attempts: 3,
+        startSequenceNumber: expect.stringMatching(/\d+/) as unknown,
+      }),
+    ]);
+  });
+});
