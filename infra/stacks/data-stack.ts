@@ -128,7 +128,10 @@ export class DataStack extends Stack {
       },
     ]);
 
-    new AudienceRecheckSchedule(this, 'audiences-daily', { region, queue: queues['audience-jobs'] });
+    new AudienceRecheckSchedule(this, 'audiences-daily', {
+      region,
+      queue: queues['audience-jobs'],
+    });
 
     const buckets = {} as Record<BucketName, IBucket>;
     for (const definition of BUCKETS) {
