@@ -3,7 +3,7 @@ import { compileDefinition } from '../activities/activity-definitions.js';
 import { EMAIL_ACTIVITIES } from '../email/email-activities.js';
 import { liquidName } from '../email/liquid.js';
 import { ATTRIBUTE_KINDS, type AttributeKind } from '../instance-config.js';
-import { PERMISSION_ACTIVITIES } from '../people/person.js';
+import { FIELD_CHANGED, PERMISSION_ACTIVITIES } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
 import type { FieldDefinition } from './field-catalog.js';
 import { parseFieldId, type FieldNamespace, type FieldType } from './field-id.js';
@@ -45,7 +45,7 @@ export interface SchemaNamespace {
 /** Display types of the field types (a string's format refines `str`). */
 const DISPLAY_TYPES: Record<FieldType, string> = {
   str: 'text',
-  txt: 'long_text',
+  txt: 'large_text',
   int: 'integer',
   bol: 'bool',
   dtz: 'date',
@@ -53,13 +53,15 @@ const DISPLAY_TYPES: Record<FieldType, string> = {
   geo: 'geo',
   phn: 'phone',
   idt: 'id',
+  sst: 'multi_select',
+  obj: 'object',
 };
 const FORMAT_DISPLAY_TYPES = { email: 'email', url: 'link', language: 'text' } as const;
 /** Attribute kinds (instance configuration) as display types. */
-const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
+export const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
   text: 'text',
   link: 'link',
-  long_text: 'long_text',
+  long_text: 'large_text',
   number: 'integer',
   decimal: 'decimal',
   currency: 'currency',
@@ -67,6 +69,11 @@ const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
   datetime: 'time',
   boolean: 'bool',
   phone: 'phone',
+  email: 'email',
+  price: 'price',
+  single_select: 'single_select',
+  multi_select: 'multi_select',
+  object: 'object',
 };
 
 /** Built-in activities the service records itself, with the attributes each carries. */
@@ -86,10 +93,14 @@ const BUILT_IN_ACTIVITIES: { id: string; name: string; attributes: [string, stri
       ...(field_id === 'act::b' ? [['str::bounce-type', 'Bounce type'] as [string, string]] : []),
     ] as [string, string][],
   })),
+  // Recorded when a field with `track_changes` changes (`old` and `new` hold its values).
+  { id: FIELD_CHANGED, name: 'Field changed', attributes: [['str::field-id', 'Field']] },
 ];
 
 function schemaField(field: FieldDefinition, person: boolean): SchemaField {
-  const displayType = field.format ? FORMAT_DISPLAY_TYPES[field.format] : DISPLAY_TYPES[field.type];
+  const displayType =
+    field.displayType ??
+    (field.format ? FORMAT_DISPLAY_TYPES[field.format] : DISPLAY_TYPES[field.type]);
   // Templates see the fields a person stores (and `people.id`); organizations have none.
   const liquid = !person
     ? undefined
@@ -142,7 +153,8 @@ export function describeInstance(tenant: Tenant): Record<FieldNamespace, SchemaN
       ),
     };
   }
-  for (const definition of tenant.instance.activities) {
+  // Archived definitions (`definitions/activity/delete`) are no longer offered.
+  for (const definition of tenant.instance.activities.filter((a) => !a.archived_at)) {
     const compiled = compileDefinition(definition);
     namespaces.cm.fields[definition.id] = {
       id: definition.id,
