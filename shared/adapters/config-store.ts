@@ -2,7 +2,6 @@ import { randomBytes, randomInt } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
-  QueryCommand,
   ScanCommand,
   TransactWriteCommand,
   UpdateCommand,
@@ -40,6 +39,7 @@ import {
   conditionally,
   ExpressionBuilder,
   isConditionFailure,
+  queryPartition,
   type WriteRequest,
 } from './dynamo-helpers.js';
 
@@ -294,18 +294,21 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
       const taken = names[nameKey(kind, field.id)] ?? list.find((f) => f.id === field.id)?.id;
       if (taken !== undefined) return { answer: { kind: 'name-taken', id: taken } };
       if (list.length >= limits.fields) return { answer: { kind: 'full' } };
-      const tracked = Object.keys(item[TRACKED] ?? {}).length;
-      if (field.track_changes && tracked >= limits.tracked) {
+      const trackedCount = Object.keys(item[TRACKED] ?? {}).length;
+      if (field.track_changes && trackedCount >= limits.tracked) {
         return { answer: { kind: 'tracked-full' } };
       }
       const path = `${x.name('schema')}.${x.name(listOf(kind))}`;
       const nameEntry = `${x.name(FIELD_NAMES)}.${x.name(nameKey(kind, field.id))}`;
-      const trackedEntry = `${x.name(TRACKED)}.${x.name(field.id)}`;
+      // Names are registered as they are written: only those the expressions use.
+      const tracked = field.track_changes
+        ? [`${x.name(TRACKED)}.${x.name(field.id)} = ${x.value(true)}`]
+        : [];
       return {
         set: [
           `${path} = list_append(${path}, ${x.value([field])})`,
           `${nameEntry} = ${x.value(field.id)}`,
-          ...(field.track_changes ? [`${trackedEntry} = ${x.value(true)}`] : []),
+          ...tracked,
         ],
         conditions: [
           `attribute_not_exists(${nameEntry})`,
@@ -645,23 +648,8 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     );
   }
 
-  private async queryAll(pk: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return items;
+  private queryAll(pk: string): Promise<Record<string, unknown>[]> {
+    return queryPartition(this.db, this.table, pk);
   }
 }
 

@@ -1,6 +1,5 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import {
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -9,7 +8,7 @@ import { z } from 'zod';
 import type { TagCountDelta } from '../domain/people/tag-counts.js';
 import type { TagListing, TagView } from '../domain/people/tags.js';
 import { logger } from '../lib/logger.js';
-import { batchGet, cancellationCodes, type Item } from './dynamo-helpers.js';
+import { batchGet, cancellationCodes, queryPartition, type Item } from './dynamo-helpers.js';
 import type { TransactItem } from './record-writes.js';
 import { queryShard } from './sharded-index.js';
 import type { CounterAdd, TransactionBatcher } from './transaction-batcher.js';
@@ -210,15 +209,8 @@ export class DynamoTagStore implements TagListing {
   private async sweep(instanceId: string): Promise<void> {
     const found = await Promise.all(
       Array.from({ length: TAG_SHARDS }, async (_, shard) => {
-        const { Items = [] } = await this.db.send(
-          new QueryCommand({
-            TableName: this.table,
-            KeyConditionExpression: 'pk = :pk',
-            ExpressionAttributeValues: { ':pk': outboxPk(instanceId, shard) },
-            ConsistentRead: true,
-          }),
-        );
-        return Items.map((item) => OutboxItem.parse(item));
+        const items = await queryPartition(this.db, this.table, outboxPk(instanceId, shard));
+        return items.map((item) => OutboxItem.parse(item));
       }),
     );
     const items = found.flat();
@@ -373,30 +365,17 @@ export class DynamoTagStore implements TagListing {
     const totals = new Map<string, TagCountDelta & { last_used?: string }>();
     await Promise.all(
       Array.from({ length: TAG_SHARDS }, async (_, shard) => {
-        let ExclusiveStartKey: Record<string, unknown> | undefined;
-        do {
-          const page = await this.db.send(
-            new QueryCommand({
-              TableName: this.table,
-              KeyConditionExpression: 'pk = :pk',
-              ExpressionAttributeValues: { ':pk': countPk(instanceId, shard) },
-              ConsistentRead: true,
-              ExclusiveStartKey,
-            }),
-          );
-          for (const raw of page.Items ?? []) {
-            const item = CountItem.parse(raw);
-            const total = totals.get(item.sk) ?? { count: 0, subscribers: 0, sms_opted_in: 0 };
-            total.count += item.count ?? 0;
-            total.subscribers += item.subscribers ?? 0;
-            total.sms_opted_in += item.sms_opted_in ?? 0;
-            if (item.last_used && (!total.last_used || item.last_used > total.last_used)) {
-              total.last_used = item.last_used;
-            }
-            totals.set(item.sk, total);
+        for (const raw of await queryPartition(this.db, this.table, countPk(instanceId, shard))) {
+          const item = CountItem.parse(raw);
+          const total = totals.get(item.sk) ?? { count: 0, subscribers: 0, sms_opted_in: 0 };
+          total.count += item.count ?? 0;
+          total.subscribers += item.subscribers ?? 0;
+          total.sms_opted_in += item.sms_opted_in ?? 0;
+          if (item.last_used && (!total.last_used || item.last_used > total.last_used)) {
+            total.last_used = item.last_used;
           }
-          ExclusiveStartKey = page.LastEvaluatedKey;
-        } while (ExclusiveStartKey);
+          totals.set(item.sk, total);
+        }
       }),
     );
     return totals;

@@ -41,16 +41,19 @@ export const DISPLAY_TYPE_NAMES = Object.keys(DISPLAY_TYPES) as [DisplayType, ..
 
 /**
  * The display type of a field configured without one (instance configuration files before
- * display types, built-in fields): from its type. `geo` fields are configured only.
+ * display types, built-in fields): from its type. `geo` and `idt` fields are configured or
+ * built in only (no display type creates them).
  */
-const DEFAULT_DISPLAY_TYPES: Partial<Record<FieldType, DisplayType>> = {
+export const TYPE_DISPLAY_TYPES: Record<FieldType, string> = {
   str: 'text',
   txt: 'large_text',
   int: 'integer',
   bol: 'bool',
   dtz: 'date',
   tme: 'time',
+  geo: 'geo',
   phn: 'phone',
+  idt: 'id',
   sst: 'multi_select',
   obj: 'object',
 };
@@ -68,7 +71,7 @@ export function displayTypeOf(field: { id: string; display_type?: string | undef
   if (field.display_type) return field.display_type;
   const parsed = parseFieldId(field.id);
   if ('problem' in parsed) return 'text';
-  return DEFAULT_DISPLAY_TYPES[parsed.type] ?? parsed.type;
+  return TYPE_DISPLAY_TYPES[parsed.type];
 }
 
 /** Custom person fields per instance, and organization fields (API.md, Limits). */

@@ -1,6 +1,12 @@
 import { FieldValueError, ValidationError } from '../errors.js';
 import { displayTypeOf, displayTypeRule, type CustomFieldConfig } from './custom-fields.js';
-import { parseFieldId, type FieldId, type FieldNamespace, type FieldType } from './field-id.js';
+import {
+  FIELD_TYPES,
+  parseFieldId,
+  type FieldId,
+  type FieldNamespace,
+  type FieldType,
+} from './field-id.js';
 import { parseFieldValue, type FieldValue, type StringFormat } from './field-values.js';
 
 export type { CustomFieldConfig } from './custom-fields.js';
@@ -100,18 +106,9 @@ export const ORGANIZATION_BUILT_INS: readonly FieldDefinition[] = (
 export { MAX_CUSTOM_FIELDS } from './custom-fields.js';
 
 /** Types a custom field may have (`idt` values are only minted by the service). */
-export const CUSTOM_FIELD_TYPES: readonly FieldType[] = [
-  'bol',
-  'dtz',
-  'tme',
-  'geo',
-  'int',
-  'phn',
-  'str',
-  'txt',
-  'sst',
-  'obj',
-];
+export const CUSTOM_FIELD_TYPES: readonly FieldType[] = FIELD_TYPES.filter(
+  (type) => type !== 'idt',
+);
 
 export type FieldValues = Record<string, FieldValue | null>;
 

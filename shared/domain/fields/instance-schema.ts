@@ -6,6 +6,7 @@ import { ATTRIBUTE_KINDS, type AttributeKind } from '../instance-config.js';
 import { FIELD_CHANGED, PERMISSION_ACTIVITIES } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
 import type { FieldDefinition } from './field-catalog.js';
+import { TYPE_DISPLAY_TYPES } from './custom-fields.js';
 import { parseFieldId, type FieldNamespace, type FieldType } from './field-id.js';
 
 /**
@@ -42,20 +43,6 @@ export interface SchemaNamespace {
   fields: Record<string, SchemaField | SchemaActivity>;
 }
 
-/** Display types of the field types (a string's format refines `str`). */
-const DISPLAY_TYPES: Record<FieldType, string> = {
-  str: 'text',
-  txt: 'large_text',
-  int: 'integer',
-  bol: 'bool',
-  dtz: 'date',
-  tme: 'time',
-  geo: 'geo',
-  phn: 'phone',
-  idt: 'id',
-  sst: 'multi_select',
-  obj: 'object',
-};
 const FORMAT_DISPLAY_TYPES = { email: 'email', url: 'link', language: 'text' } as const;
 /** Attribute kinds (instance configuration) as display types. */
 export const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
@@ -100,7 +87,7 @@ const BUILT_IN_ACTIVITIES: { id: string; name: string; attributes: [string, stri
 function schemaField(field: FieldDefinition, person: boolean): SchemaField {
   const displayType =
     field.displayType ??
-    (field.format ? FORMAT_DISPLAY_TYPES[field.format] : DISPLAY_TYPES[field.type]);
+    (field.format ? FORMAT_DISPLAY_TYPES[field.format] : TYPE_DISPLAY_TYPES[field.type]);
   // Templates see the fields a person stores (and `people.id`); organizations have none.
   const liquid = !person
     ? undefined
@@ -124,7 +111,7 @@ function attributeField(id: string, name: string, kind?: AttributeKind): SchemaF
   const parsed = parseFieldId(id);
   const type: FieldType = 'problem' in parsed ? 'str' : parsed.type;
   const displayType =
-    kind && ATTRIBUTE_KINDS[kind] === type ? KIND_DISPLAY_TYPES[kind] : DISPLAY_TYPES[type];
+    kind && ATTRIBUTE_KINDS[kind] === type ? KIND_DISPLAY_TYPES[kind] : TYPE_DISPLAY_TYPES[type];
   return { id, name, display_type: displayType };
 }
 
