@@ -191,6 +191,19 @@ describe('first runs of the integrations', () => {
     );
     const created = page.map((c) => c.fields?.c as string);
     expect([...created].sort().reverse()).toEqual(created);
+    // `c` and `l` in filters: people created since the first of the two.
+    const since = page.find((c) => c.id === first.person_id)?.fields?.c as string;
+    const recent = await contacts(KEY, {
+      limit: 500,
+      filter: {
+        $and: [
+          { '$tme::absolute_after': { field_id: 'c', value: since } },
+          { $has_no_value: { field_id: 'l' } },
+        ],
+      },
+    });
+    expect(recent.map((c) => c.id)).toContain(second.person_id);
+    expect(recent.map((c) => c.id)).not.toContain(first.person_id);
   });
 
   it('the SDK and the account-copy script: fields created, then merged into, by type', async () => {
