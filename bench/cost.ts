@@ -169,6 +169,25 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   await measure('per listing page (q search, page of 100)', 1, () =>
     getPeople(PersonGetRequest.parse({ limit: 100, q: 'first1' }), tenant, store, cursors),
   );
+  // Pages of 500 (the real API's largest): enough people for two full pages first.
+  for (let batch = 0; batch < 10; batch += 1) {
+    await mergePeople(
+      PersonMergeRequest.parse({
+        people: Array.from({ length: 100 }, (_, i) => ({
+          fields: { 'str::email': `${run}-page-${batch}-${i}@cost.bench` },
+        })),
+      }),
+      { tenant, store, location },
+    );
+  }
+  let next: string | undefined;
+  await measure('per listing page (first page of 500, default order)', 1, async () => {
+    next = (await getPeople(PersonGetRequest.parse({ limit: 500 }), tenant, store, cursors))
+      .cursor_id;
+  });
+  await measure('per listing page (second page of 500, with its cursor)', 1, () =>
+    getPeople(PersonGetRequest.parse({ limit: 500, cursor_id: next }), tenant, store, cursors),
+  );
   return {
     rows,
     notes: [

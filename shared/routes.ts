@@ -199,7 +199,11 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/transactional/get', 'transactional-get', {
     access: ['config:read', 'emails:read'],
   }),
-  api('POST', '/v1/person/merge', 'person-merge', { maxBodyBytes: 2 * MB, access: PEOPLE_WRITER }),
+  // `emails:read`: the suppression list `suppression_list_field_id` checks.
+  api('POST', '/v1/person/merge', 'person-merge', {
+    maxBodyBytes: 2 * MB,
+    access: [...PEOPLE_WRITER, 'emails:read'],
+  }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
   api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
@@ -211,6 +215,32 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
     access: ['config:write'],
   }),
+  // Issue 25: what clients of the real API call first (docs/api.md, "Custom fields, tags").
+  api('PUT', '/v1/definitions/activity/modify', 'activity-definition-modify', {
+    access: ['config:write'],
+  }),
+  api('DELETE', '/v1/definitions/activity/delete', 'activity-definition-delete', {
+    access: ['config:write'],
+  }),
+  api('POST', '/v1/person/custom-field/get', 'person-custom-field-get'),
+  api('POST', '/v1/person/custom-field/create', 'person-custom-field-create', {
+    access: ['config:write'],
+  }),
+  api('PUT', '/v1/person/custom-field/update', 'person-custom-field-update', {
+    access: ['config:write'],
+  }),
+  // Organization fields under both names (one function each, like the other accounts routes).
+  ...(['accounts', 'organizations'] as const).flatMap((area) => [
+    api('POST', `/v1/${area}/custom-field/get`, 'organization-custom-field-get'),
+    api('POST', `/v1/${area}/custom-field/create`, 'organization-custom-field-create', {
+      access: ['config:write'],
+    }),
+    api('PUT', `/v1/${area}/custom-field/update`, 'organization-custom-field-update', {
+      access: ['config:write'],
+    }),
+  ]),
+  // Tags and their counts; the counts' pending changes are applied first (a write).
+  api('POST', '/v1/tags/get', 'tags-get', { access: ['config:read', 'people'] }),
   api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATIONS_READ),
   api('POST', '/v1/person/get', 'person-get', {
     access: [

@@ -7,6 +7,7 @@ import {
   createIngestPorts,
   createLocationServices,
   createPeopleStore,
+  createSuppressionList,
 } from '../../shared/http/api-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 import { PersonMergeResponse } from '../../shared/api/schemas.js';
@@ -15,6 +16,7 @@ const { http, db } = createApiRuntime();
 const store = createPeopleStore(db);
 const location = createLocationServices(store);
 const ingest = createIngestPorts(db);
+const suppression = createSuppressionList(db);
 
 /** `POST /v1/person/merge`: create or update 1 to 100 people (or queue them: `async`). */
 export const handler = apiHandler(
@@ -32,6 +34,6 @@ export const handler = apiHandler(
           tenant,
           ingest,
         )
-      : { people: await mergePeople(body, { tenant, store, location }) },
+      : { people: await mergePeople(body, { tenant, store, location, suppression }) },
   }),
 );

@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
-  QueryCommand,
   ScanCommand,
   TransactWriteCommand,
   UpdateCommand,
@@ -10,19 +9,39 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import {
+  StoredActivityDefinition,
   StoredInstance,
   StoredTemplate,
-  type ActivityDefinitionConfig,
   type AssetConfig,
   type CampaignConfig,
   type KeyFieldState,
 } from '../domain/instance-config.js';
+import {
+  fieldNameOf,
+  type CustomFieldConfig,
+  type CustomFieldKind,
+} from '../domain/fields/custom-fields.js';
+import type {
+  AddFieldOutcome,
+  CustomFieldLimits,
+  CustomFieldWriter,
+  UpdateFieldOutcome,
+} from '../domain/fields/custom-field-api.js';
+import type { DefinitionStore } from '../domain/activities/definition-create.js';
+import { ConfigurationChangedError } from '../domain/configuration.js';
 import { REGIONS, type Region } from '../domain/regions.js';
 import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
-import { ServiceUnavailableError } from '../domain/errors.js';
+import { ServiceUnavailableError, ValidationError } from '../domain/errors.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { TtlCache } from '../lib/ttl-cache.js';
-import { batchWrite, isConditionFailure, type WriteRequest } from './dynamo-helpers.js';
+import {
+  batchWrite,
+  conditionally,
+  ExpressionBuilder,
+  isConditionFailure,
+  queryPartition,
+  type WriteRequest,
+} from './dynamo-helpers.js';
 
 /**
  * The config table. Items:
@@ -55,12 +74,58 @@ export interface FileKey {
 }
 
 const instancePk = (id: string) => `INST#${id}`;
+/**
+ * The version of an instance's configuration, copied to `VERSION_SHARDS` items so that the
+ * read every request makes of it (see `CachedTenantDirectory`) spreads over partitions.
+ */
+export const VERSION_SHARDS = 16;
+const versionKey = (id: string, shard: number) => ({ pk: `INST#${id}#V${shard}`, sk: 'VERSION' });
+const VersionItem = z.object({ version: z.number() });
+
+/**
+ * Indexes of the schema item kept beside `schema` (top-level attributes) so that a write can
+ * be conditioned on them: custom field names (`cm#<name>` / `oc#<name>` → field ID, a
+ * name is unique per kind), the person fields whose changes are tracked, and the IDs of the
+ * activity definitions.
+ */
+const FIELD_NAMES = 'field_names';
+const TRACKED = 'tracked_fields';
+const ACTIVITY_IDS = 'activity_ids';
+const listOf = (kind: CustomFieldKind) =>
+  kind === 'person' ? 'person_fields' : 'organization_fields';
+const nameKey = (kind: CustomFieldKind, fieldId: string) =>
+  `${kind === 'person' ? 'cm' : 'oc'}#${fieldNameOf(fieldId)}`;
+
+/** The indexes of a schema, computed from it (what `apply` writes and a missing one gets). */
+export function schemaIndexes(schema: StoredInstance) {
+  const names: Record<string, string> = {};
+  for (const field of schema.person_fields) names[nameKey('person', field.id)] = field.id;
+  for (const field of schema.organization_fields) {
+    names[nameKey('organization', field.id)] = field.id;
+  }
+  return {
+    [FIELD_NAMES]: names,
+    [TRACKED]: Object.fromEntries(
+      schema.person_fields.filter((f) => f.track_changes).map((f) => [f.id, true]),
+    ),
+    [ACTIVITY_IDS]: Object.fromEntries(schema.activities.map((a) => [a.id, true])),
+  };
+}
+
+/** A schema write refused by DynamoDB for the item's size (400 KB). */
+function tooLarge(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.name === 'ValidationException' &&
+    /item size|size has exceeded/i.test(error.message)
+  );
+}
 const keyPk = (hash: string) => `KEY#${hash}`;
 /** The deployment's signing secret (paging cursors; later tracking links). */
 const SIGNING_SECRET_KEY = { pk: 'DEPLOYMENT', sk: 'SIGNING_SECRET' };
 const SigningSecretItem = z.object({ secret: z.string().min(32) });
 
-export class DynamoConfigStore implements TenantDirectory {
+export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, DefinitionStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
@@ -79,6 +144,44 @@ export class DynamoConfigStore implements TenantDirectory {
   }
 
   async getInstance(instanceId: string): Promise<InstanceSchema | undefined> {
+    const Item = await this.schemaItem(instanceId);
+    return Item ? instanceOf(Item) : undefined;
+  }
+
+  /** The current configuration version of an instance (0 before its first versioned change). */
+  async configVersion(instanceId: string): Promise<number> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: versionKey(instanceId, randomInt(VERSION_SHARDS)),
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? VersionItem.parse(Item).version : 0;
+  }
+
+  /**
+   * Copies a new configuration version to every version item (never backwards: a slower
+   * writer of an older version leaves a newer one alone).
+   */
+  private async publishVersion(instanceId: string, version: number): Promise<void> {
+    await Promise.all(
+      Array.from({ length: VERSION_SHARDS }, (_, shard) =>
+        conditionally(
+          this.db,
+          new UpdateCommand({
+            TableName: this.table,
+            Key: versionKey(instanceId, shard),
+            UpdateExpression: 'SET version = :v',
+            ConditionExpression: 'attribute_not_exists(version) OR version < :v',
+            ExpressionAttributeValues: { ':v': version },
+          }),
+        ),
+      ),
+    );
+  }
+
+  private async schemaItem(instanceId: string): Promise<Record<string, unknown> | undefined> {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.table,
@@ -86,7 +189,170 @@ export class DynamoConfigStore implements TenantDirectory {
         ConsistentRead: true,
       }),
     );
-    return Item ? StoredInstance.parse(Item.schema) : undefined;
+    return Item;
+  }
+
+  /**
+   * A change of the schema item: read it (strongly consistent), let `plan` decide the write
+   * (an update conditioned on what it read, or an answer without a write), and write it.
+   * A condition that fails means the configuration changed meanwhile: read again. Every
+   * write bumps `config_version` and publishes it, so that every function's cache learns of
+   * the change before the caller hears of it.
+   */
+  private async changeSchema<T>(
+    instanceId: string,
+    plan: (
+      item: Record<string, unknown>,
+      schema: StoredInstance,
+      x: ExpressionBuilder,
+    ) => { answer: T } | { set: string[]; remove?: string[]; conditions: string[]; answer: T },
+  ): Promise<T> {
+    const deadline = currentDeadline();
+    for (let attempt = 0; ; attempt += 1) {
+      const item = await this.schemaItem(instanceId);
+      if (!item) throw new Error(`instance ${instanceId} has no schema`);
+      if (item[FIELD_NAMES] === undefined) {
+        await this.indexSchema(item);
+        continue;
+      }
+      const x = new ExpressionBuilder();
+      const decided = plan(item, instanceOf(item), x);
+      if (!('set' in decided)) return decided.answer;
+      const set = [
+        ...decided.set,
+        `${x.name('updated_at')} = ${x.value(new Date().toISOString())}`,
+      ];
+      const remove = decided.remove ?? [];
+      try {
+        const { Attributes } = await this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
+            UpdateExpression:
+              `SET ${set.join(', ')} ADD ${x.name('config_version')} ${x.value(1)}` +
+              (remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''),
+            ConditionExpression: decided.conditions.join(' AND '),
+            ExpressionAttributeNames: x.names,
+            ExpressionAttributeValues: x.values,
+            ReturnValues: 'UPDATED_NEW',
+          }),
+        );
+        await this.publishVersion(instanceId, Number(Attributes?.config_version ?? 0));
+        return decided.answer;
+      } catch (error) {
+        if (tooLarge(error)) {
+          throw new ValidationError(
+            'The instance configuration would be larger than the store allows (400 KB): it holds too many fields, options or activity definitions',
+            [{ field: 'body', error: 'the instance configuration would be too large' }],
+          );
+        }
+        if (!isConditionFailure(error)) throw error;
+      }
+      const wait = backoffMs(attempt);
+      if (!canWait(wait, deadline)) {
+        throw new ServiceUnavailableError(
+          'The instance configuration kept changing concurrently; try again shortly',
+        );
+      }
+      await sleep(wait);
+    }
+  }
+
+  /** Gives a schema item written before its indexes existed its indexes (once). */
+  private async indexSchema(item: Record<string, unknown>): Promise<void> {
+    const x = new ExpressionBuilder();
+    const indexes = schemaIndexes(instanceOf(item));
+    const seen = item.updated_at;
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: item.pk, sk: 'SCHEMA' },
+        UpdateExpression: `SET ${Object.entries(indexes)
+          .map(([name, value]) => `${x.name(name)} = ${x.value(value)}`)
+          .join(', ')}`,
+        ConditionExpression:
+          `attribute_not_exists(${x.name(FIELD_NAMES)}) AND ` +
+          (seen === undefined
+            ? `attribute_not_exists(${x.name('updated_at')})`
+            : `${x.name('updated_at')} = ${x.value(seen)}`),
+        ExpressionAttributeNames: x.names,
+        ExpressionAttributeValues: x.values,
+      }),
+    );
+  }
+
+  async addCustomField(
+    instanceId: string,
+    kind: CustomFieldKind,
+    field: CustomFieldConfig,
+    limits: CustomFieldLimits,
+  ): Promise<AddFieldOutcome> {
+    return this.changeSchema<AddFieldOutcome>(instanceId, (item, schema, x) => {
+      const names = (item[FIELD_NAMES] ?? {}) as Record<string, string>;
+      const list = schema[listOf(kind)];
+      const taken = names[nameKey(kind, field.id)] ?? list.find((f) => f.id === field.id)?.id;
+      if (taken !== undefined) return { answer: { kind: 'name-taken', id: taken } };
+      if (list.length >= limits.fields) return { answer: { kind: 'full' } };
+      const trackedCount = Object.keys(item[TRACKED] ?? {}).length;
+      if (field.track_changes && trackedCount >= limits.tracked) {
+        return { answer: { kind: 'tracked-full' } };
+      }
+      const path = `${x.name('schema')}.${x.name(listOf(kind))}`;
+      const nameEntry = `${x.name(FIELD_NAMES)}.${x.name(nameKey(kind, field.id))}`;
+      // Names are registered as they are written: only those the expressions use.
+      const tracked = field.track_changes
+        ? [`${x.name(TRACKED)}.${x.name(field.id)} = ${x.value(true)}`]
+        : [];
+      return {
+        set: [
+          `${path} = list_append(${path}, ${x.value([field])})`,
+          `${nameEntry} = ${x.value(field.id)}`,
+          ...tracked,
+        ],
+        conditions: [
+          `attribute_not_exists(${nameEntry})`,
+          `size(${path}) < ${x.value(limits.fields)}`,
+          ...(field.track_changes ? [`size(${x.name(TRACKED)}) < ${x.value(limits.tracked)}`] : []),
+        ],
+        answer: { kind: 'added' },
+      };
+    });
+  }
+
+  async updateCustomField(
+    instanceId: string,
+    kind: CustomFieldKind,
+    fieldId: string,
+    change: (field: CustomFieldConfig) => CustomFieldConfig,
+    limits: CustomFieldLimits,
+  ): Promise<UpdateFieldOutcome> {
+    return this.changeSchema<UpdateFieldOutcome>(instanceId, (item, schema, x) => {
+      const list = schema[listOf(kind)];
+      const index = list.findIndex((f) => f.id === fieldId);
+      const field = list[index];
+      if (!field) return { answer: { kind: 'unknown' } };
+      const next = change(field);
+      const tracked = (item[TRACKED] ?? {}) as Record<string, unknown>;
+      const tracking = next.track_changes === true && tracked[fieldId] === undefined;
+      if (tracking && Object.keys(tracked).length >= limits.tracked) {
+        return { answer: { kind: 'tracked-full' } };
+      }
+      const entry = `${x.name('schema')}.${x.name(listOf(kind))}[${index}]`;
+      const trackedEntry = `${x.name(TRACKED)}.${x.name(fieldId)}`;
+      return {
+        set: [
+          `${entry} = ${x.value(next)}`,
+          ...(next.track_changes ? [`${trackedEntry} = ${x.value(true)}`] : []),
+        ],
+        remove: next.track_changes ? [] : [trackedEntry],
+        conditions: [
+          `${entry}.${x.name('id')} = ${x.value(fieldId)}`,
+          ...(tracking ? [`size(${x.name(TRACKED)}) < ${x.value(limits.tracked)}`] : []),
+        ],
+        answer: { kind: 'updated', field: next },
+      };
+    });
   }
 
   /**
@@ -114,22 +380,25 @@ export class DynamoConfigStore implements TenantDirectory {
   }
 
   /** The activity definitions of an instance, read afresh (cached tenants may lack new ones). */
-  async activityDefinitions(instanceId: string): Promise<ActivityDefinitionConfig[]> {
+  async activityDefinitions(instanceId: string): Promise<StoredActivityDefinition[]> {
     return (await this.getInstance(instanceId))?.activities ?? [];
   }
 
   /** Moves a unique field of a stored instance to `state` (see `key-fields.ts`). */
   async setKeyFieldState(instanceId: string, field: string, state: KeyFieldState): Promise<void> {
-    await this.db.send(
+    const { Attributes } = await this.db.send(
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
-        UpdateExpression: 'SET #schema.#keys.#field = :state, updated_at = :now',
+        UpdateExpression:
+          'SET #schema.#keys.#field = :state, updated_at = :now ADD config_version :one',
         ConditionExpression: 'attribute_exists(#schema.#keys)',
         ExpressionAttributeNames: { '#schema': 'schema', '#keys': 'key_fields', '#field': field },
-        ExpressionAttributeValues: { ':state': state, ':now': new Date().toISOString() },
+        ExpressionAttributeValues: { ':state': state, ':now': new Date().toISOString(), ':one': 1 },
+        ReturnValues: 'UPDATED_NEW',
       }),
     );
+    await this.publishVersion(instanceId, Number(Attributes?.config_version ?? 0));
   }
 
   /** The deployment's signing secret, if applying a configuration has created it. */
@@ -186,8 +455,35 @@ export class DynamoConfigStore implements TenantDirectory {
     schema: InstanceSchema,
     templates: { campaigns: CampaignConfig[]; assets: AssetConfig[] },
     fileKeys: FileKey[],
+    basedOn?: number,
   ): Promise<void> {
     const pk = instancePk(schema.id);
+    const { config_version: _ignored, ...stored } = schema;
+    const version = (basedOn ?? 0) + 1;
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: {
+            pk,
+            sk: 'SCHEMA',
+            schema: stored,
+            ...schemaIndexes(StoredInstance.parse(stored)),
+            config_version: version,
+            updated_at: new Date().toISOString(),
+          },
+          ConditionExpression:
+            basedOn === undefined
+              ? 'attribute_not_exists(config_version)'
+              : 'config_version = :based',
+          ...(basedOn === undefined ? {} : { ExpressionAttributeValues: { ':based': basedOn } }),
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailure(error)) throw new ConfigurationChangedError();
+      throw error;
+    }
+    await this.publishVersion(schema.id, version);
     const existing = await this.queryAll(pk);
     const dataSources = new Set(schema.data_sources.map((source) => source.name));
     const wantedFileKeys = new Set(fileKeys.map((key) => key.key_hash));
@@ -197,7 +493,6 @@ export class DynamoConfigStore implements TenantDirectory {
     const remove = (key: { pk: string; sk: string }) =>
       writes.push({ DeleteRequest: { Key: key } });
 
-    put({ pk, sk: 'SCHEMA', schema, updated_at: new Date().toISOString() });
     for (const [kind, list] of [
       ['CAMPAIGN', templates.campaigns],
       ['ASSET', templates.assets],
@@ -262,51 +557,51 @@ export class DynamoConfigStore implements TenantDirectory {
   }
 
   /**
-   * Adds an activity definition to an instance (optimistic: conditioned on the schema not
-   * having changed since it was read). False if the instance already has that ID.
+   * Adds an activity definition to an instance, conditioned on no definition having its ID
+   * (archived ones included). False if one has.
    */
   async addActivityDefinition(
     instanceId: string,
-    definition: ActivityDefinitionConfig,
+    definition: StoredActivityDefinition,
   ): Promise<boolean> {
-    const deadline = currentDeadline();
-    for (let attempt = 0; ; attempt += 1) {
-      const { Item } = await this.db.send(
-        new GetCommand({
-          TableName: this.table,
-          Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
-          ConsistentRead: true,
-        }),
-      );
-      if (!Item) throw new Error(`instance ${instanceId} has no schema`);
-      const schema = StoredInstance.parse(Item.schema);
-      if (schema.activities.some((activity) => activity.id === definition.id)) return false;
-      try {
-        await this.db.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: {
-              ...Item,
-              schema: { ...schema, activities: [...schema.activities, definition] },
-              updated_at: new Date().toISOString(),
-            },
-            ConditionExpression: 'updated_at = :seen',
-            ExpressionAttributeValues: { ':seen': String(Item.updated_at) },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if (!isConditionFailure(error)) throw error;
-      }
-      // The configuration changed meanwhile (another definition, an apply): read it again.
-      const wait = backoffMs(attempt);
-      if (!canWait(wait, deadline)) {
-        throw new ServiceUnavailableError(
-          'The instance configuration kept changing concurrently; try again shortly',
-        );
-      }
-      await sleep(wait);
-    }
+    return this.changeSchema(instanceId, (item, _schema, x) => {
+      const ids = (item[ACTIVITY_IDS] ?? {}) as Record<string, unknown>;
+      if (ids[definition.id] !== undefined) return { answer: false };
+      const path = `${x.name('schema')}.${x.name('activities')}`;
+      const entry = `${x.name(ACTIVITY_IDS)}.${x.name(definition.id)}`;
+      return {
+        set: [
+          `${path} = list_append(${path}, ${x.value([definition])})`,
+          `${entry} = ${x.value(true)}`,
+        ],
+        conditions: [`attribute_not_exists(${entry})`],
+        answer: true,
+      };
+    });
+  }
+
+  /**
+   * Changes a stored activity definition to what `change` makes of it (read afresh; the
+   * write is conditioned on the definition still being where it was read). `undefined` when
+   * the instance has no such definition.
+   */
+  async changeActivityDefinition(
+    instanceId: string,
+    id: string,
+    change: (definition: StoredActivityDefinition) => StoredActivityDefinition,
+  ): Promise<StoredActivityDefinition | undefined> {
+    return this.changeSchema(instanceId, (_item, schema, x) => {
+      const index = schema.activities.findIndex((a) => a.id === id);
+      const current = schema.activities[index];
+      if (!current) return { answer: undefined };
+      const next = StoredActivityDefinition.parse(change(current));
+      const entry = `${x.name('schema')}.${x.name('activities')}[${index}]`;
+      return {
+        set: [`${entry} = ${x.value(next)}`],
+        conditions: [`${entry}.${x.name('id')} = ${x.value(id)}`],
+        answer: next,
+      };
+    });
   }
 
   /** Stores a newly minted key (its hash) for a data source of an instance of this region. */
@@ -353,27 +648,17 @@ export class DynamoConfigStore implements TenantDirectory {
     );
   }
 
-  private async queryAll(pk: string): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.table,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': pk },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
-    return items;
+  private queryAll(pk: string): Promise<Record<string, unknown>[]> {
+    return queryPartition(this.db, this.table, pk);
   }
 }
 
-/** Key lookups cached for a minute (unknown keys for five seconds), instances for a minute. */
+/**
+ * Key lookups cached for a minute (unknown keys for five seconds), instances for a minute.
+ * An instance's configuration is checked against its version (one small strongly consistent
+ * read) each time it is asked for: a field or definition created through the API, in any
+ * function of the region, is seen by the next request of every other, not a minute later.
+ */
 export class CachedTenantDirectory implements TenantDirectory {
   private readonly keys = new TtlCache<ApiKeyRecord | null>(1000);
   private readonly instances = new TtlCache<InstanceSchema | null>(200);
@@ -394,9 +679,25 @@ export class CachedTenantDirectory implements TenantDirectory {
 
   async getInstance(instanceId: string): Promise<InstanceSchema | undefined> {
     const ttl = (value: unknown) => (value ? this.ttlMs : this.missTtlMs);
-    const schema = await this.instances.getOrLoad(instanceId, ttl, async () => {
-      return (await this.inner.getInstance(instanceId)) ?? null;
-    });
+    const load = async () => (await this.inner.getInstance(instanceId)) ?? null;
+    if (this.inner.configVersion) {
+      const current = await this.inner.configVersion(instanceId);
+      const cached = this.instances.get(instanceId);
+      if (cached !== undefined && (cached?.config_version ?? 0) >= current) {
+        return cached ?? undefined;
+      }
+      // Older than the version (or not cached): read afresh, shared by concurrent misses.
+      const fresh = await this.instances.reload(instanceId, ttl, load);
+      return fresh ?? undefined;
+    }
+    const schema = await this.instances.getOrLoad(instanceId, ttl, load);
     return schema ?? undefined;
   }
+}
+
+/** The stored instance of a schema item, with its configuration version. */
+function instanceOf(item: Record<string, unknown>): InstanceSchema {
+  const schema = StoredInstance.parse(item.schema);
+  const version = item.config_version;
+  return typeof version === 'number' ? { ...schema, config_version: version } : schema;
 }

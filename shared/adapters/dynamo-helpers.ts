@@ -159,6 +159,30 @@ export class ExpressionBuilder {
   }
 }
 
+/** Every item of one partition, page after page (strongly consistent). */
+export async function queryPartition(
+  db: DynamoDBDocumentClient,
+  table: string,
+  pk: string,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ConsistentRead: true,
+        ExclusiveStartKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
 /**
  * Totals of a sharded counter: every number attribute summed over the shard items of one
  * partition (`<inst>#C`, say). One strongly consistent query, never a scan.

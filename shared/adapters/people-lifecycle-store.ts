@@ -43,6 +43,9 @@ import {
   personKey,
 } from './people-store.js';
 import { referencePk, referencesOf } from './person-references.js';
+import { directTagCountWrites, DynamoTagStore } from './tag-store.js';
+import { TransactionBatcher } from './transaction-batcher.js';
+import { holderOf, tagCountDeltas, withCounted } from '../domain/people/tag-counts.js';
 import { claimWrites, type TransactItem } from './record-writes.js';
 import { requestPk } from './request-store.js';
 import { queryShard } from './sharded-index.js';
@@ -143,12 +146,17 @@ async function partitionKeys(
 const deletes = (keys: Key[]) => keys.map((Key) => ({ DeleteRequest: { Key } }));
 
 export class DynamoPeopleLifecycleStore implements LifecycleStore {
+  /** Where tag count changes too many for a transaction are applied from (`tag-store.ts`). */
+  private readonly tags: DynamoTagStore;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: LifecycleTables,
     private readonly payloads?: PayloadEraser,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.tags = new DynamoTagStore(db, tables.people, new TransactionBatcher(db));
+  }
 
   async states(instanceId: string, ids: string[]) {
     const items = await batchGet(
@@ -187,6 +195,10 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     const sets = set(x);
     const conditions = [
       `attribute_exists(${x.name('pk')})`,
+      // The tag counts it moves are those of the person as read (`tag-counts.ts`).
+      person.version === undefined
+        ? `attribute_not_exists(${x.name('version')})`
+        : `${x.name('version')} = ${x.value(person.version)}`,
       archived
         ? `attribute_exists(${x.name('archived_at')})`
         : `attribute_not_exists(${x.name('archived_at')})`,
@@ -205,6 +217,17 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
         ExpressionAttributeValues: x.values,
       },
     };
+  }
+
+  /** The tag counts a person archived (`counted` false) or restored (true) moves. */
+  private tagCounts(instanceId: string, person: Person, counted: boolean) {
+    const before = holderOf(person);
+    return directTagCountWrites(
+      this.tables.people,
+      instanceId,
+      tagCountDeltas(before, withCounted(before, counted)),
+      this.now().toISOString(),
+    );
   }
 
   private counterUpdate(instanceId: string, deltas: Record<string, number>): TransactItem {
@@ -257,8 +280,13 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
           },
         });
       }
+      const tagged = this.tagCounts(instanceId, person, false);
+      items.push(...tagged.items);
       const codes = await this.transact(items);
-      if (codes === undefined) return true;
+      if (codes === undefined) {
+        await this.tags.applyOutbox(instanceId, tagged.pending);
+        return true;
+      }
       // The organization no longer exists: the person leaves it as it is archived.
       if (codes[2] === 'ConditionalCheckFailed') organizationGone = true;
       return 'again';
@@ -308,8 +336,13 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
           },
         });
       }
+      const tagged = this.tagCounts(instanceId, person, true);
+      items.push(...tagged.items);
       const codes = await this.transact(items);
-      if (codes === undefined) return true;
+      if (codes === undefined) {
+        await this.tags.applyOutbox(instanceId, tagged.pending);
+        return true;
+      }
       if (codes[2] === 'ConditionalCheckFailed') dropOrganization = true;
       return 'again';
     });

@@ -30,7 +30,6 @@ import {
 import type { Person, RecordedActivity } from '../domain/people/person.js';
 import {
   batchGet,
-  batchWrite,
   cancellationCodes,
   ExpressionBuilder,
   isConditionFailure,
@@ -38,6 +37,9 @@ import {
   type Item,
 } from './dynamo-helpers.js';
 import { countRange, queryShard, type ShardQuery } from './sharded-index.js';
+import { DynamoTagStore, tagCountWrites } from './tag-store.js';
+import { holderOf, tagCountDeltas } from '../domain/people/tag-counts.js';
+import { EMAIL_PERMISSION, SMS_PERMISSION } from '../domain/people/person.js';
 import { TransactionBatcher, type BatcherLimits } from './transaction-batcher.js';
 import {
   claimKey,
@@ -182,6 +184,9 @@ export class DynamoPeopleStore
   /** A whole request's people at once: the batcher turns them into a few transactions. */
   readonly writeConcurrency = 100;
 
+  /** The instance's tags, and their counts (written with the people). */
+  readonly tags: DynamoTagStore;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: PeopleTables,
@@ -189,6 +194,7 @@ export class DynamoPeopleStore
     batching: Partial<BatcherLimits> = {},
   ) {
     this.transactions = new TransactionBatcher(db, batching);
+    this.tags = new DynamoTagStore(db, tables.people, this.transactions);
   }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
@@ -231,12 +237,21 @@ export class DynamoPeopleStore
       pk: counterPk(instanceId),
       add: { contacts: 1, subscribers: plan.subscribed ? 1 : 0 },
     };
+    const tagged = tagCountWrites(
+      this.tables.people,
+      instanceId,
+      tagCountDeltas(undefined, holderOf(person)),
+      person.created_at,
+    );
+    // Outbox items go before the marker (which must stay last).
+    items.splice(items.length - (marker ? 1 : 0), 0, ...tagged.outbox);
     await writeMergedPart(
       this.transactions,
-      { items, counters: [counters] },
+      { items, counters: [counters, ...tagged.counters] },
       { released: [], added: claims },
       marker !== undefined,
     );
+    if (tagged.pending.length > 0) await this.tags.applyOutbox(instanceId, tagged.pending);
   }
 
   async updatePerson(
@@ -246,7 +261,9 @@ export class DynamoPeopleStore
     marker?: RecordMarker,
   ) {
     const personId = plan.before.id;
+    const deltas = tagCountDeltas(holderOf(plan.before), holderOf(plan.after));
     const update = this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan);
+    const tagged = tagCountWrites(this.tables.people, instanceId, deltas, plan.after.updated_at);
     const added = [...plan.claimsAdded];
     const released = [...plan.claimsReleased];
     const claims = claimWrites(this.tables.people, instanceId, personId, added, released);
@@ -267,6 +284,7 @@ export class DynamoPeopleStore
         plan.after.updated_at,
         dataSource,
       ),
+      ...tagged.outbox,
       ...markerPuts(this.tables.requests, instanceId, marker),
     ];
     const counters =
@@ -281,28 +299,63 @@ export class DynamoPeopleStore
         : [];
     await writeMergedPart(
       this.transactions,
-      { items: transactItems, counters },
+      { items: transactItems, counters: [...counters, ...tagged.counters] },
       { released, added },
       marker !== undefined,
     );
+    if (tagged.pending.length > 0) await this.tags.applyOutbox(instanceId, tagged.pending);
   }
 
   /**
    * The update as field-level expressions: `SET`/`REMOVE` of the fields and tags that change
    * (concurrent writes to other fields or tags are kept), conditioned only on the values the
    * plan relied on. `undefined` when the expressions would pass DynamoDB's 4 KB limit.
+   *
+   * Tag counts (`tag-counts.ts`) are computed from the read, so the write is also
+   * conditioned on what they depend on: each tag it adds or unsets still absent or present
+   * as read (an unset tag read absent too: removing one set meanwhile would leave its count
+   * behind), the permissions as read when tags change, and, when a permission changes, the
+   * whole person as read (its `version`: the counts of every tag it holds move). A
+   * concurrent change makes it be planned again from a fresh read: unsets still win, and the
+   * counts are exact.
    */
   private fieldLevelUpdate(plan: UpdatePlan) {
+    const counted = plan.addTags.length > 0 || plan.unsetTags.length > 0;
     const personId = plan.before.id;
     const x = new ExpressionBuilder();
+    const permissionChanged = [EMAIL_PERMISSION, SMS_PERMISSION].some(
+      (field) => plan.before.fields[field] !== plan.after.fields[field],
+    );
     const { set, remove, conditions } = fieldUpdate(x, {
       ...plan,
+      expected: counted
+        ? {
+            [EMAIL_PERMISSION]: plan.before.fields[EMAIL_PERMISSION],
+            [SMS_PERMISSION]: plan.before.fields[SMS_PERMISSION],
+            ...plan.expected,
+          }
+        : plan.expected,
       updatedAt: plan.after.updated_at,
     });
     const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
     for (const name of plan.addTags) set.push(`${tag(name)} = ${x.value(true)}`);
-    // Every unset tag is removed, whatever the read saw (removing a missing one does nothing).
+    // Every unset tag is removed (each conditioned below on being as the read saw it).
     for (const name of plan.unsetTags) remove.push(tag(name));
+    for (const name of plan.addTags) conditions.push(`attribute_not_exists(${tag(name)})`);
+    for (const name of plan.unsetTags) {
+      conditions.push(
+        plan.before.tags.includes(name)
+          ? `attribute_exists(${tag(name)})`
+          : `attribute_not_exists(${tag(name)})`,
+      );
+    }
+    if (permissionChanged) {
+      conditions.push(
+        plan.before.version === undefined
+          ? `attribute_not_exists(${x.name('version')})`
+          : `${x.name('version')} = ${x.value(plan.before.version)}`,
+      );
+    }
     if (plan.tagRoom !== undefined) {
       conditions.push(`size(${x.name('tags')}) <= ${x.value(plan.tagRoom)}`);
     }
@@ -338,20 +391,13 @@ export class DynamoPeopleStore
     return wholeStateExpressions(x, set, plan.before.version);
   }
 
-  async ensureTags(instanceId: string, tags: string[]) {
-    const items = tags.map((name) => ({ pk: `${instanceId}#T#${name}`, sk: 'T', name }));
-    const keys = items.map(({ pk, sk }) => ({ pk, sk }));
-    const existing = new Set(
-      (await batchGet(this.db, this.tables.people, keys, true)).map((item) => String(item.pk)),
-    );
-    const created_at = new Date().toISOString();
-    await batchWrite(
-      this.db,
-      this.tables.people,
-      items
-        .filter((item) => !existing.has(item.pk))
-        .map((item) => ({ PutRequest: { Item: { ...item, created_at } } })),
-    );
+  /** Gives every named tag its item and stable ID (`tag-store.ts`). */
+  ensureTags(instanceId: string, tags: string[]) {
+    return this.tags.ensureTags(instanceId, tags);
+  }
+
+  tagNames(instanceId: string, ids: number[]) {
+    return this.tags.tagNames(instanceId, ids);
   }
 
   /** Counter totals of an instance, summed over the shards of both tables. */
@@ -711,6 +757,7 @@ export class DynamoPeopleStore
             person_id: personId,
             field_id: activity.field_id,
             attr: activity.attr,
+            ...(activity.display !== undefined ? { display: activity.display } : {}),
             created_at: createdAt,
             source,
           },

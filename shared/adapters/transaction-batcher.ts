@@ -53,9 +53,16 @@ import type { TransactItem } from './record-writes.js';
  */
 export interface CounterAdd {
   table: string;
-  /** The counter's partition (`<inst>#C`); the shard (`sk`) is chosen by the batcher. */
+  /**
+   * The counter's partition (`<inst>#C`); the shard (`sk`) is chosen by the batcher. With
+   * `shardKey`, the counter's name only (additions to one name are summed).
+   */
   pk: string;
   add: Record<string, number>;
+  /** Where the shard of this counter is, when not `{pk, sk: <shard>}` (tag counts). */
+  shardKey?: (shard: number) => { pk: string; sk: string };
+  /** Attributes set with the addition; over a batch, the greatest value is set (times). */
+  latest?: Record<string, string>;
 }
 
 export interface TransactionPart {
@@ -240,27 +247,40 @@ export class TransactionBatcher {
     for (const { part } of members) {
       for (const counter of part.counters ?? []) {
         const id = counterId(counter);
-        const sum = sums.get(id) ?? { table: counter.table, pk: counter.pk, add: {} };
+        const sum = sums.get(id) ?? { ...counter, add: {}, latest: {} };
         for (const [name, n] of Object.entries(counter.add))
           sum.add[name] = (sum.add[name] ?? 0) + n;
+        for (const [name, value] of Object.entries(counter.latest ?? {})) {
+          const seen = sum.latest?.[name];
+          if (sum.latest && (seen === undefined || value > seen)) sum.latest[name] = value;
+        }
         sums.set(id, sum);
       }
     }
     const updates: TransactItem[] = [];
-    for (const { table, pk, add } of sums.values()) {
+    for (const { table, pk, add, shardKey, latest = {} } of sums.values()) {
       const changes = Object.entries(add).filter(([, n]) => n !== 0);
-      if (changes.length === 0) continue;
+      const sets = Object.entries(latest);
+      if (changes.length === 0 && sets.length === 0) continue;
       const shard = this.nextShard % this.limits.shards;
       this.nextShard += 1;
+      const clauses = [
+        ...(sets.length > 0 ? [`SET ${sets.map((_, i) => `#s${i} = :s${i}`).join(', ')}`] : []),
+        ...(changes.length > 0 ? [`ADD ${changes.map((_, i) => `#c${i} :c${i}`).join(', ')}`] : []),
+      ];
       updates.push({
         Update: {
           TableName: table,
-          Key: { pk, sk: String(shard) },
-          UpdateExpression: `ADD ${changes.map((_, i) => `#c${i} :c${i}`).join(', ')}`,
-          ExpressionAttributeNames: Object.fromEntries(
-            changes.map(([name], i) => [`#c${i}`, name]),
-          ),
-          ExpressionAttributeValues: Object.fromEntries(changes.map(([, n], i) => [`:c${i}`, n])),
+          Key: shardKey ? shardKey(shard) : { pk, sk: String(shard) },
+          UpdateExpression: clauses.join(' '),
+          ExpressionAttributeNames: Object.fromEntries<string>([
+            ...changes.map(([name], i): [string, string] => [`#c${i}`, name]),
+            ...sets.map(([name], i): [string, string] => [`#s${i}`, name]),
+          ]),
+          ExpressionAttributeValues: Object.fromEntries<string | number>([
+            ...changes.map(([, n], i): [string, number] => [`:c${i}`, n]),
+            ...sets.map(([, value], i): [string, string] => [`:s${i}`, value]),
+          ]),
         },
       });
     }

@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { ActivitiesCreateRequest } from '../domain/activities/record-activities.js';
-import { ActivityDefinitionRequest } from '../domain/activities/definition-create.js';
+import {
+  AnyActivityDefinitionRequest,
+  CustomActivityDeleteRequest,
+  CustomActivityModifyRequest,
+} from '../domain/activities/definition-create.js';
+import {
+  CustomFieldCreateRequest,
+  CustomFieldGetRequest,
+  CustomFieldUpdateRequest,
+} from '../domain/fields/custom-fields.js';
+import { TagsGetRequest } from '../domain/people/tags.js';
 import { TransactionalGetRequest } from '../domain/email/email-status.js';
 import { EmailEntry, TransactionalSendRequest } from '../domain/email/send-request.js';
 import { AsyncGetRequest } from '../domain/ingest/request-status.js';
@@ -33,16 +43,21 @@ import {
   ActivitiesCreateResponse,
   ActivityDefinitionResponse,
   ActivityRecord,
+  ArchivedActivityResponse,
   AsyncGetResponse,
   AudienceDeleteResponse,
   AudienceEntrySchema,
   AudiencesGetResponse,
   AudienceSubscribeResponse,
+  CustomActivityResponse,
+  CustomFieldCreateResponse,
+  CustomFieldUpdateResponse,
   EmptyResponse,
   HealthResponse,
   InstanceSchemaResponse,
   Location,
   OrganizationArchiveResponse,
+  OrganizationCustomFieldsResponse,
   OrganizationDeleteResponse,
   OrganizationGetByIdsResponse,
   OrganizationGetResponse,
@@ -51,6 +66,7 @@ import {
   OrganizationRestoreResponse,
   PersonActivitiesResponse,
   PersonArchiveResponse,
+  PersonCustomFieldsResponse,
   PersonDeleteResponse,
   PersonFieldsInput,
   PersonGetByIdsResponse,
@@ -59,6 +75,7 @@ import {
   PersonMergeResponse,
   PersonRestoreResponse,
   PersonSubscriptionsResponse,
+  TagsResponse,
   TransactionalGetResponse,
   TransactionalSendResponse,
 } from './schemas.js';
@@ -283,6 +300,67 @@ const html = (description: string): Answer => ({
   headers: ['Cache-Control'],
 });
 
+/** The three custom-field routes of organizations, under the accounts or organizations names. */
+function organizationFields(area: 'accounts' | 'organizations') {
+  const record = area === 'accounts' ? 'account' : 'organization';
+  const tag: Tag = area === 'accounts' ? 'Accounts' : 'Organizations';
+  return {
+    [`POST /v1/${area}/custom-field/get`]: {
+      tag,
+      summary: 'List custom organization fields',
+      description: `The instance’s custom organization fields (\`<type>:oc:<name>\`), configured or created through the API, in the flat shape the real API answers; \`liquid_name\` is \`${record}.custom.<name>\`. The body may be left out.`,
+      request: CustomFieldGetRequest,
+      requestExample: {},
+      responses: {
+        200: {
+          description: 'The custom organization fields',
+          schema: OrganizationCustomFieldsResponse,
+          example: {
+            fields: [
+              {
+                id: 'str:oc:industry',
+                name: 'Industry',
+                display_type: 'text',
+                liquid_name: `${record}.custom.industry`,
+              },
+            ],
+          },
+        },
+      },
+    },
+    [`POST /v1/${area}/custom-field/create`]: {
+      tag,
+      summary: 'Create a custom organization field',
+      description:
+        'Creates `<type>:oc:<kebab-case name>` from `name` and its display `type` (the same types as person fields), usable at once by every call of the region. A name that becomes an existing field’s, an unknown type, `values` on a type without options, or a 101st field is a 400 naming the member.',
+      request: CustomFieldCreateRequest,
+      requestExample: { name: 'Industry', type: 'text' },
+      responses: {
+        200: {
+          description: 'The field created',
+          schema: CustomFieldCreateResponse,
+          example: { name: 'Industry', field_id: 'str:oc:industry', display_type: 'text' },
+        },
+      },
+    },
+    [`PUT /v1/${area}/custom-field/update`]: {
+      tag,
+      summary: 'Change a custom organization field’s options',
+      description:
+        'Replaces (`replace_values`), adds to (`add_values`, `values`) or removes from (`remove_values`) a select field’s options. A field ID of another namespace or unknown to the instance is a 400 naming `field_id`.',
+      request: CustomFieldUpdateRequest,
+      requestExample: { field_id: 'str:oc:tier', add_values: ['Gold'] },
+      responses: {
+        200: {
+          description: 'The field’s options now',
+          schema: CustomFieldUpdateResponse,
+          example: { field_id: 'str:oc:tier', values: ['Silver', 'Gold'], track_changes: false },
+        },
+      },
+    },
+  } as const satisfies Record<string, Endpoint>;
+}
+
 export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   'GET /health': {
     tag: 'Service',
@@ -479,8 +557,8 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'Activities',
     summary: 'Define a custom activity',
     description:
-      'Defines an activity (`act:cm:<name>`) with its attributes; 409 when it exists. Attributes map to person fields with `map_to_crm`.',
-    request: ActivityDefinitionRequest,
+      'Defines an activity (`act:cm:<name>`) with its attributes; 409 naming it when one of that ID exists (archived ones too). Two shapes, one definition: the real API’s (`name`, `icon_id`, `track_conversion_value`, `touch`, `filterable`, `visible_in_feeds`, `display_style`, `attributes[].display_type` and `field_id`: `do-not-map` or a person field to map to) answered with `custom_activity` as the real API answers, or the configuration file’s (with `id`; attributes map to person fields with `map_to_crm`) answered with `activity`.',
+    request: AnyActivityDefinitionRequest,
     requestExample: {
       id: 'act:cm:purchased',
       name: 'Purchased',
@@ -508,6 +586,134 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
             track_as_touch: false,
           },
         },
+      },
+    },
+  },
+  'PUT /v1/definitions/activity/modify': {
+    tag: 'Activities',
+    summary: 'Change a custom activity’s definition',
+    description:
+      'Changes the definition named by `activity_field_id` (else `name`), in the real API’s request shape: the members given replace the stored ones; attributes are matched by name (new ones added, existing ones keep their IDs and type). Recorded activities stay as they are. An unknown or archived definition is a 400 naming it.',
+    request: CustomActivityModifyRequest,
+    requestExample: { activity_field_id: 'act:cm:purchased', touch: true },
+    responses: {
+      200: {
+        description: 'The definition as stored now',
+        schema: CustomActivityResponse,
+      },
+    },
+  },
+  'DELETE /v1/definitions/activity/delete': {
+    tag: 'Activities',
+    summary: 'Delete (archive) a custom activity’s definition',
+    description:
+      'Archives the definition: new activities of it are refused and it leaves `instance-schema/get`; activities already recorded stay readable with their attributes. Its ID stays taken (a create of the same name is a 409).',
+    request: CustomActivityDeleteRequest,
+    requestExample: { activity_field_id: 'act:cm:purchased' },
+    responses: {
+      200: {
+        description: 'The archived definition',
+        schema: ArchivedActivityResponse,
+        example: { archived_activity: 'act:cm:purchased' },
+      },
+    },
+  },
+  'POST /v1/person/custom-field/get': {
+    tag: 'People',
+    summary: 'List custom person fields',
+    description:
+      'The instance’s custom person fields (`<type>:cm:<name>`), configured or created through the API, in the shape the real API answers: each `field` with its display type, `liquid_name` and a select field’s options (`dic_items`), and `tracked_value` (changes recorded as activities). The body may be left out.',
+    request: CustomFieldGetRequest,
+    requestExample: {},
+    responses: {
+      200: {
+        description: 'The custom person fields',
+        schema: PersonCustomFieldsResponse,
+        example: {
+          fields: [
+            {
+              field: {
+                id: 'str:cm:job-title',
+                name: 'Job Title',
+                display_type: 'text',
+                liquid_name: 'people.custom.job-title',
+              },
+              tracked_value: false,
+            },
+          ],
+        },
+      },
+    },
+  },
+  'POST /v1/person/custom-field/create': {
+    tag: 'People',
+    summary: 'Create a custom person field',
+    description:
+      'Creates `<type>:cm:<kebab-case name>`; the type prefix follows the display `type` (`text`, `large_text`, `email`, `integer`, `decimal`, `currency`, `price` (the last three ×1000), `date`, `time`, `bool`, `phone`, `single_select`, `multi_select`, `link`, `object`). Select types need `values` (their options); others refuse them. Usable at once in merges, listings, filters, Liquid and `instance-schema/get` in every function of the region. At most 100 custom fields per instance, exact under concurrent creates. A name that becomes an existing field’s is a 400 naming `name`.',
+    request: CustomFieldCreateRequest,
+    requestExample: { name: 'Favourite colour', type: 'single_select', values: ['Red', 'Blue'] },
+    responses: {
+      200: {
+        description: 'The field created',
+        schema: CustomFieldCreateResponse,
+        example: {
+          name: 'Favourite colour',
+          field_id: 'str:cm:favourite-colour',
+          display_type: 'single_select',
+          values: ['Red', 'Blue'],
+        },
+      },
+    },
+  },
+  'PUT /v1/person/custom-field/update': {
+    tag: 'People',
+    summary: 'Change a custom person field',
+    description:
+      'Replaces (`replace_values`), adds to (`add_values`, `values`) or removes from (`remove_values`) a select field’s options, and turns the recording of changes (`track_changes`) on or off. A field of another namespace, unknown to the instance, or options on a type without them is a 400 naming the member.',
+    request: CustomFieldUpdateRequest,
+    requestExample: { field_id: 'str:cm:favourite-colour', add_values: ['Green'] },
+    responses: {
+      200: {
+        description: 'The field’s options and tracking now',
+        schema: CustomFieldUpdateResponse,
+        example: {
+          field_id: 'str:cm:favourite-colour',
+          values: ['Red', 'Blue', 'Green'],
+          track_changes: false,
+        },
+      },
+    },
+  },
+  ...organizationFields('accounts'),
+  ...organizationFields('organizations'),
+  'POST /v1/tags/get': {
+    tag: 'People',
+    summary: 'List tags',
+    description:
+      'The instance’s person tags as the real API answers them (a bare array): a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing it (case-insensitive). The body may be left out.',
+    request: TagsGetRequest,
+    requestExample: { q: 'vip' },
+    responses: {
+      200: {
+        description: 'The tags',
+        schema: TagsResponse,
+        example: [
+          {
+            id: 1,
+            instance_id: 'demo',
+            name: 'VIP',
+            source: 'api',
+            created_by_id: '000000000000000000000000',
+            created_by_name: '',
+            created_by_email: '',
+            created_at: '2026-01-01T00:00:00.000Z',
+            last_used: '2026-01-02T00:00:00.000Z',
+            count: 2,
+            subscribers: 1,
+            sms_opted_in: 0,
+            type: '',
+          },
+        ],
       },
     },
   },

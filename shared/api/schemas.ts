@@ -53,11 +53,20 @@ export const DateValue = z
   });
 
 export const FieldValue = z
-  .union([z.string(), z.number(), z.boolean(), DateValue, GeoValue, PhoneValue])
+  .union([
+    z.string(),
+    z.number(),
+    z.boolean(),
+    DateValue,
+    GeoValue,
+    PhoneValue,
+    z.array(z.string()),
+    z.record(z.string(), z.unknown()),
+  ])
   .meta({
     id: 'FieldValue',
     description:
-      'A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`)',
+      'A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`, `sst`: an array of strings (multi-select), `obj`: a JSON object)',
   });
 
 export const FieldInput = z
@@ -71,6 +80,8 @@ export const FieldInput = z
     PhoneValue,
     z.object({ phone: z.string(), parse_with_country_code: z.boolean().optional() }),
     z.object({ n: z.string() }),
+    z.array(z.string()),
+    z.record(z.string(), z.unknown()),
   ])
   .meta({
     id: 'FieldInput',
@@ -180,7 +191,10 @@ export const PersonMergeResponse = z
     people: z.array(
       z.object({
         person_id: PersonId.optional(),
-        status: z.enum(['created', 'merged', 'skipped', 'invalid', 'queued']),
+        status: z.enum(['created', 'merged', 'skipped', 'invalid', 'suppressed', 'queued']).meta({
+          description:
+            '`suppressed`: with `suppression_list_field_id`, a person not created because the address is on the suppression list',
+        }),
         error: z.string().optional(),
       }),
     ),
@@ -221,13 +235,10 @@ export const EmptyResponse = z.object({}).meta({ id: 'Empty' });
 export const Contact = z
   .object({
     id: PersonId,
-    fields: z
-      .record(z.string(), z.union([FieldValue, z.array(z.string())]))
-      .optional()
-      .meta({
-        description:
-          'The requested fields the person has (`tags` is an array of strings; `idt::o` the organization ID)',
-      }),
+    fields: z.record(z.string(), FieldValue).optional().meta({
+      description:
+        'The requested fields the person has (`tags` and `u4s::t` are arrays of tag names; `idt::o` the organization ID; `c` and `l` the times the person was created and last seen)',
+    }),
   })
   .meta({ id: 'Contact' });
 
@@ -300,9 +311,119 @@ export const OrganizationGetResponse = z
   })
   .meta({ id: 'OrganizationGetResponse' });
 
+export const CustomActivity = z
+  .object({
+    name: z.string(),
+    activity_field_id: z.string().meta({ description: '`act:cm:<kebab-case name>`' }),
+    state: z.enum(['awaiting_implementation', 'archived']),
+    display_mode: z.object({
+      type: z.enum(['activity', 'activity_attribute', 'activity_template']),
+      attribute_field_id: z.string().optional(),
+      template: z.string().optional(),
+    }),
+    attributes: z.array(
+      z.object({
+        name: z.string(),
+        field_id: z.string().meta({ description: 'The attribute’s ID, `<type>:cm:<name>`' }),
+        display_type: z.string(),
+        liquid_name: z.string(),
+      }),
+    ),
+    icon_id: z.string(),
+    track_conversion_value: z.boolean(),
+    touch: z.boolean(),
+    filterable: z.boolean(),
+    visible_in_feeds: z.boolean(),
+    created_by: z.string(),
+    created_at: z.string().optional(),
+    edited_at: z.string().optional(),
+  })
+  .meta({
+    id: 'CustomActivity',
+    description: 'An activity definition as the real API answers it',
+  });
+
 export const ActivityDefinitionResponse = z
-  .object({ activity: ActivityDefinition })
+  .union([
+    z.object({ activity: ActivityDefinition }).meta({
+      description: 'A definition sent in the configuration shape (with `id`)',
+    }),
+    z.object({ custom_activity: CustomActivity }).meta({
+      description: 'A definition sent in the real API’s shape (with `name`, no `id`)',
+    }),
+  ])
   .meta({ id: 'ActivityDefinitionResponse' });
+
+export const CustomActivityResponse = z
+  .object({ custom_activity: CustomActivity })
+  .meta({ id: 'CustomActivityResponse' });
+
+export const ArchivedActivityResponse = z
+  .object({ archived_activity: z.string().meta({ description: 'The archived definition' }) })
+  .meta({ id: 'ArchivedActivityResponse' });
+
+// ---------------------------------------------------------------------------------------
+// Custom fields and tags, in the real API's recorded shapes
+
+const customFieldCommon = {
+  id: z.string().meta({ description: '`<type>:cm:<name>` (people) or `<type>:oc:<name>`' }),
+  name: z.string(),
+  display_type: z.string(),
+  liquid_name: z.string(),
+  dic_items: z.array(z.string()).optional().meta({ description: 'A select field’s options' }),
+};
+
+export const PersonCustomFieldsResponse = z
+  .object({
+    fields: z.array(
+      z.object({
+        field: z.object(customFieldCommon),
+        tracked_value: z.boolean().meta({ description: 'Changes are recorded as activities' }),
+      }),
+    ),
+  })
+  .meta({ id: 'PersonCustomFieldsResponse' });
+
+export const OrganizationCustomFieldsResponse = z
+  .object({ fields: z.array(z.object(customFieldCommon)) })
+  .meta({ id: 'OrganizationCustomFieldsResponse' });
+
+export const CustomFieldCreateResponse = z
+  .object({
+    name: z.string(),
+    field_id: z.string(),
+    display_type: z.string(),
+    values: z.array(z.string()).optional(),
+  })
+  .meta({ id: 'CustomFieldCreateResponse' });
+
+export const CustomFieldUpdateResponse = z
+  .object({
+    field_id: z.string(),
+    values: z.array(z.string()).nullable().meta({ description: 'null for fields without options' }),
+    track_changes: z.boolean(),
+  })
+  .meta({ id: 'CustomFieldUpdateResponse' });
+
+export const TagsResponse = z
+  .array(
+    z.object({
+      id: z.number().int().meta({ description: 'Stable per instance' }),
+      instance_id: z.string(),
+      name: z.string(),
+      source: z.string(),
+      created_by_id: z.string(),
+      created_by_name: z.string(),
+      created_by_email: z.string(),
+      created_at: z.string(),
+      last_used: z.string(),
+      count: z.number().int().meta({ description: 'People holding the tag (archived aside)' }),
+      subscribers: z.number().int().meta({ description: 'Of them, subscribed to email' }),
+      sms_opted_in: z.number().int().meta({ description: 'Of them, subscribed to SMS' }),
+      type: z.string().meta({ description: '"" for person tags' }),
+    }),
+  )
+  .meta({ id: 'TagsResponse', description: 'The instance’s tags, by name' });
 
 export const TransactionalSendResponse = z
   .object({

@@ -88,6 +88,9 @@ export const ErasureEnv = z.object({
   PAYLOADS_BUCKET: z.string().min(3),
 });
 
+/** The emails table read for the instance's suppression list (person merge). */
+export const SuppressionEnv = z.object({ EMAILS_TABLE: tableName });
+
 /** Where links of sent emails point: the region's public address (its custom domain on AWS). */
 const PublicAddress = z.object({ PUBLIC_BASE_URL: z.url().optional() });
 

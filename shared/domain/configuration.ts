@@ -14,14 +14,56 @@ import {
 } from './key-fields.js';
 import type { Region } from './regions.js';
 import { instanceSchemaOf, type ApiKeyRecord, type InstanceSchema } from './tenancy.js';
+import { MAX_CUSTOM_FIELDS } from './fields/custom-fields.js';
+import { fieldNameOf } from './fields/custom-fields.js';
+
+/** The stored configuration changed between reading it and writing the file's over it. */
+export class ConfigurationChangedError extends Error {}
+
+/**
+ * The file's schema, with what was created through the API and the file does not name:
+ * custom fields (unless the file has one of the same name) and activity definitions
+ * (unless the file has one of the same ID). The file's entries win; to remove something
+ * created through the API, name it in the file, apply, then remove it and apply again.
+ */
+export function withApiCreated(file: InstanceSchema, stored: InstanceSchema | undefined) {
+  if (!stored) return file;
+  const keep = <T extends { source?: 'api' | undefined }>(
+    mine: readonly T[],
+    theirs: readonly T[],
+    same: (a: T, b: T) => boolean,
+  ) => [...mine, ...theirs.filter((t) => t.source === 'api' && !mine.some((m) => same(m, t)))];
+  const sameName = (a: { id: string }, b: { id: string }) =>
+    fieldNameOf(a.id) === fieldNameOf(b.id);
+  const merged: InstanceSchema = {
+    ...file,
+    person_fields: keep(file.person_fields, stored.person_fields, sameName),
+    organization_fields: keep(file.organization_fields, stored.organization_fields, sameName),
+    activities: keep(file.activities, stored.activities, (a, b) => a.id === b.id),
+  };
+  for (const kind of ['person_fields', 'organization_fields'] as const) {
+    if (merged[kind].length > MAX_CUSTOM_FIELDS) {
+      throw new Error(
+        `instance ${file.id}: the file's ${kind} and those created through the API make ${merged[kind].length}, more than ${MAX_CUSTOM_FIELDS}; name fewer in the file`,
+      );
+    }
+  }
+  return merged;
+}
 
 /** The port applying a configuration writes through (the config table of one region). */
 export interface ConfigurationWriter {
   getInstance(instanceId: string): Promise<InstanceSchema | undefined>;
+  /**
+   * Writes an instance's schema, templates and file keys. The schema is written only if the
+   * stored one is still at `basedOn` (its `config_version` as read; `undefined`: none, or one
+   * from before versions): else `ConfigurationChangedError`, and nothing was written.
+   */
   applyInstance(
     schema: InstanceSchema,
     templates: { campaigns: CampaignConfig[]; assets: AssetConfig[] },
     fileKeys: { key_hash: string; data_source: string }[],
+    basedOn?: number,
   ): Promise<void>;
   /** Moves a unique field of a stored instance to `state`. */
   setKeyFieldState(instanceId: string, field: string, state: KeyFieldState): Promise<void>;
@@ -90,25 +132,41 @@ export async function applyConfiguration(
         : [{ key_hash: hashApiKey(source.api_key), data_source: source.name }],
     );
     if (instance.region === region) {
-      const was = (await writer.getInstance(instance.id))?.key_fields ?? {};
+      let was: Record<string, KeyFieldState> = {};
       const unique = instance.person_fields.filter((field) => field.unique).map((f) => f.id);
-      const keyFields = Object.fromEntries(
-        unique.map((field): [string, KeyFieldState] => [field, was[field] ?? 'claiming']),
-      );
+      // Fields and definitions created through the API meanwhile are kept: read, merge, and
+      // write only over what was read (read again if it changed).
+      for (let attempt = 0; ; attempt += 1) {
+        const stored = await writer.getInstance(instance.id);
+        was = stored?.key_fields ?? {};
+        const keyFields = Object.fromEntries(
+          unique.map((field): [string, KeyFieldState] => [field, was[field] ?? 'claiming']),
+        );
+        try {
+          await writer.applyInstance(
+            withApiCreated({ ...instanceSchemaOf(instance), key_fields: keyFields }, stored),
+            { campaigns: instance.campaigns, assets: instance.assets },
+            fileKeys,
+            stored?.config_version,
+          );
+          break;
+        } catch (error) {
+          if (!(error instanceof ConfigurationChangedError) || attempt >= 9) throw error;
+        }
+      }
       for (const field of unique) {
-        if (keyFields[field] === 'claiming') claiming.push({ instance: instance.id, field });
+        if ((was[field] ?? 'claiming') === 'claiming') {
+          claiming.push({ instance: instance.id, field });
+        }
       }
       for (const field of Object.keys(was)) {
         if (!unique.includes(field)) releasing.push({ instance: instance.id, field });
       }
-      await writer.applyInstance(
-        { ...instanceSchemaOf(instance), key_fields: keyFields },
-        { campaigns: instance.campaigns, assets: instance.assets },
-        fileKeys,
-      );
       if (instance.audiences.length > 0) {
         if (!options.audiences) throw new Error("applying audiences needs the region's audiences");
-        await options.audiences(instance.id, instance.audiences, instance.person_fields);
+        // Their filters may read fields made through the API as well as the file's.
+        const fields = (await writer.getInstance(instance.id))?.person_fields;
+        await options.audiences(instance.id, instance.audiences, fields ?? instance.person_fields);
       }
       applied.push(instance.id);
     } else {

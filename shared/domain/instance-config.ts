@@ -3,6 +3,14 @@ import { AudienceCreateRequest, MAX_AUDIENCES } from './audiences/audience.js';
 import { ValidationError } from './errors.js';
 import { FieldCatalog, CUSTOM_FIELD_TYPES, MAX_CUSTOM_FIELDS } from './fields/field-catalog.js';
 import { compileFilter } from './filters/filter.js';
+import {
+  DISPLAY_TYPE_NAMES,
+  DISPLAY_TYPES,
+  MAX_OPTIONS,
+  MAX_TRACKED_FIELDS,
+  type CustomFieldConfig,
+  type DisplayType as DisplayTypeName,
+} from './fields/custom-fields.js';
 import { isCustomFieldName, parseFieldId, type FieldType } from './fields/field-id.js';
 import { ID_PATTERN } from './ids.js';
 import { REGIONS } from './regions.js';
@@ -30,6 +38,12 @@ export const ATTRIBUTE_KINDS = {
   datetime: 'tme',
   boolean: 'bol',
   phone: 'phn',
+  // The real API's other attribute display types.
+  email: 'str',
+  price: 'int',
+  single_select: 'str',
+  multi_select: 'sst',
+  object: 'obj',
 } as const satisfies Record<string, FieldType>;
 export type AttributeKind = keyof typeof ATTRIBUTE_KINDS;
 
@@ -41,6 +55,8 @@ const DEFAULT_KIND: Partial<Record<FieldType, AttributeKind>> = {
   tme: 'datetime',
   bol: 'boolean',
   phn: 'phone',
+  sst: 'multi_select',
+  obj: 'object',
 };
 
 const name = z.string().trim().min(1).max(255);
@@ -59,7 +75,22 @@ const DataSource = z.strictObject({
  * instance and the field a merge key: applying the configuration claims the values people
  * already hold first (see `key-fields.ts`), and the field can be merged by once that is done.
  */
-const CustomField = z.strictObject({ id: z.string(), name, unique: z.boolean().optional() });
+const CustomField = z.strictObject({
+  id: z.string(),
+  name,
+  unique: z.boolean().optional(),
+  /** How the field reads, as the real API's custom fields have it (default: from its type). */
+  display_type: z.enum(DISPLAY_TYPE_NAMES).optional(),
+  /** The options of a select field. */
+  values: z.array(z.string().trim().min(1).max(255)).max(MAX_OPTIONS).optional(),
+  /** Changes of the field are recorded as activities (person fields). */
+  track_changes: z.boolean().optional(),
+});
+/** A custom field as stored: the file's, or one created through the API (and when). */
+const StoredCustomField = CustomField.extend({
+  source: z.literal('api').optional(),
+  created_at: z.string().optional(),
+});
 
 /** Where a unique field stands: its values being claimed, or a merge key. Kept by `apply`. */
 export const KEY_FIELD_STATES = ['claiming', 'active'] as const;
@@ -84,6 +115,38 @@ export const ActivityDefinition = z.strictObject({
   conversion_value: z.boolean().default(false),
   track_as_touch: z.boolean().default(false),
 });
+
+/**
+ * How the real API's activity feeds show an activity (`display_style` of definitions made in
+ * its shape): the name alone, with one attribute, or a template of attributes.
+ */
+export const DisplayStyle = z.object({
+  type: z.enum(['activity', 'activity_attribute', 'activity_template']),
+  title: z.string().max(1000).optional(),
+  attribute_name: z.string().max(255).optional(),
+  attribute_field_id: z.string().max(255).optional(),
+  template: z.string().max(1000).optional(),
+});
+
+/**
+ * A definition as stored: the file's shape, and what a definition made in the real API's
+ * shape adds (its feed settings, the display type of each attribute, when it was made and
+ * changed, and whether it was archived by `definitions/activity/delete`).
+ */
+export const StoredActivityDefinition = ActivityDefinition.extend({
+  attributes: z
+    .array(Attribute.extend({ display_type: z.string().max(32).optional() }))
+    .max(100)
+    .default([]),
+  filterable: z.boolean().optional(),
+  visible_in_feeds: z.boolean().optional(),
+  display_style: DisplayStyle.optional(),
+  source: z.literal('api').optional(),
+  created_at: z.string().optional(),
+  edited_at: z.string().optional(),
+  archived_at: z.string().optional(),
+});
+export type StoredActivityDefinition = z.infer<typeof StoredActivityDefinition>;
 
 const templateFields = {
   id: hexId,
@@ -161,6 +224,9 @@ export const StoredInstance = InstanceShape.omit({
   audiences: true,
 }).extend({
   data_sources: z.array(DataSource.omit({ api_key: true })),
+  person_fields: z.array(StoredCustomField).default([]),
+  organization_fields: z.array(StoredCustomField).default([]),
+  activities: z.array(StoredActivityDefinition).default([]),
   /** Unique fields and where each stands (absent: none). Written by `apply`, not the file. */
   key_fields: z.record(z.string(), z.enum(KEY_FIELD_STATES)).optional(),
 });
@@ -219,15 +285,42 @@ function duplicates<T>(
   });
 }
 
-function checkCustomField(id: string, namespace: 'cm' | 'oc', path: Path, ctx: Ctx): void {
-  const parsed = parseFieldId(id);
+function checkCustomField(
+  field: CustomFieldConfig,
+  namespace: 'cm' | 'oc',
+  path: Path,
+  ctx: Ctx,
+): void {
+  const parsed = parseFieldId(field.id);
   let message: string | undefined;
   if ('problem' in parsed) message = parsed.problem;
   else if (parsed.namespace !== namespace) message = `expected a field in namespace "${namespace}"`;
   else if (!CUSTOM_FIELD_TYPES.includes(parsed.type))
     message = `type "${parsed.type}" is not allowed`;
   else if (!isCustomFieldName(parsed.name)) message = 'expected a kebab-case name';
-  if (message) ctx.addIssue({ code: 'custom', path, message });
+  if (message) {
+    ctx.addIssue({ code: 'custom', path: [...path, 'id'], message });
+    return;
+  }
+  const type = field.id.split(':')[0];
+  const rule = field.display_type
+    ? DISPLAY_TYPES[field.display_type as DisplayTypeName]
+    : undefined;
+  const issue = (member: string, text: string) => {
+    ctx.addIssue({ code: 'custom', path: [...path, member], message: text });
+  };
+  if (rule && rule.type !== type) {
+    issue('display_type', `a ${field.display_type} field's ID starts with "${rule.type}:"`);
+  }
+  const select = rule !== undefined && 'select' in rule;
+  if (select && (field.values ?? []).length === 0)
+    issue('values', 'a select field needs its options');
+  if (!select && field.values !== undefined) {
+    issue('values', 'only single_select and multi_select fields have options');
+  }
+  if (field.track_changes && (namespace === 'oc' || type === 'sst')) {
+    issue('track_changes', 'organization and multi_select fields cannot track changes');
+  }
 }
 
 function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void {
@@ -239,8 +332,15 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
   duplicates(instance.assets, (a) => a.id, ['assets'], 'id', ctx);
   duplicates(instance.audiences, (a) => a.name.toLowerCase(), ['audiences'], 'name', ctx);
 
+  if (instance.person_fields.filter((field) => field.track_changes).length > MAX_TRACKED_FIELDS) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['person_fields'],
+      message: `at most ${MAX_TRACKED_FIELDS} fields can track changes`,
+    });
+  }
   instance.person_fields.forEach((field, i) => {
-    checkCustomField(field.id, 'cm', ['person_fields', i, 'id'], ctx);
+    checkCustomField(field, 'cm', ['person_fields', i], ctx);
     const type = field.id.split(':')[0];
     if (field.unique && type !== 'str' && type !== 'int') {
       ctx.addIssue({
@@ -251,7 +351,7 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
     }
   });
   instance.organization_fields.forEach((field, i) => {
-    checkCustomField(field.id, 'oc', ['organization_fields', i, 'id'], ctx);
+    checkCustomField(field, 'oc', ['organization_fields', i], ctx);
     if (field.unique) {
       ctx.addIssue({
         code: 'custom',

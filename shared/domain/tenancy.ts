@@ -4,8 +4,11 @@ import { FieldCatalog } from './fields/field-catalog.js';
 import type { InstanceConfig, StoredInstance } from './instance-config.js';
 import type { Region } from './regions.js';
 
-/** The configuration of one instance as the API reads it (the file's shape, without keys). */
-export type InstanceSchema = StoredInstance;
+/**
+ * The configuration of one instance as the API reads it (the file's shape, without keys),
+ * with the version every change of it bumps (absent before the first versioned change).
+ */
+export type InstanceSchema = StoredInstance & { config_version?: number };
 
 /** What a key hash resolves to. `home_region` differs from the serving region for markers. */
 export interface ApiKeyRecord {
@@ -19,6 +22,11 @@ export interface ApiKeyRecord {
 export interface TenantDirectory {
   findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined>;
   getInstance(instanceId: string): Promise<InstanceSchema | undefined>;
+  /**
+   * The instance's current configuration version, read fresh (cheap: one small item), so a
+   * cached configuration can be checked against it before every use.
+   */
+  configVersion?(instanceId: string): Promise<number>;
 }
 
 /** Who is calling: the instance and data source a key belongs to, with their field catalogs. */

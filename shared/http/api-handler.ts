@@ -110,6 +110,22 @@ function bodyGuard(route: RouteDefinition): Middleware {
   };
 }
 
+/**
+ * A request without a body is read as `{}`: the real API documents several endpoints as
+ * taking none, and clients send none (or an empty one). Where a member is required, the
+ * validation then names it, as for any body that lacks it.
+ */
+function emptyBodyAsObject(): Middleware {
+  return {
+    before: ({ event }) => {
+      if (event.body === null || event.body.trim() === '') {
+        event.body = '{}';
+        event.isBase64Encoded = false;
+      }
+    },
+  };
+}
+
 /** Refuses bodies nested too deep to parse safely, with a message saying so (body-checks.ts). */
 function jsonDepthGuard(): Middleware {
   return {
@@ -189,7 +205,10 @@ function stack(
   if (route) handler.use(bodyGuard(route));
   if (authenticate) handler.use(authentication(authenticate));
   if (route && route.method !== 'GET' && jsonBody) {
-    handler.use(jsonDepthGuard()).use(httpJsonBodyParser({ disableContentTypeCheck: true }));
+    handler
+      .use(emptyBodyAsObject())
+      .use(jsonDepthGuard())
+      .use(httpJsonBodyParser({ disableContentTypeCheck: true }));
   }
   // The public links answer small pages whose button posts back to the same address, and the
   // open pixel, which mail clients of any origin embed: `same-origin` would have browsers

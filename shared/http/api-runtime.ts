@@ -17,6 +17,7 @@ import {
   LocationEnv,
   PeopleEnv,
   readEnv,
+  SuppressionEnv,
 } from '../config/env.js';
 import { DynamoOrganizationLifecycleStore } from '../adapters/organization-lifecycle-store.js';
 import { DynamoPeopleLifecycleStore } from '../adapters/people-lifecycle-store.js';
@@ -239,6 +240,11 @@ export function linkSigners(signingSecret: () => Promise<string>) {
     if (signer?.secret !== secret) signer = { secret, signer: new LinkSigner(secret) };
     return signer.signer;
   };
+}
+
+/** The instance's suppression list (`suppression_list_field_id` on person merge). */
+export function createSuppressionList(db: DynamoDBDocumentClient): DynamoEmailStore {
+  return new DynamoEmailStore(db, { emails: readEnv(SuppressionEnv).EMAILS_TABLE });
 }
 
 /** What sending email takes: the emails table, the email queue and the links. */

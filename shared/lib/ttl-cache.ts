@@ -31,6 +31,15 @@ export class TtlCache<V> {
   }
 
   /**
+   * The loader's value, cached anew whatever the cache holds; concurrent reloads of one key
+   * share a single load.
+   */
+  async reload(key: string, ttlMs: number | ((value: V) => number), load: () => Promise<V>) {
+    this.entries.delete(key);
+    return this.getOrLoad(key, ttlMs, load);
+  }
+
+  /**
    * The cached value, or the loader's. Concurrent misses for one key share a single load;
    * `ttlMs` may depend on the value (shorter for "not found", say).
    */

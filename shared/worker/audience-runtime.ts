@@ -5,6 +5,8 @@ import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.j
 import { DynamoMembershipStore } from '../adapters/audience-membership-store.js';
 import { DynamoAudienceBuilds, dayOf } from '../adapters/audience-store.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
+import { DynamoTagStore } from '../adapters/tag-store.js';
+import { TransactionBatcher } from '../adapters/transaction-batcher.js';
 import {
   applyAudienceDefinitions,
   liveAudience,
@@ -22,7 +24,7 @@ import {
 } from '../domain/audiences/jobs.js';
 import type { LiveAudience } from '../domain/audiences/membership.js';
 import { FieldCatalog } from '../domain/fields/field-catalog.js';
-import type { FilterContext } from '../domain/filters/filter.js';
+import { tagIdsOf, type FilterContext } from '../domain/filters/filter.js';
 import type { Tenant } from '../domain/tenancy.js';
 import { AudienceJobsEnv, AudiencesEnv, AudienceWorkerEnv, readEnv } from '../config/env.js';
 import { QUEUES } from '../resources.js';
@@ -119,13 +121,23 @@ async function audiencesOf(
   instanceId: string,
   store: DynamoAudienceBuilds,
   config: DynamoConfigStore,
+  tags: Pick<DynamoTagStore, 'tagNames'>,
 ): Promise<LiveAudience[]> {
   const [audiences, instance] = await Promise.all([
     store.list(instanceId),
     config.getInstance(instanceId),
   ]);
   if (!instance) return [];
-  const context = filterContextOf({ personFields: FieldCatalog.forPerson(instance.person_fields) });
+  // Tags named by ID in the filters, by their names (what people hold).
+  const ids = audiences.flatMap((audience) => [
+    ...tagIdsOf(audience.filter),
+    ...tagIdsOf(audience.exit_filter),
+  ]);
+  const names = ids.length > 0 ? await tags.tagNames(instanceId, ids) : new Map<number, string>();
+  const context: FilterContext = {
+    ...filterContextOf({ personFields: FieldCatalog.forPerson(instance.person_fields) }),
+    tagName: (idOrName) => (typeof idOrName === 'number' ? names.get(idOrName) : idOrName),
+  };
   return audiences.flatMap((audience) => {
     try {
       return [liveAudience(audience, context)];
@@ -172,6 +184,7 @@ export function createAudienceWorker() {
     audiences: env.AUDIENCES_TABLE,
   });
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const tags = new DynamoTagStore(db, env.PEOPLE_TABLE, new TransactionBatcher(db));
   const memberships = new DynamoMembershipStore(db, {
     people: env.PEOPLE_TABLE,
     audiences: env.AUDIENCES_TABLE,
@@ -190,7 +203,7 @@ export function createAudienceWorker() {
         if (!person) return;
         let audiences = perInstance.get(person.instanceId);
         if (!audiences) {
-          audiences = audiencesOf(person.instanceId, store, config);
+          audiences = audiencesOf(person.instanceId, store, config, tags);
           perInstance.set(person.instanceId, audiences);
         }
         await evaluatePerson(

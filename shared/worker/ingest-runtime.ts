@@ -22,7 +22,7 @@ import {
   mergeOrganizations,
   OrganizationMergeRequest,
 } from '../domain/organizations/organization-merge.js';
-import { mergePeople } from '../domain/people/merge-people.js';
+import { mergePeople, type SuppressionList } from '../domain/people/merge-people.js';
 import { PersonMergeRequest } from '../domain/people/merge-request.js';
 import { tenantOf, type TenantDirectory } from '../domain/tenancy.js';
 import type { ActivityStore } from '../domain/activities/record-activities.js';
@@ -40,6 +40,7 @@ import type { IngestMessage } from '../domain/ingest/ingest.js';
 import { DynamoPeopleLifecycleStore } from '../adapters/people-lifecycle-store.js';
 import { DynamoOrganizationLifecycleStore } from '../adapters/organization-lifecycle-store.js';
 import { S3PayloadEraser } from '../adapters/payload-eraser.js';
+import { DynamoEmailStore } from '../adapters/email-store.js';
 
 /** What applying queued requests reads and writes. */
 export interface IngestStores {
@@ -50,6 +51,8 @@ export interface IngestStores {
   organizations: OrganizationStore;
   activities: ActivityStore;
   location: LocationServices;
+  /** The suppression list a person merge's `suppression_list_field_id` checks. */
+  suppression: SuppressionList;
   /** Archive, restore and delete of each kind of record (background requests). */
   lifecycle: { people: LifecycleStore; organizations: LifecycleStore };
   /** Queues a request again (a background request's next delivery). */
@@ -60,7 +63,8 @@ export interface IngestStores {
 
 /** Each kind of queued request applied with the same domain call as its synchronous endpoint. */
 export function ingestPorts(stores: IngestStores): IngestPorts {
-  const { requests, config, directory, people, organizations, activities, location } = stores;
+  const { requests, config, directory, people, organizations, activities, location, suppression } =
+    stores;
   const lifecycle = (subject: 'people' | 'organizations') => ({
     store: stores.lifecycle[subject],
     requests,
@@ -77,6 +81,7 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
           store: people,
           location,
           ledger,
+          suppression,
         }),
       }),
       'organizations-merge': async (body, tenant, { ledger }) => ({
@@ -165,6 +170,7 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
       people: env.PEOPLE_TABLE,
     }),
     location: createLocationServices(people),
+    suppression: new DynamoEmailStore(db, { emails: env.EMAILS_TABLE }),
     lifecycle: {
       people: new DynamoPeopleLifecycleStore(
         db,

@@ -181,6 +181,16 @@ describe('audiences', () => {
       () => memberOf(id, byTag.id),
       (member) => member,
     );
+    // The same tag by its ID (as the recorded filters name tags): the build finds the person.
+    const tags = await call('/v1/tags/get', { key, body: { q: tag } });
+    const [{ id: tagId } = { id: 0 }] = tags.body as unknown as { id: number }[];
+    expect(tagId).toBeGreaterThan(0);
+    const byTagId = await create({
+      name: uniqueName('VIP by ID'),
+      filter: { $and: [{ '$u4s::is': { field_id: 'u4s::t', value: tagId } }] },
+    });
+    await built(byTagId.id);
+    expect(await memberOf(id, byTagId.id)).toBe(true);
 
     // An activity mapped to the plan field moves the person out of the plan's audience.
     const activity = await call('/v1/activities/create', {
@@ -205,9 +215,13 @@ describe('audiences', () => {
       () => memberOf(id, byTag.id),
       (member) => !member,
     );
+    await until(
+      () => memberOf(id, byTagId.id),
+      (member) => !member,
+    );
     const fieldIds = (await activitiesOf(key, id)).map((entry) => entry.field_id);
-    expect(fieldIds.filter((field) => field === 'act::enter-audience')).toHaveLength(2);
-    expect(fieldIds.filter((field) => field === 'act::exit-audience')).toHaveLength(2);
+    expect(fieldIds.filter((field) => field === 'act::enter-audience')).toHaveLength(3);
+    expect(fieldIds.filter((field) => field === 'act::exit-audience')).toHaveLength(3);
     expect(await audience(byPlan.id)).toMatchObject({ members: 0 });
   });
 

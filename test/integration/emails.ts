@@ -76,14 +76,7 @@ export interface LinkTokens {
  * link, which its HTML must hold), read from the mail the SES stand-in received.
  */
 export async function linkTokensOf(instanceId: string, messageId: string): Promise<LinkTokens> {
-  const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
-  const sent = await until(`SES to receive ${messageId}`, async () => {
-    const listed = (await (await fetch(`${ses}/messages`)).json()) as {
-      messages: { messageId: string; tags: Record<string, string> }[];
-    };
-    return listed.messages.find((m) => m.tags.cdp_message === `${instanceId}_${messageId}`);
-  });
-  const mail = await simpleParser(await (await fetch(`${ses}/raw/${sent.messageId}`)).text());
+  const mail = await sentMail(instanceId, messageId);
   const token = (path: string) => {
     const found = new RegExp(`${path.replace('/', '\\/')}\\?t=([A-Za-z0-9_.-]+)`).exec(
       mail.html || '',
@@ -92,6 +85,18 @@ export async function linkTokensOf(instanceId: string, messageId: string): Promi
     return found;
   };
   return { click: token('/t/c'), open: token('/t/o'), unsubscribe: token('/t/u') };
+}
+
+/** A message as the SES stand-in received it (waiting for it), parsed. */
+export async function sentMail(instanceId: string, messageId: string) {
+  const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
+  const sent = await until(`SES to receive ${messageId}`, async () => {
+    const listed = (await (await fetch(`${ses}/messages`)).json()) as {
+      messages: { messageId: string; tags: Record<string, string> }[];
+    };
+    return listed.messages.find((m) => m.tags.cdp_message === `${instanceId}_${messageId}`);
+  });
+  return simpleParser(await (await fetch(`${ses}/raw/${sent.messageId}`)).text());
 }
 
 /** A link of an email followed as a mail client would: no redirects; a POST is one-click. */

@@ -1,3 +1,4 @@
+import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
@@ -66,6 +67,7 @@ function ports(people = new DynamoPeopleStore(db, tables), requestStore = reques
     organizations: new DynamoOrganizationStore(db, tables.organizations, tables.requests),
     activities: new DynamoActivityStore(db, tables),
     location,
+    suppression: new DynamoEmailStore(db, { emails: tableName('default', 'emails') }),
     lifecycle: {
       people: new DynamoPeopleLifecycleStore(db, {
         ...tables,

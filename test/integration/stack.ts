@@ -82,6 +82,7 @@ export function functionEnv(extra: Record<string, string>): void {
     PEOPLE_TABLE: tableName('default', 'people'),
     ACTIVITIES_TABLE: tableName('default', 'activities'),
     ORGANIZATIONS_TABLE: tableName('default', 'organizations'),
+    EMAILS_TABLE: tableName('default', 'emails'),
     BASE_URL_DEFAULT: baseUrl('default'),
     BASE_URL_AU: baseUrl('au'),
     BASE_URL_EU: baseUrl('eu'),

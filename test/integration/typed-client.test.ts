@@ -185,6 +185,54 @@ describe('the typed client', () => {
     expect(erased.data).toEqual({ scheduled_organizations: 0, deleted_organizations: 1 });
   });
 
+  it('creates and lists custom fields, tags and activity definitions in the real shapes', async () => {
+    const suffix = randomBytes(4).toString('hex');
+    const created = await client.POST('/v1/person/custom-field/create', {
+      body: { name: `Typed plan ${suffix}`, type: 'single_select', values: ['Free'] },
+    });
+    const fieldId = `str:cm:typed-plan-${suffix}`;
+    expect(created.data).toEqual({
+      name: `Typed plan ${suffix}`,
+      field_id: fieldId,
+      display_type: 'single_select',
+      values: ['Free'],
+    });
+    const updated = await client.PUT('/v1/person/custom-field/update', {
+      body: { field_id: fieldId, add_values: ['Pro'] },
+    });
+    expect(updated.data).toEqual({
+      field_id: fieldId,
+      values: ['Free', 'Pro'],
+      track_changes: false,
+    });
+    const listed = await client.POST('/v1/person/custom-field/get', { body: {} });
+    expect(listed.data?.fields.map((entry) => entry.field.id)).toContain(fieldId);
+    const account = await client.POST('/v1/accounts/custom-field/create', {
+      body: { name: `Typed tier ${suffix}`, type: 'text' },
+    });
+    expect(account.data?.field_id).toBe(`str:oc:typed-tier-${suffix}`);
+    const organizations = await client.POST('/v1/organizations/custom-field/get', { body: {} });
+    expect(organizations.data?.fields.map((field) => field.id)).toContain(
+      `str:oc:typed-tier-${suffix}`,
+    );
+    const tags = await client.POST('/v1/tags/get', { body: { q: 'typed-client' } });
+    expect(tags.data?.map((tag) => tag.name)).toContain('typed-client');
+
+    const definition = await client.POST('/v1/definitions/activity/create', {
+      body: { name: `Typed ${suffix}`, attributes: [{ name: 'Item', display_type: 'text' }] },
+    });
+    const activityId = `act:cm:typed-${suffix}`;
+    expect(definition.data).toMatchObject({ custom_activity: { activity_field_id: activityId } });
+    const modified = await client.PUT('/v1/definitions/activity/modify', {
+      body: { activity_field_id: activityId, touch: false },
+    });
+    expect(modified.data?.custom_activity.touch).toBe(false);
+    const archived = await client.DELETE('/v1/definitions/activity/delete', {
+      body: { activity_field_id: activityId },
+    });
+    expect(archived.data).toEqual({ archived_activity: activityId });
+  });
+
   it('answers errors as the envelope, typed', async () => {
     const { data, error, response } = await client.POST('/v1/person/get', { body: { limit: 0 } });
     expect(data).toBeUndefined();

@@ -191,9 +191,249 @@ export interface paths {
         put?: never;
         /**
          * Define a custom activity
-         * @description Defines an activity (`act:cm:<name>`) with its attributes; 409 when it exists. Attributes map to person fields with `map_to_crm`. Bodies over 1,048,576 bytes are refused (413).
+         * @description Defines an activity (`act:cm:<name>`) with its attributes; 409 naming it when one of that ID exists (archived ones too). Two shapes, one definition: the real API’s (`name`, `icon_id`, `track_conversion_value`, `touch`, `filterable`, `visible_in_feeds`, `display_style`, `attributes[].display_type` and `field_id`: `do-not-map` or a person field to map to) answered with `custom_activity` as the real API answers, or the configuration file’s (with `id`; attributes map to person fields with `map_to_crm`) answered with `activity`. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["definitionsActivityCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/definitions/activity/modify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a custom activity’s definition
+         * @description Changes the definition named by `activity_field_id` (else `name`), in the real API’s request shape: the members given replace the stored ones; attributes are matched by name (new ones added, existing ones keep their IDs and type). Recorded activities stay as they are. An unknown or archived definition is a 400 naming it. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["definitionsActivityModify"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/definitions/activity/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete (archive) a custom activity’s definition
+         * @description Archives the definition: new activities of it are refused and it leaves `instance-schema/get`; activities already recorded stay readable with their attributes. Its ID stays taken (a create of the same name is a 409). Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["definitionsActivityDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/custom-field/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List custom person fields
+         * @description The instance’s custom person fields (`<type>:cm:<name>`), configured or created through the API, in the shape the real API answers: each `field` with its display type, `liquid_name` and a select field’s options (`dic_items`), and `tracked_value` (changes recorded as activities). The body may be left out. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["personCustomFieldGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/custom-field/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a custom person field
+         * @description Creates `<type>:cm:<kebab-case name>`; the type prefix follows the display `type` (`text`, `large_text`, `email`, `integer`, `decimal`, `currency`, `price` (the last three ×1000), `date`, `time`, `bool`, `phone`, `single_select`, `multi_select`, `link`, `object`). Select types need `values` (their options); others refuse them. Usable at once in merges, listings, filters, Liquid and `instance-schema/get` in every function of the region. At most 100 custom fields per instance, exact under concurrent creates. A name that becomes an existing field’s is a 400 naming `name`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["personCustomFieldCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/person/custom-field/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a custom person field
+         * @description Replaces (`replace_values`), adds to (`add_values`, `values`) or removes from (`remove_values`) a select field’s options, and turns the recording of changes (`track_changes`) on or off. A field of another namespace, unknown to the instance, or options on a type without them is a 400 naming the member. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["personCustomFieldUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/custom-field/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List custom organization fields
+         * @description The instance’s custom organization fields (`<type>:oc:<name>`), configured or created through the API, in the flat shape the real API answers; `liquid_name` is `account.custom.<name>`. The body may be left out. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["accountsCustomFieldGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/custom-field/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a custom organization field
+         * @description Creates `<type>:oc:<kebab-case name>` from `name` and its display `type` (the same types as person fields), usable at once by every call of the region. A name that becomes an existing field’s, an unknown type, `values` on a type without options, or a 101st field is a 400 naming the member. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["accountsCustomFieldCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/custom-field/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a custom organization field’s options
+         * @description Replaces (`replace_values`), adds to (`add_values`, `values`) or removes from (`remove_values`) a select field’s options. A field ID of another namespace or unknown to the instance is a 400 naming `field_id`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["accountsCustomFieldUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/custom-field/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List custom organization fields
+         * @description The instance’s custom organization fields (`<type>:oc:<name>`), configured or created through the API, in the flat shape the real API answers; `liquid_name` is `organization.custom.<name>`. The body may be left out. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["organizationsCustomFieldGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/custom-field/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a custom organization field
+         * @description Creates `<type>:oc:<kebab-case name>` from `name` and its display `type` (the same types as person fields), usable at once by every call of the region. A name that becomes an existing field’s, an unknown type, `values` on a type without options, or a 101st field is a 400 naming the member. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["organizationsCustomFieldCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organizations/custom-field/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a custom organization field’s options
+         * @description Replaces (`replace_values`), adds to (`add_values`, `values`) or removes from (`remove_values`) a select field’s options. A field ID of another namespace or unknown to the instance is a 400 naming `field_id`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["organizationsCustomFieldUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tags/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List tags
+         * @description The instance’s person tags as the real API answers them (a bare array): a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing it (case-insensitive). The body may be left out. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["tagsGet"];
         delete?: never;
         options?: never;
         head?: never;
@@ -981,6 +1221,8 @@ export interface components {
             parse_with_country_code?: boolean;
         } | {
             n: string;
+        } | string[] | {
+            [key: string]: unknown;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -1044,6 +1286,7 @@ export interface components {
             merge_strategy?: 1 | 2 | 3;
             find_strategy?: 0 | 1 | 2;
             skip_non_existing?: boolean;
+            suppression_list_field_id?: string | null;
         };
         /** @description One person to create or update. `str::email` or `str::ei` is required unless merging by `str::person_id`. */
         PersonMergeRecord: {
@@ -1190,8 +1433,11 @@ export interface components {
         PersonMergeResponse: {
             people: {
                 person_id?: components["schemas"]["PersonId"];
-                /** @enum {string} */
-                status: "created" | "merged" | "skipped" | "invalid" | "queued";
+                /**
+                 * @description `suppressed`: with `suppression_list_field_id`, a person not created because the address is on the suppression list
+                 * @enum {string}
+                 */
+                status: "created" | "merged" | "skipped" | "invalid" | "suppressed" | "queued";
                 error?: string;
             }[];
             /** @description With `async: true`: the ID to give `POST /v1/async/get` */
@@ -1278,7 +1524,7 @@ export interface components {
                     id: string;
                     name: string;
                     /** @enum {string} */
-                    kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone";
+                    kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone" | "email" | "price" | "single_select" | "multi_select" | "object";
                 }[];
                 map_to_crm?: {
                     [key: string]: string;
@@ -1288,7 +1534,104 @@ export interface components {
                 /** @default false */
                 track_as_touch: boolean;
             };
+        } | {
+            custom_activity: components["schemas"]["CustomActivity"];
         };
+        /** @description An activity definition as the real API answers it */
+        CustomActivity: {
+            name: string;
+            /** @description `act:cm:<kebab-case name>` */
+            activity_field_id: string;
+            /** @enum {string} */
+            state: "awaiting_implementation" | "archived";
+            display_mode: {
+                /** @enum {string} */
+                type: "activity" | "activity_attribute" | "activity_template";
+                attribute_field_id?: string;
+                template?: string;
+            };
+            attributes: {
+                name: string;
+                /** @description The attribute’s ID, `<type>:cm:<name>` */
+                field_id: string;
+                display_type: string;
+                liquid_name: string;
+            }[];
+            icon_id: string;
+            track_conversion_value: boolean;
+            touch: boolean;
+            filterable: boolean;
+            visible_in_feeds: boolean;
+            created_by: string;
+            created_at?: string;
+            edited_at?: string;
+        };
+        CustomActivityResponse: {
+            custom_activity: components["schemas"]["CustomActivity"];
+        };
+        ArchivedActivityResponse: {
+            /** @description The archived definition */
+            archived_activity: string;
+        };
+        PersonCustomFieldsResponse: {
+            fields: {
+                field: {
+                    /** @description `<type>:cm:<name>` (people) or `<type>:oc:<name>` */
+                    id: string;
+                    name: string;
+                    display_type: string;
+                    liquid_name: string;
+                    /** @description A select field’s options */
+                    dic_items?: string[];
+                };
+                /** @description Changes are recorded as activities */
+                tracked_value: boolean;
+            }[];
+        };
+        CustomFieldCreateResponse: {
+            name: string;
+            field_id: string;
+            display_type: string;
+            values?: string[];
+        };
+        CustomFieldUpdateResponse: {
+            field_id: string;
+            /** @description null for fields without options */
+            values: string[] | null;
+            track_changes: boolean;
+        };
+        OrganizationCustomFieldsResponse: {
+            fields: {
+                /** @description `<type>:cm:<name>` (people) or `<type>:oc:<name>` */
+                id: string;
+                name: string;
+                display_type: string;
+                liquid_name: string;
+                /** @description A select field’s options */
+                dic_items?: string[];
+            }[];
+        };
+        /** @description The instance’s tags, by name */
+        TagsResponse: {
+            /** @description Stable per instance */
+            id: number;
+            instance_id: string;
+            name: string;
+            source: string;
+            created_by_id: string;
+            created_by_name: string;
+            created_by_email: string;
+            created_at: string;
+            last_used: string;
+            /** @description People holding the tag (archived aside) */
+            count: number;
+            /** @description Of them, subscribed to email */
+            subscribers: number;
+            /** @description Of them, subscribed to SMS */
+            sms_opted_in: number;
+            /** @description "" for person tags */
+            type: string;
+        }[];
         OrganizationGetResponse: {
             organizations: components["schemas"]["Organization"][];
             meta: {
@@ -1308,8 +1651,10 @@ export interface components {
                 [key: string]: components["schemas"]["FieldValue"];
             };
         };
-        /** @description A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`) */
-        FieldValue: string | number | boolean | components["schemas"]["DateValueOutput"] | components["schemas"]["GeoValueOutput"] | components["schemas"]["PhoneValueOutput"];
+        /** @description A stored field value; its type follows the field ID (`str`/`txt`/`tme`: string, `int`: integer, ×1000 for decimals and currency, `bol`, `dtz`, `geo`, `phn`, `sst`: an array of strings (multi-select), `obj`: a JSON object) */
+        FieldValue: string | number | boolean | components["schemas"]["DateValueOutput"] | components["schemas"]["GeoValueOutput"] | components["schemas"]["PhoneValueOutput"] | string[] | {
+            [key: string]: unknown;
+        };
         PersonGetResponse: {
             contacts: components["schemas"]["Contact"][];
             meta: {
@@ -1326,9 +1671,9 @@ export interface components {
         };
         Contact: {
             id: components["schemas"]["PersonId"];
-            /** @description The requested fields the person has (`tags` is an array of strings; `idt::o` the organization ID) */
+            /** @description The requested fields the person has (`tags` and `u4s::t` are arrays of tag names; `idt::o` the organization ID; `c` and `l` the times the person was created and last seen) */
             fields?: {
-                [key: string]: components["schemas"]["FieldValue"] | string[];
+                [key: string]: components["schemas"]["FieldValue"];
             };
         };
         PersonGetByIdsResponse: {
@@ -2456,7 +2801,7 @@ export interface operations {
                         id: string;
                         name: string;
                         /** @enum {string} */
-                        kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone";
+                        kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone" | "email" | "price" | "single_select" | "multi_select" | "object";
                     }[];
                     map_to_crm?: {
                         [key: string]: string;
@@ -2465,6 +2810,26 @@ export interface operations {
                     conversion_value?: boolean;
                     /** @default false */
                     track_as_touch?: boolean;
+                } | {
+                    name: string;
+                    icon_id?: string;
+                    track_conversion_value?: boolean;
+                    touch?: boolean;
+                    filterable?: boolean;
+                    visible_in_feeds?: boolean;
+                    display_style?: {
+                        /** @enum {string} */
+                        type: "activity" | "activity_attribute" | "activity_template";
+                        title?: string;
+                        attribute_name?: string;
+                        attribute_field_id?: string;
+                        template?: string;
+                    };
+                    attributes?: {
+                        name: string;
+                        display_type: string;
+                        field_id?: string;
+                    }[];
                 };
             };
         };
@@ -2500,6 +2865,744 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ActivityDefinitionResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    definitionsActivityModify: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "activity_field_id": "act:cm:purchased",
+                 *       "touch": true
+                 *     }
+                 */
+                "application/json": {
+                    name?: string;
+                    activity_field_id?: string;
+                    state?: string;
+                    icon_id?: string;
+                    track_conversion_value?: boolean;
+                    touch?: boolean;
+                    filterable?: boolean;
+                    visible_in_feeds?: boolean;
+                    display_style?: {
+                        /** @enum {string} */
+                        type: "activity" | "activity_attribute" | "activity_template";
+                        title?: string;
+                        attribute_name?: string;
+                        attribute_field_id?: string;
+                        template?: string;
+                    };
+                    attributes?: {
+                        name: string;
+                        display_type: string;
+                        field_id?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The definition as stored now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CustomActivityResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    definitionsActivityDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "activity_field_id": "act:cm:purchased"
+                 *     }
+                 */
+                "application/json": {
+                    activity_field_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The archived definition */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "archived_activity": "act:cm:purchased"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ArchivedActivityResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personCustomFieldGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The custom person fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "fields": [
+                     *         {
+                     *           "field": {
+                     *             "id": "str:cm:job-title",
+                     *             "name": "Job Title",
+                     *             "display_type": "text",
+                     *             "liquid_name": "people.custom.job-title"
+                     *           },
+                     *           "tracked_value": false
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["PersonCustomFieldsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personCustomFieldCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Favourite colour",
+                 *       "type": "single_select",
+                 *       "values": [
+                 *         "Red",
+                 *         "Blue"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    type: string;
+                    values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field created */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "Favourite colour",
+                     *       "field_id": "str:cm:favourite-colour",
+                     *       "display_type": "single_select",
+                     *       "values": [
+                     *         "Red",
+                     *         "Blue"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    personCustomFieldUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field_id": "str:cm:favourite-colour",
+                 *       "add_values": [
+                 *         "Green"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    field_id: string;
+                    replace_values?: string[];
+                    add_values?: string[];
+                    values?: string[];
+                    remove_values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field’s options and tracking now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "field_id": "str:cm:favourite-colour",
+                     *       "values": [
+                     *         "Red",
+                     *         "Blue",
+                     *         "Green"
+                     *       ],
+                     *       "track_changes": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldUpdateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsCustomFieldGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The custom organization fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "fields": [
+                     *         {
+                     *           "id": "str:oc:industry",
+                     *           "name": "Industry",
+                     *           "display_type": "text",
+                     *           "liquid_name": "account.custom.industry"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationCustomFieldsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsCustomFieldCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Industry",
+                 *       "type": "text"
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    type: string;
+                    values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field created */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "Industry",
+                     *       "field_id": "str:oc:industry",
+                     *       "display_type": "text"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsCustomFieldUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field_id": "str:oc:tier",
+                 *       "add_values": [
+                 *         "Gold"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    field_id: string;
+                    replace_values?: string[];
+                    add_values?: string[];
+                    values?: string[];
+                    remove_values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field’s options now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "field_id": "str:oc:tier",
+                     *       "values": [
+                     *         "Silver",
+                     *         "Gold"
+                     *       ],
+                     *       "track_changes": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldUpdateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsCustomFieldGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The custom organization fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "fields": [
+                     *         {
+                     *           "id": "str:oc:industry",
+                     *           "name": "Industry",
+                     *           "display_type": "text",
+                     *           "liquid_name": "organization.custom.industry"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationCustomFieldsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsCustomFieldCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Industry",
+                 *       "type": "text"
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    type: string;
+                    values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field created */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "Industry",
+                     *       "field_id": "str:oc:industry",
+                     *       "display_type": "text"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    organizationsCustomFieldUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field_id": "str:oc:tier",
+                 *       "add_values": [
+                 *         "Gold"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    field_id: string;
+                    replace_values?: string[];
+                    add_values?: string[];
+                    values?: string[];
+                    remove_values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field’s options now */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "field_id": "str:oc:tier",
+                     *       "values": [
+                     *         "Silver",
+                     *         "Gold"
+                     *       ],
+                     *       "track_changes": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomFieldUpdateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    tagsGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "q": "vip"
+                 *     }
+                 */
+                "application/json": {
+                    q?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The tags */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "instance_id": "demo",
+                     *         "name": "VIP",
+                     *         "source": "api",
+                     *         "created_by_id": "000000000000000000000000",
+                     *         "created_by_name": "",
+                     *         "created_by_email": "",
+                     *         "created_at": "2026-01-01T00:00:00.000Z",
+                     *         "last_used": "2026-01-02T00:00:00.000Z",
+                     *         "count": 2,
+                     *         "subscribers": 1,
+                     *         "sms_opted_in": 0,
+                     *         "type": ""
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["TagsResponse"];
                 };
             };
             400: components["responses"]["Error400"];

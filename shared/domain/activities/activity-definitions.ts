@@ -1,16 +1,16 @@
 import { parseFieldId, type FieldType } from '../fields/field-id.js';
-import { parseFieldValue, type FieldValue } from '../fields/field-values.js';
-import type { ActivityDefinitionConfig } from '../instance-config.js';
+import { isGeoValue, parseFieldValue, type FieldValue } from '../fields/field-values.js';
+import type { StoredActivityDefinition } from '../instance-config.js';
 
 /** `int::v`: the conversion value of an activity (×1000), kept when the definition enables it. */
 export const CONVERSION_VALUE = 'int::v';
 
 export interface CompiledDefinition {
-  config: ActivityDefinitionConfig;
+  config: StoredActivityDefinition;
   attributes: Map<string, { type: FieldType; name: string }>;
 }
 
-export function compileDefinition(config: ActivityDefinitionConfig): CompiledDefinition {
+export function compileDefinition(config: StoredActivityDefinition): CompiledDefinition {
   const attributes = new Map<string, { type: FieldType; name: string }>();
   for (const attribute of config.attributes) {
     const parsed = parseFieldId(attribute.id);
@@ -45,7 +45,10 @@ export function parseAttributes(
   return { values, ...(conversionValue === undefined ? {} : { conversionValue }) };
 }
 
-/** `{{attribute.<name>}}`: the attribute's name in lower case, spaces as underscores. */
+/**
+ * `{{attribute.<name>}}`: the attribute's name in lower case, spaces as underscores (names
+ * of the real API's shape are kebab-case: `{{attribute.product-name}}`).
+ */
 export function renderDisplayText(
   definition: CompiledDefinition,
   values: Record<string, FieldValue>,
@@ -56,10 +59,13 @@ export function renderDisplayText(
     const value = values[id];
     if (value !== undefined) byName.set(attribute.name.toLowerCase().replace(/\s+/g, '_'), value);
   }
-  return template.replace(/\{\{\s*attribute\.([a-z0-9_]+)\s*\}\}/g, (_, name: string) => {
+  return template.replace(/\{\{\s*attribute\.([a-z0-9_-]+)\s*\}\}/g, (_, name: string) => {
     const value = byName.get(name);
     if (value === undefined) return '';
-    if (typeof value === 'object') return 'name' in value ? value.name : JSON.stringify(value);
-    return String(value);
+    return isGeoValue(value)
+      ? value.name
+      : typeof value === 'object'
+        ? JSON.stringify(value)
+        : String(value);
   });
 }

@@ -12,13 +12,14 @@ import { backoffMs, canWait, currentDeadline, sleep } from '../../lib/time-budge
 import {
   everyRecordInvalid,
   IncompleteMergeError,
+  plainStatus,
   type RecordLedger,
 } from '../merge/merge-engine.js';
 import { jsonBytes, MAX_RECORD_BYTES } from '../merge/record-budget.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { parseTimestamp } from '../fields/field-values.js';
 import { derivedId, isId, newId } from '../ids.js';
-import type { ActivityDefinitionConfig } from '../instance-config.js';
+import type { StoredActivityDefinition } from '../instance-config.js';
 import {
   checkAddressLookups,
   LocationInput,
@@ -145,7 +146,7 @@ export interface ActivityContext {
   activities: ActivityStore;
   location: LocationServices;
   /** Reads the instance's activity definitions afresh (the tenant's may be cached). */
-  freshDefinitions: () => Promise<ActivityDefinitionConfig[]>;
+  freshDefinitions: () => Promise<StoredActivityDefinition[]>;
   now?: () => Date;
   /**
    * For a queued request: its ledger (each activity takes effect once, with an ID derived
@@ -527,7 +528,7 @@ async function resolvePeople(
       } else {
         statuses.set(record.index, {
           personId: outcome.id,
-          status: byId ? 'by-id' : outcome.status,
+          status: byId ? 'by-id' : plainStatus(outcome.status),
         });
       }
     }
@@ -578,6 +579,11 @@ function prepareActivity(
   const definition = definitions.get(input.activity_id);
   if (!definition)
     return { error: `${where}.activity_id: no activity definition "${input.activity_id}"` };
+  if (definition.config.archived_at) {
+    return {
+      error: `${where}.activity_id: the activity definition "${input.activity_id}" is archived (its recorded activities stay; no new ones are recorded)`,
+    };
+  }
   let createdAt = now.toISOString();
   if (input.created !== undefined) {
     const date = parseTimestamp(input.created);

@@ -1,6 +1,6 @@
 import { Liquid, type Template } from 'liquidjs';
 import type { FieldCatalog, FieldDefinition } from '../fields/field-catalog.js';
-import type { FieldValue } from '../fields/field-values.js';
+import { textOf, type FieldValue } from '../fields/field-values.js';
 import type { Person } from '../people/person.js';
 
 /**
@@ -65,12 +65,15 @@ export function liquidName(field: Pick<FieldDefinition, 'custom' | 'name' | 'lab
     .replace(/^-|-$/g, '');
 }
 
-function display(value: FieldValue): unknown {
-  if (typeof value !== 'object') return value;
-  if ('name' in value) return value.name;
-  if ('n' in value) return value.c ? `+${value.c} ${value.n}` : value.n;
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${value.year}-${pad(value.month)}-${pad(value.day)}`;
+/**
+ * What a template sees of a value: scalars as they are (decimal, currency and price fields
+ * as the number they stand for, 64280 as 64.28), the options of a multi-select and the
+ * members of an object as such (so that `for` and `.member` work), anything else as text.
+ */
+function display(value: FieldValue, field: FieldDefinition): unknown {
+  if (typeof value === 'number' && field.scale) return value / field.scale;
+  if (typeof value !== 'object' || Array.isArray(value) || field.type === 'obj') return value;
+  return textOf(value);
 }
 
 /**
@@ -83,8 +86,8 @@ export function personVariables(person: Person, catalog: FieldCatalog): Record<s
   for (const [id, value] of Object.entries(person.fields)) {
     const field = catalog.get(id);
     if (!field) continue;
-    if (field.custom) custom[field.name] = display(value);
-    else people[liquidName(field)] = display(value);
+    if (field.custom) custom[field.name] = display(value, field);
+    else people[liquidName(field)] = display(value, field);
   }
   return people;
 }

@@ -7,6 +7,7 @@ import {
   type ErrorDetail,
 } from '../errors.js';
 import { newId } from '../ids.js';
+import { plainStatus } from '../merge/merge-engine.js';
 import type { AssetConfig, CampaignConfig } from '../instance-config.js';
 import { mergePeople, type MergeContext, type MergeResult } from '../people/merge-people.js';
 import { EMAIL, type Person } from '../people/person.js';
@@ -189,15 +190,16 @@ export async function sendTransactional(
   mergeable.forEach(({ index }, position) => {
     const result = merged[position] as MergeResult;
     const entry = results[index] as SendEntryResult;
-    if (result.status === 'invalid' || !result.person_id) {
-      entry.contact_status = result.status;
+    const status = plainStatus(result.status);
+    if (status === 'invalid' || !result.person_id) {
+      entry.contact_status = status;
       entry.email_status = result.status === 'skipped' ? 'skipped' : 'invalid';
       if (result.error) entry.error = result.error;
       return;
     }
     const person = people.get(result.person_id);
     entry.person_id = result.person_id;
-    entry.contact_status = result.status;
+    entry.contact_status = status;
     if (person?.archived_at !== undefined) {
       // Archived after the merge read them (a merge that changed nothing wrote nothing, so no
       // condition stopped it). The merge stands as answered (it may have written the fields

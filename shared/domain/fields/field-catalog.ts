@@ -1,6 +1,15 @@
 import { FieldValueError, ValidationError } from '../errors.js';
-import { parseFieldId, type FieldId, type FieldNamespace, type FieldType } from './field-id.js';
+import { displayTypeOf, displayTypeRule, type CustomFieldConfig } from './custom-fields.js';
+import {
+  FIELD_TYPES,
+  parseFieldId,
+  type FieldId,
+  type FieldNamespace,
+  type FieldType,
+} from './field-id.js';
 import { parseFieldValue, type FieldValue, type StringFormat } from './field-values.js';
+
+export type { CustomFieldConfig } from './custom-fields.js';
 
 /**
  * What the API knows about one field: its type, whether clients may write it, whether person
@@ -14,6 +23,14 @@ export interface FieldDefinition extends FieldId {
   readonly stored: boolean;
   readonly format?: StringFormat;
   readonly custom: boolean;
+  /** Custom fields: how the field reads (`text`, `decimal`, `single_select`, …). */
+  readonly displayType?: string;
+  /** Select fields: the values it may hold. */
+  readonly options?: readonly string[];
+  /** Values are sent multiplied by this (decimal, currency and price fields: 1000). */
+  readonly scale?: number;
+  /** Changes of the field are recorded as activities (`track_changes`). */
+  readonly tracked?: boolean;
 }
 
 type BuiltIn = [id: string, label: string, options?: Partial<FieldDefinition>];
@@ -33,6 +50,11 @@ function builtIn([id, label, options]: BuiltIn): FieldDefinition {
 }
 
 const notStored = { selectable: false, stored: false };
+/**
+ * Context messages are sent with permission changes; the latest of each is kept with the
+ * person (not as a field a merge writes) and can be selected.
+ */
+const contextMessage = { selectable: true, stored: false };
 
 /** The built-in person fields of API.md, Person. */
 export const PERSON_BUILT_INS: readonly FieldDefinition[] = (
@@ -50,11 +72,11 @@ export const PERSON_BUILT_INS: readonly FieldDefinition[] = (
     ['str::ei', 'External ID'],
     ['bol::gdpr', 'GDPR flag'],
     ['bol::p', 'Email subscription permission'],
-    ['str::u-ctx', 'Context message for email unsubscribe', notStored],
-    ['str::s-ctx', 'Context message for email subscribe', notStored],
+    ['str::u-ctx', 'Context message for email unsubscribe', contextMessage],
+    ['str::s-ctx', 'Context message for email subscribe', contextMessage],
     ['bol::sp', 'SMS subscription permission'],
-    ['str::soi-ctx', 'Context message for SMS subscribe', notStored],
-    ['str::soo-ctx', 'Context message for SMS unsubscribe', notStored],
+    ['str::soi-ctx', 'Context message for SMS subscribe', contextMessage],
+    ['str::soo-ctx', 'Context message for SMS unsubscribe', contextMessage],
     ['str::language', 'Preferred language', { format: 'language' }],
     // int::v is an activity attribute (conversion value); a person does not keep it.
     ['int::v', 'Conversion value', notStored],
@@ -81,25 +103,12 @@ export const ORGANIZATION_BUILT_INS: readonly FieldDefinition[] = (
   ] satisfies BuiltIn[]
 ).map(builtIn);
 
-/** Custom fields allowed per instance, for people and for organizations (API.md, Limits). */
-export const MAX_CUSTOM_FIELDS = 100;
+export { MAX_CUSTOM_FIELDS } from './custom-fields.js';
 
 /** Types a custom field may have (`idt` values are only minted by the service). */
-export const CUSTOM_FIELD_TYPES: readonly FieldType[] = [
-  'bol',
-  'dtz',
-  'tme',
-  'geo',
-  'int',
-  'phn',
-  'str',
-  'txt',
-];
-
-export interface CustomFieldConfig {
-  id: string;
-  name: string;
-}
+export const CUSTOM_FIELD_TYPES: readonly FieldType[] = FIELD_TYPES.filter(
+  (type) => type !== 'idt',
+);
 
 export type FieldValues = Record<string, FieldValue | null>;
 
@@ -122,6 +131,8 @@ export class FieldCatalog {
       if ('problem' in parsed || parsed.namespace !== customNamespace) {
         throw new Error(`Custom ${kind} field ${field.id} is not valid`);
       }
+      const displayType = displayTypeOf(field);
+      const rule = displayTypeRule(displayType);
       entries.set(field.id, {
         ...parsed,
         label: field.name,
@@ -129,6 +140,11 @@ export class FieldCatalog {
         selectable: true,
         stored: true,
         custom: true,
+        displayType,
+        ...(rule?.format ? { format: rule.format } : {}),
+        ...(rule?.scale ? { scale: rule.scale } : {}),
+        ...(rule?.select && field.values ? { options: field.values } : {}),
+        ...(field.track_changes ? { tracked: true } : {}),
       });
     }
     this.byId = entries;
@@ -178,8 +194,28 @@ export class FieldCatalog {
     for (const [id, value] of Object.entries(fields)) {
       const field = this.require(id);
       if (!field.writable) throw new FieldValueError(id, 'is read-only');
-      values[id] = value === null ? null : parseFieldValue(id, field.type, value, field.format);
+      values[id] = value === null ? null : this.parseValue(field, value);
     }
     return values;
+  }
+
+  /** One non-null value of a field, as stored; a select field's must be among its options. */
+  private parseValue(field: FieldDefinition, value: unknown): FieldValue {
+    const parsed = parseFieldValue(field.id, field.type, value, field.format);
+    const { options } = field;
+    if (options) {
+      // Options belong to `str` (single select) and `sst` (multi-select) fields only.
+      const chosen = Array.isArray(parsed) ? parsed : typeof parsed === 'string' ? [parsed] : [];
+      const unknown = chosen.find((item) => !options.includes(item));
+      if (unknown !== undefined) {
+        const shown = options.slice(0, 10).map((o) => `"${o}"`);
+        if (options.length > shown.length) shown.push('…');
+        throw new FieldValueError(
+          field.id,
+          `"${unknown}" is not one of the field's options (${shown.join(', ')})`,
+        );
+      }
+    }
+    return parsed;
   }
 }

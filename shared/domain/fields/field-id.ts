@@ -5,7 +5,20 @@ import { ValidationError } from '../errors.js';
  * fields have an empty namespace (`str::email`), custom person fields `cm`, built-in
  * organization fields `o`, custom organization fields `oc`.
  */
-export const FIELD_TYPES = ['bol', 'dtz', 'tme', 'geo', 'int', 'phn', 'str', 'txt', 'idt'] as const;
+export const FIELD_TYPES = [
+  'bol',
+  'dtz',
+  'tme',
+  'geo',
+  'int',
+  'phn',
+  'str',
+  'txt',
+  'idt',
+  // A set of strings (multi-select fields) and a JSON object (object fields).
+  'sst',
+  'obj',
+] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
 export const FIELD_NAMESPACES = ['', 'cm', 'o', 'oc'] as const;

@@ -22,11 +22,73 @@ export interface PhoneValue {
   c?: string;
   n: string;
 }
-export type FieldValue = boolean | number | string | DateValue | GeoValue | PhoneValue;
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+export interface JsonObject {
+  [member: string]: JsonValue;
+}
+/** The value of an object field (`obj`): any JSON object, at most `MAX_OBJECT_BYTES`. */
+export type ObjectValue = JsonObject;
+export type FieldValue =
+  boolean | number | string | DateValue | GeoValue | PhoneValue | string[] | ObjectValue;
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * A value as text: a place's name, a phone as `+<c> <n>`, a date as YYYY-MM-DD, a set's
+ * options joined by ", ", an object as JSON.
+ */
+export function textOf(value: FieldValue): string {
+  if (typeof value !== 'object') return String(value);
+  if (Array.isArray(value)) return value.join(', ');
+  if (isGeoValue(value)) return value.name;
+  if (isPhoneValue(value)) return value.c ? `+${value.c} ${value.n}` : value.n;
+  if (isDateValue(value)) return `${value.year}-${pad(value.month)}-${pad(value.day)}`;
+  return JSON.stringify(value);
+}
+
+/** What values of one field are ordered by (numbers by value, text without case). */
+export function sortKeyOf(value: FieldValue): string | number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'object' && !Array.isArray(value) && isDateValue(value)) {
+    return value.year * 10_000 + value.month * 100 + value.day;
+  }
+  if (typeof value === 'object' && !Array.isArray(value) && isPhoneValue(value)) {
+    return `${value.c ?? ''}${value.n}`;
+  }
+  return textOf(value).toLowerCase();
+}
+
+/** The shapes of structured values, told apart by their members (`obj` values aside). */
+const membersOf = (value: FieldValue): Record<string, unknown> | undefined =>
+  typeof value === 'object' && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+
+export function isDateValue(value: FieldValue): value is DateValue {
+  return typeof membersOf(value)?.year === 'number';
+}
+
+export function isGeoValue(value: FieldValue): value is GeoValue {
+  const members = membersOf(value);
+  return typeof members?.name === 'string' && Object.keys(members).length === 1;
+}
+
+export function isPhoneValue(value: FieldValue): value is PhoneValue {
+  const members = membersOf(value);
+  return (
+    typeof members?.n === 'string' &&
+    Object.keys(members).every((member) => member === 'n' || member === 'c')
+  );
+}
 
 export const MAX_STR_LENGTH = 255;
 /** Long text is capped so that a record with many such fields still fits a DynamoDB item. */
 export const MAX_TXT_LENGTH = 65_535;
+/** The options a multi-select value may hold at once. */
+export const MAX_SET_ITEMS = 100;
+/** An object field's value in UTF-8 JSON (the real API's limit). */
+export const MAX_OBJECT_BYTES = 15_000;
 
 type Parser = (fieldId: string, value: unknown, format?: StringFormat) => FieldValue;
 export type StringFormat = 'email' | 'url' | 'language';
@@ -256,6 +318,50 @@ const parseIdt: Parser = (fieldId, value) => {
   return value;
 };
 
+/**
+ * A multi-select value: strings, each at most `MAX_STR_LENGTH` characters, kept once each in
+ * the order first sent. A single string is one option (clients send one as they would to a
+ * single select).
+ */
+const parseSst: Parser = (fieldId, value) => {
+  const items = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(items)) {
+    throw new FieldValueError(fieldId, `expected an array of strings, got ${describe(value)}`);
+  }
+  if (items.length > MAX_SET_ITEMS) {
+    throw new FieldValueError(fieldId, `expected at most ${MAX_SET_ITEMS} options`);
+  }
+  const kept: string[] = [];
+  for (const item of items) {
+    if (typeof item !== 'string') {
+      throw new FieldValueError(
+        fieldId,
+        `expected an array of strings, got ${describe(item)} in it`,
+      );
+    }
+    if (characterCount(item) > MAX_STR_LENGTH) {
+      throw new FieldValueError(
+        fieldId,
+        `expected options of at most ${MAX_STR_LENGTH} characters`,
+      );
+    }
+    if (!kept.includes(item)) kept.push(item);
+  }
+  return kept;
+};
+
+const parseObj: Parser = (fieldId, value) => {
+  if (!isPlainObject(value)) {
+    throw new FieldValueError(fieldId, `expected a JSON object, got ${describe(value)}`);
+  }
+  const text = JSON.stringify(value);
+  if (Buffer.byteLength(text, 'utf8') > MAX_OBJECT_BYTES) {
+    throw new FieldValueError(fieldId, `expected an object of at most ${MAX_OBJECT_BYTES} bytes`);
+  }
+  // Parsed back: a plain JSON value, whatever the request's object held.
+  return JSON.parse(text) as ObjectValue;
+};
+
 const PARSERS: Record<FieldType, Parser> = {
   bol: parseBol,
   dtz: parseDtz,
@@ -266,6 +372,8 @@ const PARSERS: Record<FieldType, Parser> = {
   str: parseStr,
   txt: parseTxt,
   idt: parseIdt,
+  sst: parseSst,
+  obj: parseObj,
 };
 
 /** Validates one non-null value of a field of the given type and returns it as stored. */
@@ -289,4 +397,6 @@ export const TYPE_DESCRIPTIONS: Record<FieldType, string> = {
   str: `a string of at most ${MAX_STR_LENGTH} characters`,
   txt: `a string of at most ${MAX_TXT_LENGTH} characters`,
   idt: 'an ID of 24 hexadecimal characters',
+  sst: 'an array of strings',
+  obj: 'a JSON object',
 };

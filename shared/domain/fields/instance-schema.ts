@@ -3,9 +3,10 @@ import { compileDefinition } from '../activities/activity-definitions.js';
 import { EMAIL_ACTIVITIES } from '../email/email-activities.js';
 import { liquidName } from '../email/liquid.js';
 import { ATTRIBUTE_KINDS, type AttributeKind } from '../instance-config.js';
-import { PERMISSION_ACTIVITIES } from '../people/person.js';
+import { FIELD_CHANGED, PERMISSION_ACTIVITIES } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
 import type { FieldDefinition } from './field-catalog.js';
+import { TYPE_DISPLAY_TYPES } from './custom-fields.js';
 import { parseFieldId, type FieldNamespace, type FieldType } from './field-id.js';
 
 /**
@@ -42,24 +43,12 @@ export interface SchemaNamespace {
   fields: Record<string, SchemaField | SchemaActivity>;
 }
 
-/** Display types of the field types (a string's format refines `str`). */
-const DISPLAY_TYPES: Record<FieldType, string> = {
-  str: 'text',
-  txt: 'long_text',
-  int: 'integer',
-  bol: 'bool',
-  dtz: 'date',
-  tme: 'time',
-  geo: 'geo',
-  phn: 'phone',
-  idt: 'id',
-};
 const FORMAT_DISPLAY_TYPES = { email: 'email', url: 'link', language: 'text' } as const;
 /** Attribute kinds (instance configuration) as display types. */
-const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
+export const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
   text: 'text',
   link: 'link',
-  long_text: 'long_text',
+  long_text: 'large_text',
   number: 'integer',
   decimal: 'decimal',
   currency: 'currency',
@@ -67,6 +56,11 @@ const KIND_DISPLAY_TYPES: Record<AttributeKind, string> = {
   datetime: 'time',
   boolean: 'bool',
   phone: 'phone',
+  email: 'email',
+  price: 'price',
+  single_select: 'single_select',
+  multi_select: 'multi_select',
+  object: 'object',
 };
 
 /** Built-in activities the service records itself, with the attributes each carries. */
@@ -86,10 +80,14 @@ const BUILT_IN_ACTIVITIES: { id: string; name: string; attributes: [string, stri
       ...(field_id === 'act::b' ? [['str::bounce-type', 'Bounce type'] as [string, string]] : []),
     ] as [string, string][],
   })),
+  // Recorded when a field with `track_changes` changes (`old` and `new` hold its values).
+  { id: FIELD_CHANGED, name: 'Field changed', attributes: [['str::field-id', 'Field']] },
 ];
 
 function schemaField(field: FieldDefinition, person: boolean): SchemaField {
-  const displayType = field.format ? FORMAT_DISPLAY_TYPES[field.format] : DISPLAY_TYPES[field.type];
+  const displayType =
+    field.displayType ??
+    (field.format ? FORMAT_DISPLAY_TYPES[field.format] : TYPE_DISPLAY_TYPES[field.type]);
   // Templates see the fields a person stores (and `people.id`); organizations have none.
   const liquid = !person
     ? undefined
@@ -113,7 +111,7 @@ function attributeField(id: string, name: string, kind?: AttributeKind): SchemaF
   const parsed = parseFieldId(id);
   const type: FieldType = 'problem' in parsed ? 'str' : parsed.type;
   const displayType =
-    kind && ATTRIBUTE_KINDS[kind] === type ? KIND_DISPLAY_TYPES[kind] : DISPLAY_TYPES[type];
+    kind && ATTRIBUTE_KINDS[kind] === type ? KIND_DISPLAY_TYPES[kind] : TYPE_DISPLAY_TYPES[type];
   return { id, name, display_type: displayType };
 }
 
@@ -142,7 +140,8 @@ export function describeInstance(tenant: Tenant): Record<FieldNamespace, SchemaN
       ),
     };
   }
-  for (const definition of tenant.instance.activities) {
+  // Archived definitions (`definitions/activity/delete`) are no longer offered.
+  for (const definition of tenant.instance.activities.filter((a) => !a.archived_at)) {
     const compiled = compileDefinition(definition);
     namespaces.cm.fields[definition.id] = {
       id: definition.id,

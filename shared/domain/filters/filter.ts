@@ -144,7 +144,8 @@ interface OperatorSpec {
   build(condition: Record<string, unknown>, path: string, context: FilterContext): Leaf;
 }
 
-const TEXT: readonly Families[] = ['str', 'txt', 'geo'];
+/** Texts, and the tags and organization read as texts (as person/get's filter always did). */
+const TEXT: readonly Families[] = ['str', 'txt', 'geo', 'u4s', 'idt'];
 const TIME: readonly Families[] = ['tme', 'dtz'];
 const ANY: readonly Families[] = [
   'str',
@@ -476,6 +477,19 @@ export function compileFilter(
     return (subject, now) => test(field.read(subject), now);
   };
   return compile(filter, path, 0);
+}
+
+/** The tag IDs a filter names (`$u4s::…` with a number), to resolve to names before compiling. */
+export function tagIdsOf(filter: unknown): number[] {
+  if (Array.isArray(filter)) return filter.flatMap(tagIdsOf);
+  if (!isObject(filter)) return [];
+  return Object.entries(filter).flatMap(([operator, argument]) => {
+    if (operator in LOGICAL) return tagIdsOf(argument);
+    if (operator.startsWith('$u4s::') && isObject(argument) && typeof argument.value === 'number') {
+      return [argument.value];
+    }
+    return [];
+  });
 }
 
 /** Whether a filter's answer can change with time alone (it has a relative time condition). */

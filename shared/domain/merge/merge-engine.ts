@@ -22,7 +22,18 @@ export type MergeStrategy = 1 | 2 | 3;
  * value given).
  */
 export type FindStrategy = 0 | 1 | 2;
-export type MergeStatus = 'created' | 'merged' | 'skipped' | 'invalid';
+/** `suppressed`: a person not created because its address is on the suppression list. */
+export type MergeStatus = 'created' | 'merged' | 'skipped' | 'invalid' | 'suppressed';
+/** The statuses of merges that name no suppression list (organizations, sends, activities). */
+export type PlainMergeStatus = Exclude<MergeStatus, 'suppressed'>;
+
+/**
+ * The status of a merge that names no suppression list: never `suppressed`, which only
+ * `suppressionField` produces; were it to appear, the record was not written (`invalid`).
+ */
+export function plainStatus(status: MergeStatus): PlainMergeStatus {
+  return status === 'suppressed' ? 'invalid' : status;
+}
 
 export interface MergeOutcome {
   id?: string;
@@ -55,6 +66,8 @@ export interface MergeOptions {
   keyFields: string[];
   /** A queued request's ledger: each record takes effect once, however often it is applied. */
   ledger?: RecordLedger;
+  /** People: the field whose address must not be on the suppression list to be merged. */
+  suppressionField?: string;
 }
 
 /**
@@ -526,15 +539,20 @@ export function mergeDetails(
   });
 }
 
-/** A request whose every record ended invalid (nothing was written) is a 400 (DESIGN.md). */
+/**
+ * A request whose every record ended invalid (nothing was written) is a 400 (DESIGN.md); so is
+ * one whose every record was refused as suppressed, each detail keeping its status.
+ */
 export function everyRecordInvalid<T extends { status: string; error?: string }>(
   results: T[],
   what: string,
 ): T[] {
-  if (results.some((result) => result.status !== 'invalid')) return results;
+  if (results.some((result) => result.status !== 'invalid' && result.status !== 'suppressed')) {
+    return results;
+  }
   const details = results.map((result, index) => ({
     index,
-    status: 'invalid' as const,
+    status: result.status,
     error: result.error ?? 'invalid',
   }));
   throw new ValidationError(

@@ -9,7 +9,8 @@ import { ORGANIZATION_NAME, type Organization } from './organization-merge.js';
 
 /** `POST /v1/organizations/get`: the organization counterpart of person get. */
 export const OrganizationGetRequest = z.object({
-  limit: z.number().int().min(1).max(100).default(50),
+  // 1 to 500, as for people (`MAX_PAGE`, person-get.ts).
+  limit: z.number().int().min(1).max(500).default(50),
   offset: z.number().int().min(0).max(10_000_000).default(0),
   cursor_id: z.string().max(2000).optional(),
   sort_by_field_id: z.literal(ORGANIZATION_NAME).nullable().optional(),

@@ -12,7 +12,8 @@ import {
   type MergeKind,
   type MergeOptions,
   type MergeRecord,
-  type MergeStatus,
+  plainStatus,
+  type PlainMergeStatus,
   type RecordLedger,
   type RecordMarker,
 } from '../merge/merge-engine.js';
@@ -117,7 +118,7 @@ export interface OrganizationStore {
 
 export interface OrganizationMergeResult {
   organization_id?: string;
-  status: MergeStatus;
+  status: PlainMergeStatus;
   error?: string;
 }
 
@@ -315,8 +316,9 @@ export async function mergeOrganizations(
   }
   const results = records.map((record): OrganizationMergeResult => {
     if ('error' in record) return { status: 'invalid', error: record.error };
-    const { id, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
-    return id ? { organization_id: id, ...outcome } : outcome;
+    const { id, status, ...outcome } = outcomes.get(record.index) ?? { status: 'invalid' };
+    const result = { status: plainStatus(status), ...outcome };
+    return id ? { organization_id: id, ...result } : result;
   });
   return everyRecordInvalid(results, `No ${names.noun} was merged`);
 }

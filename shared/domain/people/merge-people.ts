@@ -47,6 +47,13 @@ export interface MergeContext {
   now?: () => Date;
   /** For a queued request: records its outcomes so that each applies once. */
   ledger?: RecordLedger;
+  /** The instance's suppression list, read when a request names `suppression_list_field_id`. */
+  suppression?: SuppressionList;
+}
+
+/** The addresses (lower-cased) of those given that are on the instance's suppression list. */
+export interface SuppressionList {
+  suppressed(instanceId: string, addresses: string[]): Promise<Set<string>>;
 }
 
 /**
@@ -90,7 +97,7 @@ export function preparePeopleMerge(
  */
 export async function mergePeople(
   request: PersonMergeRequest,
-  { tenant, store, location, now = () => new Date(), ledger }: MergeContext,
+  { tenant, store, location, now = () => new Date(), ledger, suppression }: MergeContext,
   /** Where record `index` stands in the client's request, when that is not `people[index]`. */
   where?: (index: number) => string,
 ): Promise<MergeResult[]> {
@@ -102,6 +109,7 @@ export async function mergePeople(
       store,
       location,
       now,
+      ...(suppression ? { suppression } : {}),
     });
   } catch (error) {
     if (!(error instanceof IncompleteMergeError)) throw error;
@@ -120,12 +128,14 @@ export async function mergePeople(
  * the address-lookup plan check, locations, the shared engine, then the tags.
  */
 export async function mergePreparedPeople(
-  records: PreparedRecord[],
+  requested: PreparedRecord[],
   options: MergeOptions,
-  { tenant, store, location, now = () => new Date() }: MergeContext,
+  { tenant, store, location, now = () => new Date(), suppression }: MergeContext,
   list = 'people',
 ): Promise<Map<number, MergeOutcome>> {
   const instanceId = tenant.instance.id;
+  const refused = await suppressedRecords(requested, options, instanceId, suppression, list);
+  const records = requested.filter((record) => !refused.has(record.index));
   checkAddressLookups(
     records.map((record) => record.location),
     tenant.instance.plan,
@@ -163,7 +173,41 @@ export async function mergePreparedPeople(
     throw new IncompleteMergeError(outcomes, stopped?.cause ?? error);
   }
   if (stopped) throw stopped;
+  for (const [index, outcome] of refused) outcomes.set(index, outcome);
   return outcomes;
+}
+
+/**
+ * The records refused because the address in `options.suppressionField` is on the
+ * instance's suppression list (`status: "suppressed"`, as the real API answers): they are
+ * neither created nor merged into. One batched read for the whole request.
+ */
+async function suppressedRecords(
+  records: PreparedRecord[],
+  options: MergeOptions,
+  instanceId: string,
+  suppression: SuppressionList | undefined,
+  list: string,
+): Promise<Map<number, MergeOutcome>> {
+  const field = options.suppressionField;
+  const refused = new Map<number, MergeOutcome>();
+  if (field === undefined) return refused;
+  if (!suppression) throw new Error('suppression_list_field_id needs the suppression list');
+  const addressOf = (record: PreparedRecord) => {
+    const value = record.values[field];
+    return typeof value === 'string' ? value.trim().toLowerCase() : undefined;
+  };
+  const addresses = [...new Set(records.flatMap((record) => addressOf(record) ?? []))];
+  const suppressed = await suppression.suppressed(instanceId, addresses);
+  for (const record of records) {
+    const address = addressOf(record);
+    if (address === undefined || !suppressed.has(address)) continue;
+    refused.set(record.index, {
+      status: 'suppressed',
+      error: `${list}[${record.index}].fields.${field}: the address is on the instance's suppression list`,
+    });
+  }
+  return refused;
 }
 
 function peopleKind(
@@ -175,6 +219,10 @@ function peopleKind(
   const instanceId = tenant.instance.id;
   const source = tenant.dataSource.name;
   const isStored = (fieldId: string) => tenant.personFields.get(fieldId)?.stored ?? false;
+  const tracked = (fieldId: string) => {
+    const field = tenant.personFields.get(fieldId);
+    return field?.tracked ? field.label : undefined;
+  };
   return {
     list,
     noun: 'person',
@@ -190,6 +238,7 @@ function peopleKind(
         now,
         isStored,
         guard,
+        tracked,
       ),
     updated: (plan) => plan,
     overBudget: (person, index) =>

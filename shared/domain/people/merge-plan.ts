@@ -15,6 +15,7 @@ import {
   EMAIL,
   EMAIL_PERMISSION,
   EXTERNAL_ID,
+  fieldChangedActivity,
   PERMISSION_ACTIVITIES,
   PERSON_ID,
   SMS_PERMISSION,
@@ -144,6 +145,24 @@ function permissionActivity(
   return { field_id: activity, attr: { [context]: contextOf(record, context, text) } };
 }
 
+/**
+ * The context message of each permission change, kept on the person under its context field
+ * (`str::u-ctx`, …) so that listings can select the latest one, as the real API's can.
+ */
+function contextFields(activities: RecordedActivity[]): Record<string, FieldValue> {
+  const fields: Record<string, FieldValue> = {};
+  for (const activity of activities) {
+    for (const { activity: id, context } of Object.values(PERMISSION_ACTIVITIES)) {
+      const message = activity.attr[context];
+      if (activity.field_id === id && message !== undefined) fields[context] = message;
+    }
+  }
+  return fields;
+}
+
+/** Describes a field whose changes are recorded (its name), or `undefined` if they are not. */
+export type TrackedFields = (fieldId: string) => string | undefined;
+
 export interface CreatePlan {
   kind: 'create';
   person: Person;
@@ -175,6 +194,7 @@ export function planCreate(
       permissionActivity(record, fields[SMS_PERMISSION] ? 'smsSubscribed' : 'smsUnsubscribed'),
     );
   }
+  Object.assign(fields, contextFields(activities));
   return {
     kind: 'create',
     person: { id, fields, tags: record.tags, created_at: now, updated_at: now, version: 1 },
@@ -229,6 +249,7 @@ export function planUpdate(
   now: string,
   isStored: (fieldId: string) => boolean,
   guard: readonly string[] = [],
+  tracked: TrackedFields = () => undefined,
 ): UpdatePlan | undefined {
   const {
     sets,
@@ -258,6 +279,19 @@ export function planUpdate(
     if (field === EMAIL_PERMISSION) {
       subscriberDelta = granted ? 1 : before.fields[field] === true ? -1 : 0;
     }
+  }
+  // The latest context message of each permission changed is kept with it.
+  for (const [field, message] of Object.entries(contextFields(activities))) {
+    sets[field] = message;
+    afterFields[field] = message;
+  }
+  // Tracked fields: an activity per change, exact because the write is conditioned on the
+  // value it was made from.
+  for (const field of changed) {
+    const label = tracked(field);
+    if (label === undefined) continue;
+    expected[field] = before.fields[field];
+    activities.push(fieldChangedActivity(field, label, before.fields[field], afterFields[field]));
   }
   const { claimsAdded, claimsReleased } = claimChanges(
     before.fields,

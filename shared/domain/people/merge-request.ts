@@ -19,6 +19,12 @@ export const PersonMergeRequest = z.object({
   async: z.boolean().optional(),
   ...MERGE_PREFERENCES,
   skip_non_existing: z.boolean().optional(),
+  /**
+   * A field holding an email address (`str::email`, or a custom text field): a record whose
+   * address there is on the instance's suppression list is neither created nor merged
+   * (`status: "suppressed"`), as the real API answers.
+   */
+  suppression_list_field_id: z.string().max(255).nullable().optional(),
 });
 export type PersonMergeRequest = z.infer<typeof PersonMergeRequest>;
 
@@ -47,7 +53,7 @@ export function mergeOptions(
   request: Pick<
     PersonMergeRequest,
     'merge_by' | 'merge_strategy' | 'find_strategy' | 'skip_non_existing'
-  >,
+  > & { suppression_list_field_id?: string | null | undefined },
   tenant: Tenant,
 ): MergeOptions {
   const source = tenant.dataSource;
@@ -80,9 +86,24 @@ export function mergeOptions(
   return {
     mergeBy,
     byId,
+    ...(request.suppression_list_field_id
+      ? { suppressionField: suppressionField(request.suppression_list_field_id, tenant) }
+      : {}),
     strategy: request.merge_strategy ?? source.merge_strategy,
     findStrategy: request.find_strategy ?? source.find_strategy,
     skipNonExisting: request.skip_non_existing ?? false,
     keyFields,
   };
+}
+
+/** The field `suppression_list_field_id` names: a text field of the instance's people. */
+function suppressionField(fieldId: string, tenant: Tenant): string {
+  const field = tenant.personFields.get(fieldId);
+  if (!field || field.type !== 'str' || !field.stored) {
+    const problem = `"${fieldId}" is not a text person field holding email addresses (such as str::email)`;
+    throw new ValidationError(`suppression_list_field_id: ${problem}`, [
+      { field: 'suppression_list_field_id', error: problem },
+    ]);
+  }
+  return fieldId;
 }

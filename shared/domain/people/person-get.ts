@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import type { CursorCodec } from '../cursor.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import type { FieldValue } from '../fields/field-values.js';
+import { sortKeyOf, type FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
-import { compileFilter, type PersonPredicate } from './person-filter.js';
+import { compileFilter, tagIdsOf } from '../filters/filter.js';
+import { CREATED_FIELD, LAST_SEEN_FIELD, systemValue, TAGS_FIELD_ID } from './system-fields.js';
 import {
   searchRange,
   searchTokens,
@@ -14,9 +15,12 @@ import {
 } from './person-index.js';
 import type { Person } from './person.js';
 
+/** Listings answer 1 to 500 records a page, as the real API documents (API.md says 100). */
+export const MAX_PAGE = 500;
+
 /** `POST /v1/person/get` (API.md). */
 export const PersonGetRequest = z.object({
-  limit: z.number().int().min(1).max(100).default(50),
+  limit: z.number().int().min(1).max(MAX_PAGE).default(50),
   offset: z.number().int().min(0).max(10_000_000).default(0),
   cursor_id: z.string().max(2000).optional(),
   sort_by_field_id: z.string().nullable().optional(),
@@ -59,6 +63,8 @@ export interface PersonListing {
   ): Promise<{ keys: string[]; hasMore: boolean }>;
   /** How many people match a search, counting at most `cap` (so the cost is bounded). */
   countSearch(instanceId: string, q: string, cap: number): Promise<number>;
+  /** The names of tags by their IDs (IDs of no tag of the instance are left out). */
+  tagNames(instanceId: string, ids: number[]): Promise<Map<number, string>>;
   /** Every person ID of the instance (for filters and sorts no index answers). */
   allIds(instanceId: string): Promise<string[]>;
   getPeople(instanceId: string, ids: string[]): Promise<Map<string, Person>>;
@@ -118,11 +124,17 @@ type Cursor = z.infer<typeof Cursor>;
 
 const idOf = (key: string) => key.slice(-24);
 
-/** Checks requested field IDs: built-in selectable fields, custom fields, `tags`, `idt::o`. */
+/** Fields a listing can select besides the person fields: the tags and the system fields. */
+const DERIVED_FIELDS = new Set([TAGS_FIELD, TAGS_FIELD_ID, CREATED_FIELD, LAST_SEEN_FIELD]);
+
+/**
+ * Checks requested field IDs: built-in selectable fields (context messages included),
+ * custom fields, the tags (`tags`, `u4s::t`), `idt::o`, and `c` and `l`.
+ */
 export function selectableFields(requested: string[] | undefined, tenant: Tenant): string[] {
   const fields = requested ?? DEFAULT_PERSON_FIELDS;
   fields.forEach((id, index) => {
-    if (id === TAGS_FIELD) return;
+    if (DERIVED_FIELDS.has(id)) return;
     const field = tenant.personFields.get(id);
     if (!field?.selectable) {
       const problem = field ? 'cannot be selected' : 'is not a person field of this instance';
@@ -136,13 +148,11 @@ export function selectableFields(requested: string[] | undefined, tenant: Tenant
 
 /** The `fields` object of a person in a listing: requested values that are set, and `idt::o`. */
 export function projectPerson(person: Person, fields: string[]) {
-  const projected: Record<string, FieldValue | string[]> = {};
+  const projected: Record<string, FieldValue> = {};
   for (const id of fields) {
-    if (id === TAGS_FIELD) projected[id] = person.tags;
-    else if (id !== ORGANIZATION_FIELD) {
-      const value = person.fields[id];
-      if (value !== undefined) projected[id] = value;
-    }
+    if (id === ORGANIZATION_FIELD) continue;
+    const value = DERIVED_FIELDS.has(id) ? systemValue(person, id) : person.fields[id];
+    if (value !== undefined) projected[id] = value;
   }
   if (person.organization_id) projected[ORGANIZATION_FIELD] = person.organization_id;
   return Object.keys(projected).length > 0
@@ -185,15 +195,27 @@ export async function getPeople(
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
   const q = request.q?.trim() ? request.q : undefined;
-  const sortField = request.sort_by_field_id ?? undefined;
-  if (sortField !== undefined && !tenant.personFields.get(sortField)?.stored) {
+  // `c` (created) is the order of the listing index itself.
+  const sortField =
+    request.sort_by_field_id === CREATED_FIELD
+      ? undefined
+      : (request.sort_by_field_id ?? undefined);
+  if (
+    sortField !== undefined &&
+    sortField !== LAST_SEEN_FIELD &&
+    !tenant.personFields.get(sortField)?.stored
+  ) {
     throw new ValidationError(
       `sort_by_field_id: "${sortField}" is not a person field that can be sorted by`,
       [{ field: 'sort_by_field_id', error: 'not a sortable person field' }],
     );
   }
   const hasFilter = request.filter !== undefined && request.filter !== null;
-  const predicate = hasFilter ? compileFilter(request.filter, tenant.personFields) : undefined;
+  const tagIds = hasFilter ? tagIdsOf(request.filter) : [];
+  const tagNames = tagIds.length > 0 ? await listing.tagNames(instanceId, tagIds) : undefined;
+  const predicate: PersonPredicate | undefined = hasFilter
+    ? personPredicate(request.filter, tenant, tagNames)
+    : undefined;
   const sortIndex = sortField === undefined ? 'list' : SORT_INDEXES[sortField];
   const totals = listing.counters(instanceId);
 
@@ -236,6 +258,22 @@ export async function getPeople(
     cursor_id: cursors.encode(found.cursor),
     has_more: found.hasMore,
   };
+}
+
+type PersonPredicate = (person: Person) => boolean;
+
+/** `filter` in the one filter language (audiences' too), read at the time of the request. */
+function personPredicate(
+  filter: unknown,
+  tenant: Tenant,
+  tagNames: ReadonlyMap<number, string> | undefined,
+): PersonPredicate {
+  const compiled = compileFilter(filter, {
+    fields: tenant.personFields,
+    tagName: (idOrName) => (typeof idOrName === 'number' ? tagNames?.get(idOrName) : idOrName),
+  });
+  const now = Date.now();
+  return (person) => compiled({ person }, now).matches;
 }
 
 /** Past the end of a key-based listing, the cursor stays at the end. */
@@ -397,7 +435,7 @@ async function fromScan(
   matches.sort((a, b) =>
     sortField === undefined
       ? direction * a.id.localeCompare(b.id)
-      : compareValues(a.fields[sortField], b.fields[sortField], direction) ||
+      : compareValues(systemValue(a, sortField), systemValue(b, sortField), direction) ||
         a.id.localeCompare(b.id),
   );
   const ids = matches.slice(offset, offset + request.limit).map((person) => person.id);
@@ -419,14 +457,7 @@ function compareValues(
   return direction * (sortable(a) < sortable(b) ? -1 : sortable(a) > sortable(b) ? 1 : 0);
 }
 
-function sortable(value: FieldValue): string | number {
-  if (typeof value === 'number') return value;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (typeof value === 'string') return value.toLowerCase();
-  if ('year' in value) return value.year * 10_000 + value.month * 100 + value.day;
-  if ('name' in value) return value.name.toLowerCase();
-  return `${value.c ?? ''}${value.n}`;
-}
+const sortable = sortKeyOf;
 
 /** `POST /v1/person/get-by-ids` (DESIGN: our addition). */
 export const PersonGetByIdsRequest = z.object({

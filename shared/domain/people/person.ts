@@ -60,4 +60,30 @@ export const PERMISSION_ACTIVITIES = {
 export interface RecordedActivity {
   field_id: string;
   attr: Record<string, FieldValue>;
+  /** The activity's display text, where it has one of its own. */
+  display?: string;
+}
+
+/**
+ * The activity recorded when a field whose changes are tracked (`track_changes`) changes:
+ * the field (`str::field-id`), its value before (`old`) and after (`new`; either absent when
+ * the field had or has none), shown as `Custom: <field name> changed`.
+ */
+export const FIELD_CHANGED = 'act::field-changed';
+
+export function fieldChangedActivity(
+  fieldId: string,
+  label: string,
+  before: FieldValue | undefined,
+  after: FieldValue | undefined,
+): RecordedActivity {
+  return {
+    field_id: FIELD_CHANGED,
+    attr: {
+      'str::field-id': fieldId,
+      ...(before !== undefined ? { old: before } : {}),
+      ...(after !== undefined ? { new: after } : {}),
+    },
+    display: `Custom: ${label} changed`,
+  };
 }

@@ -45,7 +45,7 @@ describe('getInstanceSchema', () => {
     expect(namespaces.oc).toEqual({
       id: 'oc',
       org: true,
-      fields: { 'txt:oc:notes': { id: 'txt:oc:notes', name: 'Notes', display_type: 'long_text' } },
+      fields: { 'txt:oc:notes': { id: 'txt:oc:notes', name: 'Notes', display_type: 'large_text' } },
     });
     const builtIn = namespaces['']?.fields ?? {};
     expect(builtIn['str::person_id']).toEqual({

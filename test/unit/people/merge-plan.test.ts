@@ -85,7 +85,7 @@ describe('findPersonId with find_strategy 2', () => {
 });
 
 describe('planCreate', () => {
-  it('subscribes to email by default, not to SMS, and records only the email permission', () => {
+  it('subscribes to email by default, not to SMS, records only the email permission and keeps its context', () => {
     const plan = planCreate(
       prepare({ fields: { 'str::email': 'n@x.test', 'str::s-ctx': 'Signed up' } }),
       'id',
@@ -96,6 +96,8 @@ describe('planCreate', () => {
       'str::email': 'n@x.test',
       'bol::p': true,
       'bol::sp': false,
+      // The latest context message is kept with the person, selectable as the real API's is.
+      'str::s-ctx': 'Signed up',
     });
     expect(plan.activities).toEqual([
       { field_id: 'act::s-all', attr: { 'str::s-ctx': 'Signed up' } },

@@ -1,10 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
 import { ValidationError } from '../../../shared/domain/errors.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
-import { compileFilter } from '../../../shared/domain/people/person-filter.js';
+import { compileFilter as compileTree } from '../../../shared/domain/filters/filter.js';
 import type { Person } from '../../../shared/domain/people/person.js';
 
 const catalog = FieldCatalog.forPerson([{ id: 'int:cm:score', name: 'Score' }]);
+
+/** person/get's use of the one filter language: a predicate over people, now. */
+function compileFilter(filter: unknown, fields: FieldCatalog) {
+  const compiled = compileTree(filter, { fields });
+  return (subject: Person) => compiled({ person: subject }, Date.now()).matches;
+}
 
 function person(fields: Person['fields'], tags: string[] = [], organization?: string): Person {
   return {
@@ -17,7 +23,7 @@ function person(fields: Person['fields'], tags: string[] = [], organization?: st
   };
 }
 
-describe('person filters', () => {
+describe('person filters (the filter language as person/get uses it)', () => {
   it('matches 0 and "" as having a value, and absent (cleared) as not', () => {
     const has = compileFilter({ $has_any_value: { field_id: 'str::postal' } }, catalog);
     expect(has(person({ 'str::postal': '' }))).toBe(true);
