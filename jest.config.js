@@ -75,10 +75,6 @@ const integrationLocalstack = {
     '/lifecycle\\.test\\.ts$',
     // The local SES gateway itself (raw mail, /messages, /faults) on a fauxqs of its own.
     '/ses-gateway\\.test\\.ts$',
-    // Reads what SES received from the gateway (/messages, /raw/<id>), throttles it through
-    // its POST /faults, and needs the bounces and complaints the gateway makes of the
-    // mailbox simulator's addresses, which LocalStack does not send.
-    '/transactional\\.test\\.ts$',
     // Runs DynamoDB Local and fauxqs itself to kill and restart them, and downs the gateway.
     '/process-faults\\.test\\.ts$',
     // Starts a whole local stack of its own (emulators included) to read its logs.
