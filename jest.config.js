@@ -26,6 +26,8 @@ const common = {
   transform: { '^.+\\.ts$': swc },
   setupFiles: ['<rootDir>/test/setup-env.js'],
   testEnvironment: 'node',
+  // LocalStack's virtual environment and library folder (`npm run localstack`).
+  modulePathIgnorePatterns: ['<rootDir>/.localstack/'],
 };
 
 const integration = {
