@@ -36,11 +36,15 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const LOCALSTACK_VERSION = '4.14.0';
 /** The kinesis-mock release LocalStack 4.14.0 runs (`_KINESIS_MOCK_VERSION` in its source). */
 export const KINESIS_MOCK_VERSION = '0.5.2';
+/** The Lambda runtime-init release LocalStack 4.14.0 would download for each function. */
+export const LAMBDA_RUNTIME_VERSION = 'v0.1.41-pre';
 /** LocalStack 4.14.0 needs Python 3.13: it evaluates `threading.Lock | None` at import. */
 export const PYTHON_VERSION = '3.13';
 
 export interface LocalstackPaths {
   home: string;
+  /** The stand-in `docker` LocalStack is given where the machine has no container runtime. */
+  docker: string;
   venv: string;
   python: string;
   filesystem: string;
@@ -54,6 +58,7 @@ export function localstackPaths(projectRoot: string): LocalstackPaths {
   const filesystem = join(home, 'filesystem');
   return {
     home,
+    docker: join(home, 'bin', 'docker'),
     venv,
     python: join(venv, 'bin', 'python'),
     filesystem,
@@ -84,11 +89,13 @@ export function localstackPort(env: NodeJS.ProcessEnv): number {
  * - `DNS_ADDRESS=0`: no DNS server of its own (it would take port 53);
  * - `DISABLE_EVENTS=1`, `SKIP_SSL_CERT_DOWNLOAD=1`: no analytics, no certificate download.
  * The caller's `AWS_ENDPOINT_URL*` are dropped: LocalStack's own AWS clients must not follow them.
+ * Without a container runtime, `DOCKER_CMD` names the stand-in of `seedLambda`.
  */
 export function localstackEnv(
   env: NodeJS.ProcessEnv,
   paths: LocalstackPaths,
   port: number,
+  dockerStandIn = false,
 ): NodeJS.ProcessEnv {
   const kept = Object.fromEntries(
     Object.entries(env).filter(([name]) => !name.startsWith('AWS_ENDPOINT_URL')),
@@ -103,6 +110,7 @@ export function localstackEnv(
     SKIP_SSL_CERT_DOWNLOAD: '1',
     PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`,
     VIRTUAL_ENV: paths.venv,
+    ...(dockerStandIn ? { DOCKER_CMD: paths.docker } : {}),
   };
 }
 
@@ -244,6 +252,51 @@ function seedLibraries(paths: LocalstackPaths, projectRoot: string): void {
   link(kinesis, join(lib, 'kinesis-local', KINESIS_MOCK_VERSION, 'node_modules', 'kinesis-local'));
 }
 
+/** Whether this machine runs containers (`docker ps` answers): then LocalStack runs Lambdas. */
+function hasContainerRuntime(): boolean {
+  const result = spawnSync('docker', ['ps'], { encoding: 'utf8', timeout: 10_000 });
+  return !result.error && result.status === 0;
+}
+
+const DOCKER_STAND_IN = `#!/bin/sh
+# Written by \`npm run localstack\`: this machine runs no containers. LocalStack creates a
+# Lambda function only once it has "pulled" the function's runtime image; this stand-in says
+# it has, so that functions are created (code, configuration, permissions, event source
+# mappings). Running one needs a container runtime: every other command fails, saying so.
+case "$1" in
+  ps|pull) exit 0 ;;
+  *) echo "npm run localstack: no container runtime on this machine, so Lambda functions are created but cannot run (docker $1)" >&2; exit 1 ;;
+esac
+`;
+
+/**
+ * Without a container runtime: the stand-in `docker` above, and in place of the Lambda
+ * runtime-init binary (which LocalStack copies into each function's container, and would
+ * download) a script that says why it cannot run.
+ */
+function seedLambda(paths: LocalstackPaths): void {
+  mkdirSync(dirname(paths.docker), { recursive: true });
+  writeFileSync(paths.docker, DOCKER_STAND_IN, { mode: 0o755 });
+  const arch = process.arch === 'arm64' ? 'arm64' : 'x86_64';
+  const init = join(
+    paths.libraries,
+    'lambda-runtime',
+    LAMBDA_RUNTIME_VERSION,
+    arch,
+    'var',
+    'rapid',
+    'init',
+  );
+  mkdirSync(dirname(init), { recursive: true });
+  writeFileSync(
+    init,
+    '#!/bin/sh\necho "no container runtime: Lambda functions cannot run" >&2\nexit 1\n',
+    {
+      mode: 0o755,
+    },
+  );
+}
+
 async function checkPortFree(port: number): Promise<void> {
   await new Promise<void>((done, fail) => {
     const probe = createServer();
@@ -293,7 +346,11 @@ async function stop(code: number): Promise<never> {
   if (!stopping && child && child.exitCode === null && child.signalCode === null) {
     stopping = true;
     const running = child;
-    const exited = new Promise<void>((done) => running.once('exit', () => done()));
+    const exited = new Promise<void>((done) => {
+      running.once('exit', () => {
+        done();
+      });
+    });
     running.kill('SIGTERM');
     const timeout = new Promise<void>((done) => setTimeout(done, 20_000).unref());
     await Promise.race([exited, timeout]);
@@ -308,6 +365,8 @@ async function main(): Promise<void> {
   await checkPortFree(port);
   ensureVirtualEnvironment(paths);
   seedLibraries(paths, root);
+  const dockerStandIn = !hasContainerRuntime();
+  if (dockerStandIn) seedLambda(paths);
   // State is in memory; kinesis-mock's and DynamoDB Local's files of an earlier run would
   // otherwise come back as streams and tables of nothing.
   rmSync(join(paths.filesystem, 'tmp'), { recursive: true, force: true });
@@ -316,7 +375,7 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop(0));
   // Its own process group: Ctrl-C reaches this process only, which stops LocalStack in order.
   child = spawn(paths.python, ['-m', 'localstack.runtime.main'], {
-    env: localstackEnv(process.env, paths, port),
+    env: localstackEnv(process.env, paths, port, dockerStandIn),
     stdio: 'inherit',
     detached: true,
   });
@@ -341,6 +400,9 @@ async function main(): Promise<void> {
         [
           '',
           `LocalStack ${version} is ready at ${endpoint} (GET /_localstack/health; Ctrl-C stops it).`,
+          ...(dockerStandIn
+            ? ['  No container runtime here: Lambda functions can be created, not run.']
+            : []),
           `  In another terminal: AWS_ENDPOINT_URL=${endpoint} npm run test:localstack`,
           `                       AWS_ENDPOINT_URL=${endpoint} npm run deploy:localstack`,
           '',

@@ -24,6 +24,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import type { QueueName, TableName } from '../../shared/resources.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 
 /**
  * Alarms and a dashboard for one regional deployment (docs/operations.md is the runbook).
@@ -232,6 +233,10 @@ export class Operations extends Construct {
       heading('SES', `account-wide, and configuration set ${props.sesConfigurationSet}`),
     );
     this.dashboard.addWidgets(...sesWidgets(props.sesConfigurationSet));
+    // Nothing refers to the dashboard, so the LocalStack deploy can drop it whole.
+    if (leftOutOnLocalstack(this, 'AWS::CloudWatch::Dashboard')) {
+      this.node.tryRemoveChild(this.dashboard.node.id);
+    }
   }
 
   /**

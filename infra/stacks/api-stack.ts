@@ -20,6 +20,7 @@ import { WORKERS, type WorkerDefinition } from '../../shared/workers.js';
 import { QUEUES, TABLES } from '../../shared/resources.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
 import { Operations } from '../constructs/operations.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
 
 export interface ApiStackProps extends StackProps {
@@ -261,6 +262,7 @@ export class ApiStack extends Stack {
    * `WAF_FILTERED` gateway response answers it as a 413 in the envelope.
    */
   private addBodyLimitRule(region: Region): void {
+    if (leftOutOnLocalstack(this, 'AWS::WAFv2::WebACL')) return;
     const header = (name: string) => ({ singleHeader: { Name: name } });
     // No sampled requests: WAF would keep whole requests, X-Api-Key included, for hours.
     const visibility = (metricName: string) => ({

@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
 import { EmailSending, type EmailSendingData } from '../constructs/email-sending.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 import {
   BUCKETS,
   QUEUES,
@@ -127,13 +128,16 @@ export class DataStack extends Stack {
       buckets[definition.name] = bucket;
     }
 
-    const placeIndex = new CfnPlaceIndex(this, 'place-index', {
-      indexName: `cdp-${region}-places`,
-      dataSource: 'Esri',
-      // Results are stored on people (their city, region and country).
-      dataSourceConfiguration: { intendedUse: 'Storage' },
-      pricingPlan: 'RequestBasedUsage',
-    });
+    const placeIndexName = `cdp-${region}-places`;
+    const placeIndex = leftOutOnLocalstack(this, 'AWS::Location::PlaceIndex')
+      ? undefined
+      : new CfnPlaceIndex(this, 'place-index', {
+          indexName: placeIndexName,
+          dataSource: 'Esri',
+          // Results are stored on people (their city, region and country).
+          dataSourceConfiguration: { intendedUse: 'Storage' },
+          pricingPlan: 'RequestBasedUsage',
+        });
 
     const email = new EmailSending(this, 'email', {
       region,
@@ -148,7 +152,12 @@ export class DataStack extends Stack {
       queues,
       deadLetters: deadLetterQueues,
       buckets,
-      placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
+      placeIndex: {
+        name: placeIndexName,
+        arn:
+          placeIndex?.attrArn ??
+          this.formatArn({ service: 'geo', resource: 'place-index', resourceName: placeIndexName }),
+      },
       email: email.data,
     };
   }
