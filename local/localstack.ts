@@ -10,11 +10,11 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { httpGet } from './http-get.js';
+import { portProblem } from './port-check.js';
 
 /**
  * `npm run localstack`: LocalStack 4.14 on this machine, without Docker, in the foreground.
@@ -298,23 +298,8 @@ function seedLambda(paths: LocalstackPaths): void {
 }
 
 async function checkPortFree(port: number): Promise<void> {
-  await new Promise<void>((done, fail) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      fail(
-        new LocalstackError(
-          error.code === 'EADDRINUSE'
-            ? `Port ${port} is already in use: stop what is using it, or choose another with LOCALSTACK_PORT=<port>.`
-            : `Cannot listen on port ${port} (LOCALSTACK_PORT): ${error.message}`,
-        ),
-      );
-    });
-    probe.listen(port, '127.0.0.1', () => {
-      probe.close(() => {
-        done();
-      });
-    });
-  });
+  const problem = await portProblem(port, 'LOCALSTACK_PORT');
+  if (problem) throw new LocalstackError(problem);
 }
 
 /** The version `GET /_localstack/health` reports, once LocalStack answers. */
@@ -332,12 +317,56 @@ export async function healthVersion(endpoint: string): Promise<string | undefine
 let child: ChildProcess | undefined;
 let stopping = false;
 
-function killGroup(signal: NodeJS.Signals): void {
-  if (child?.pid === undefined) return;
+/**
+ * The processes LocalStack started, read from /proc: DynamoDB Local runs in a process group of
+ * its own, which a kill of LocalStack's group would not reach.
+ */
+function descendantsOf(pid: number): number[] {
+  const parents = new Map<number, number[]>();
+  for (const entry of existsSync('/proc') ? readdirSync('/proc') : []) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // `pid (comm) state ppid …`; comm may hold spaces, so read after its closing parenthesis.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const kid of parents.get(parent) ?? []) {
+      found.push(kid);
+      visit(kid);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+function commandOf(pid: number): string | undefined {
   try {
-    process.kill(-child.pid, signal);
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
   } catch {
-    // The group is gone already.
+    return undefined;
+  }
+}
+
+let started: { pid: number; command: string | undefined }[] = [];
+
+/** Kills what is left: LocalStack's group, and each process it started that is still that process. */
+function killAll(): void {
+  const left = started.filter(({ pid, command }) => commandOf(pid) === command);
+  for (const pid of [
+    ...(child?.pid === undefined ? [] : [-child.pid]),
+    ...left.map((p) => p.pid),
+  ]) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
   }
 }
 
@@ -346,6 +375,9 @@ async function stop(code: number): Promise<never> {
   if (!stopping && child && child.exitCode === null && child.signalCode === null) {
     stopping = true;
     const running = child;
+    if (running.pid !== undefined) {
+      started = descendantsOf(running.pid).map((pid) => ({ pid, command: commandOf(pid) }));
+    }
     const exited = new Promise<void>((done) => {
       running.once('exit', () => {
         done();
@@ -355,7 +387,7 @@ async function stop(code: number): Promise<never> {
     const timeout = new Promise<void>((done) => setTimeout(done, 20_000).unref());
     await Promise.race([exited, timeout]);
   }
-  killGroup('SIGKILL');
+  killAll();
   process.exit(code);
 }
 

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -49,6 +48,7 @@ import {
   type QueueUrls,
 } from './resources.js';
 import { httpGet } from './http-get.js';
+import { portProblem } from './port-check.js';
 import { startSesGateway } from './ses-gateway.js';
 import {
   AWS_SERVICES,
@@ -116,23 +116,8 @@ function checkJava(): void {
 }
 
 async function checkPortFree(port: number, variable: string): Promise<void> {
-  await new Promise<void>((done, fail) => {
-    const probe: Server = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      fail(
-        new StartupError(
-          error.code === 'EADDRINUSE'
-            ? `Port ${port} is already in use: stop what is using it, or choose another with ${variable}=<port>.`
-            : `Cannot listen on port ${port} (${variable}): ${error.message}`,
-        ),
-      );
-    });
-    probe.listen(port, '127.0.0.1', () => {
-      probe.close(() => {
-        done();
-      });
-    });
-  });
+  const problem = await portProblem(port, variable);
+  if (problem) throw new StartupError(problem);
 }
 
 function loadConfiguration(settings: StackSettings): {
