@@ -132,7 +132,8 @@ export class EmailSending extends Construct {
     });
 
     this.data = {
-      configurationSet: configurationSetName,
+      // The set's own name (a reference) where it is created: the API stack then depends on it.
+      configurationSet: configurationSet?.configurationSetName ?? configurationSetName,
       fallbackDomain: props.fallbackDomain,
       domains,
     };
