@@ -27,6 +27,7 @@ import {
 } from '@aws-sdk/client-sns';
 import { GetQueueAttributesCommand, GetQueueUrlCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { LEFT_OUT_ON_LOCALSTACK } from '../infra/localstack.js';
+import { functionSpecs } from '../infra/stacks/function-groups.js';
 import type { Region } from '../shared/domain/regions.js';
 import { STAGE_NAME } from '../shared/edge.js';
 import { QUEUES, TABLES, queueName, tableName } from '../shared/resources.js';
@@ -321,6 +322,28 @@ export function apiMethods(resources: ApiResource[]): Map<string, string | undef
   return methods;
 }
 
+/**
+ * Routes that share a folder of `functions/` share one deployed function, and no two
+ * folders share one: the deployed integrations follow the routes table, not just exist.
+ */
+export function folderRow(methods: Map<string, string | undefined>): CheckRow {
+  const byFolder = new Map<string, Set<string | undefined>>();
+  for (const route of ROUTES) {
+    const fns = byFolder.get(route.function) ?? new Set<string | undefined>();
+    fns.add(methods.get(routeKey(route)));
+    byFolder.set(route.function, fns);
+  }
+  const split = [...byFolder].filter(([, fns]) => fns.size !== 1).map(([folder]) => folder);
+  const distinct = new Set([...byFolder.values()].flatMap((fns) => [...fns]));
+  return {
+    what: 'route functions',
+    name: `${byFolder.size} folders, ${distinct.size} functions`,
+    detail:
+      split.length > 0 ? `split over functions: ${split.join(', ')}` : 'one function per folder',
+    ok: split.length === 0 && distinct.size === byFolder.size && !distinct.has(undefined),
+  };
+}
+
 async function checkApi(
   clients: DeployClients,
   deployed: DeployedResource[],
@@ -357,6 +380,7 @@ async function checkApi(
         ok: fn !== undefined && functions.has(fn),
       });
     }
+    rows.push(folderRow(methods));
   }
   if (rows.length === 0) rows.push({ what: 'REST API', name: '-', detail: 'missing', ok: false });
   return rows;
@@ -381,12 +405,14 @@ async function checkFunctions(
       states.set(state, (states.get(state) ?? 0) + 1);
     }),
   );
-  const expected = ROUTES.length + WORKERS.length + 1;
+  // One per folder of the routes table (routes may share one), the fallback, one per worker.
+  const expected = functionSpecs(ROUTES, WORKERS).length;
+  const folders = new Set(ROUTES.map((route) => route.function)).size;
   const rows: CheckRow[] = [
     {
       what: 'functions',
       name: `${found.size} of ${names.length} found`,
-      detail: `one per route (${ROUTES.length}), per worker (${WORKERS.length}) and the fallback; ${[...states].map(([state, count]) => `${count} ${state}`).join(', ')}`,
+      detail: `one per folder of the routes (${folders}), per worker (${WORKERS.length}) and the fallback; ${[...states].map(([state, count]) => `${count} ${state}`).join(', ')}`,
       ok:
         found.size === names.length &&
         names.length === expected &&

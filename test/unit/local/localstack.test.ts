@@ -15,9 +15,11 @@ import { deployEndpoint } from '../../../local/deploy-localstack.js';
 import {
   apiMethods,
   compareWithTemplates,
+  folderRow,
   stackResources,
 } from '../../../local/localstack-deploy-check.js';
 import { offersSesV2 } from '../../../local/settings.js';
+import { ROUTES, routeKey } from '../../../shared/routes.js';
 
 /** `npm run localstack`, `npm run deploy:localstack` and the choice of SES v2 endpoint. */
 describe('npm run localstack', () => {
@@ -205,5 +207,27 @@ describe('npm run deploy:localstack', () => {
       ['POST /v1/person/merge', 'merge-fn'],
       ['ANY /v1/person/merge', undefined],
     ]);
+  });
+  it('wants one deployed function per folder of the routes table', () => {
+    const byFolder = new Map(ROUTES.map((route) => [routeKey(route), `fn-${route.function}`]));
+    const folders = new Set(ROUTES.map((route) => route.function)).size;
+    expect(folderRow(byFolder)).toMatchObject({
+      name: `${folders} folders, ${folders} functions`,
+      detail: 'one function per folder',
+      ok: true,
+    });
+
+    // The two delete routes share organizations-delete: deployed apart, they are split.
+    const split = new Map(byFolder).set('DELETE /v1/accounts/delete', 'another-fn');
+    expect(folderRow(split)).toMatchObject({
+      detail: 'split over functions: organizations-delete',
+      ok: false,
+    });
+
+    // Two folders behind one function, or a route without one, fail too.
+    const merged = new Map(byFolder).set('POST /v1/person/merge', 'fn-organizations-delete');
+    expect(folderRow(merged).ok).toBe(false);
+    const missing = new Map(byFolder).set('POST /v1/person/merge', undefined);
+    expect(folderRow(missing).ok).toBe(false);
   });
 });
