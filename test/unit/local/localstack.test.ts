@@ -208,8 +208,11 @@ describe('npm run deploy:localstack', () => {
       ['ANY /v1/person/merge', undefined],
     ]);
   });
+
   it('wants one deployed function per folder of the routes table', () => {
-    const byFolder = new Map(ROUTES.map((route) => [routeKey(route), `fn-${route.function}`]));
+    const byFolder = new Map<string, string | undefined>(
+      ROUTES.map((route) => [routeKey(route), `fn-${route.function}`]),
+    );
     const folders = new Set(ROUTES.map((route) => route.function)).size;
     expect(folderRow(byFolder)).toMatchObject({
       name: `${folders} folders, ${folders} functions`,
