@@ -92,9 +92,9 @@ const external = process.env.CDP_AWS_ENDPOINT === 'external';
 export default {
   // Integration and infra tests start processes and synthesize stacks; unit tests finish in ms.
   // On LocalStack every DynamoDB, SQS and SNS call passes its Python gateway: on 2 busy cores
-  // the fuzz file (6,800 requests) took 100-125 s there, against ~30 s on the local emulators.
+  // the fuzz file (6,800 requests) took 125-245 s there, against ~30 s on the local emulators.
   // (Jest reads testTimeout from here only: a project's own is ignored.)
-  testTimeout: external ? 300000 : 120000,
+  testTimeout: external ? 600000 : 120000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     ...(external ? [integrationLocalstack] : [integration, integrationFaults]),
