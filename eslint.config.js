@@ -4,7 +4,16 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'cdk.out/', '.data/', 'coverage/', '.bench/', '.scratch/', '.venv/'],
+    ignores: [
+      'node_modules/',
+      'cdk.out/',
+      '.data/',
+      'coverage/',
+      '.bench/',
+      '.scratch/',
+      '.venv/',
+      '.localstack/',
+    ],
   },
   eslint.configs.recommended,
   ...tseslint.configs.strictTypeChecked,

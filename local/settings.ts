@@ -54,10 +54,22 @@ export type AwsService = (typeof AWS_SERVICES)[number];
 export interface ExternalAws {
   /** Each service's endpoint: `AWS_ENDPOINT_URL_<SERVICE>`, else `AWS_ENDPOINT_URL`. */
   endpoints: Record<AwsService, string>;
+  /** `AWS_ENDPOINT_URL_SESV2` was given: SES v2 is there, whatever LocalStack offers. */
+  sesv2Named: boolean;
+  /**
+   * SES v2 goes to the project's SES stand-in, run by the stack on `$SES_PORT`, because the
+   * endpoint has none (LocalStack's free edition has SES v1 only): `useSesStandIn`.
+   */
+  sesStandIn: boolean;
 }
 
-/** Where LocalStack listens unless `AWS_ENDPOINT_URL` says otherwise. */
-export const DEFAULT_EXTERNAL_ENDPOINT = 'http://localhost:4566';
+/**
+ * Where LocalStack listens unless `AWS_ENDPOINT_URL` says otherwise: `$LOCALSTACK_PORT`, the
+ * port `npm run localstack` takes too, else LocalStack's own 4566.
+ */
+export function defaultExternalEndpoint(env: NodeJS.ProcessEnv = process.env): string {
+  return `http://localhost:${env.LOCALSTACK_PORT || '4566'}`;
+}
 
 function portFrom(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -90,14 +102,36 @@ function readExternalAws(env: NodeJS.ProcessEnv): ExternalAws | undefined {
   }
   const shared = env.AWS_ENDPOINT_URL
     ? urlFrom('AWS_ENDPOINT_URL', env.AWS_ENDPOINT_URL)
-    : DEFAULT_EXTERNAL_ENDPOINT;
+    : urlFrom('LOCALSTACK_PORT', defaultExternalEndpoint(env));
   const endpoints = {} as Record<AwsService, string>;
   for (const service of AWS_SERVICES) {
     const name = `AWS_ENDPOINT_URL_${service}`;
     const own = env[name];
     endpoints[service] = own ? urlFrom(name, own) : shared;
   }
-  return { endpoints };
+  return { endpoints, sesv2Named: Boolean(env.AWS_ENDPOINT_URL_SESV2), sesStandIn: false };
+}
+
+/**
+ * Whether an endpoint offers SES v2. LocalStack lists its services at `/_localstack/health`
+ * (its free edition: `ses`, not `sesv2`); an endpoint that does not answer there is taken to
+ * be another emulator of AWS, with SES v2.
+ */
+export function offersSesV2(health: { status: number; body: string } | undefined): boolean {
+  if (health?.status !== 200) return true;
+  try {
+    const { services } = JSON.parse(health.body) as { services?: Record<string, unknown> };
+    return services === undefined || 'sesv2' in services;
+  } catch {
+    return true;
+  }
+}
+
+/** Sends SES v2 to the project's SES stand-in, which the stack then runs on `$SES_PORT`. */
+export function useSesStandIn(settings: StackSettings): void {
+  if (!settings.external) return;
+  settings.external.endpoints.SESV2 = `http://${settings.host}:${settings.sesPort}`;
+  settings.external.sesStandIn = true;
 }
 
 export function readStackSettings(): StackSettings {

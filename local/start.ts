@@ -1,7 +1,6 @@
 import { configAudienceApplier } from '../shared/worker/audience-runtime.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
@@ -51,13 +50,17 @@ import {
   purgeQueues,
   type QueueUrls,
 } from './resources.js';
+import { httpGet } from './http-get.js';
+import { portProblem } from './port-check.js';
 import { startSesGateway } from './ses-gateway.js';
 import {
   AWS_SERVICES,
   baseUrl,
   localAwsEnv,
+  offersSesV2,
   readStackSettings,
   regionPort,
+  useSesStandIn,
   type ExternalAws,
   type StackSettings,
 } from './settings.js';
@@ -116,23 +119,8 @@ function checkJava(): void {
 }
 
 async function checkPortFree(port: number, variable: string): Promise<void> {
-  await new Promise<void>((done, fail) => {
-    const probe: Server = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => {
-      fail(
-        new StartupError(
-          error.code === 'EADDRINUSE'
-            ? `Port ${port} is already in use: stop what is using it, or choose another with ${variable}=<port>.`
-            : `Cannot listen on port ${port} (${variable}): ${error.message}`,
-        ),
-      );
-    });
-    probe.listen(port, '127.0.0.1', () => {
-      probe.close(() => {
-        done();
-      });
-    });
-  });
+  const problem = await portProblem(port, variable);
+  if (problem) throw new StartupError(problem);
 }
 
 function loadConfiguration(settings: StackSettings): {
@@ -192,9 +180,9 @@ async function checkExternalEndpoints(external: ExternalAws): Promise<void> {
   }
   for (const [url, services] of variables) {
     try {
-      await fetch(url, { signal: AbortSignal.timeout(3_000) });
+      await httpGet(url, 3_000);
     } catch (error) {
-      const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).name;
+      const cause = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
       throw new StartupError(
         `CDP_AWS_ENDPOINT=external, but nothing answers at ${url} (${cause}), the endpoint of ` +
           `${services.join(', ')}: start LocalStack (\`localstack start\`) or set AWS_ENDPOINT_URL ` +
@@ -202,6 +190,21 @@ async function checkExternalEndpoints(external: ExternalAws): Promise<void> {
       );
     }
   }
+}
+
+/**
+ * SES v2 for an external endpoint: the endpoint's own when `AWS_ENDPOINT_URL_SESV2` names one
+ * or LocalStack lists `sesv2`; else (LocalStack's free edition has SES v1 only) the project's
+ * SES stand-in, run here on `$SES_PORT` and publishing SES's events to the endpoint's SNS.
+ */
+async function chooseExternalSes(settings: StackSettings, external: ExternalAws): Promise<void> {
+  if (external.sesv2Named) return;
+  const health = await httpGet(`${external.endpoints.SESV2}/_localstack/health`, 3_000).catch(
+    () => undefined,
+  );
+  if (offersSesV2(health)) return;
+  await checkPortFree(settings.sesPort, 'SES_PORT');
+  useSesStandIn(settings);
 }
 
 async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
@@ -338,10 +341,16 @@ async function startRegion(settings: StackSettings, region: Region, queues: Regi
 
 function serviceLines(settings: StackSettings): string[] {
   if (settings.external) {
-    const { endpoints } = settings.external;
+    const { endpoints, sesStandIn } = settings.external;
+    const standIn = (service: string) =>
+      sesStandIn && service === 'SESV2'
+        ? "  (the project's SES stand-in: the endpoint has no SES v2; sent mail at /)"
+        : '';
     return [
-      '  AWS services (CDP_AWS_ENDPOINT=external; nothing emulated here):',
-      ...AWS_SERVICES.map((service) => `    ${service.padEnd(9)} ${endpoints[service]}`),
+      `  AWS services (CDP_AWS_ENDPOINT=external; ${sesStandIn ? 'SES v2 alone' : 'nothing'} emulated here):`,
+      ...AWS_SERVICES.map(
+        (service) => `    ${service.padEnd(9)} ${endpoints[service]}${standIn(service)}`,
+      ),
       settings.ephemeral
         ? '  Data: emptied at start (CDP_EPHEMERAL=1), then kept by that endpoint'
         : '  Data: kept by that endpoint',
@@ -422,6 +431,8 @@ async function main(): Promise<void> {
   let dynamodb: DynamoDBClient;
   if (external) {
     await checkExternalEndpoints(external);
+    await chooseExternalSes(settings, external);
+    Object.assign(process.env, localAwsEnv(settings));
     dynamodb = createDynamoDbClient();
   } else {
     dynamodb = await startDynamoDb(settings);
@@ -452,7 +463,9 @@ async function main(): Promise<void> {
     await ensureBuckets(s3, region);
     // The local SES gateway sends from any address and maps configuration sets to topics
     // itself (`sesTopics`); an external SES needs the identities and the configuration set.
-    if (external) await ensureSesSending(ses, region, topic, sendingDomains(configuration, region));
+    if (external && !external.sesStandIn) {
+      await ensureSesSending(ses, region, topic, sendingDomains(configuration, region));
+    }
     const store = new DynamoConfigStore(documents, tableName(region, 'config'));
     const people = new DynamoPeopleStore(documents, {
       people: tableName(region, 'people'),
@@ -472,7 +485,7 @@ async function main(): Promise<void> {
       audiences,
     });
   }
-  if (!external) await startSes(settings, sns, sesTopics);
+  if (!external || external.sesStandIn) await startSes(settings, sns, sesTopics);
   await Promise.all(
     REGIONS.map((region) => startRegion(settings, region, queues.get(region) as RegionQueues)),
   );

@@ -13,6 +13,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import { sesConfigurationSet } from '../../shared/resources.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 
 export interface EmailSendingProps {
   region: Region;
@@ -89,31 +90,36 @@ export class EmailSending extends Construct {
       }),
     );
 
-    const configurationSet = new ConfigurationSet(this, 'configuration-set', {
-      configurationSetName: sesConfigurationSet(props.region),
-      // Bounce and complaint rates per set, for the alarms.
-      reputationMetrics: true,
-      sendingEnabled: true,
-    });
-    configurationSet.addEventDestination('events', {
-      destination: EventDestination.snsTopic(topic),
-      events: [
-        EmailSendingEvent.SEND,
-        EmailSendingEvent.DELIVERY,
-        EmailSendingEvent.BOUNCE,
-        EmailSendingEvent.COMPLAINT,
-        EmailSendingEvent.REJECT,
-      ],
-    });
+    const configurationSetName = sesConfigurationSet(props.region);
+    let configurationSet: ConfigurationSet | undefined;
+    if (!leftOutOnLocalstack(this, 'AWS::SES::ConfigurationSet')) {
+      configurationSet = new ConfigurationSet(this, 'configuration-set', {
+        configurationSetName,
+        // Bounce and complaint rates per set, for the alarms.
+        reputationMetrics: true,
+        sendingEnabled: true,
+      });
+      configurationSet.addEventDestination('events', {
+        destination: EventDestination.snsTopic(topic),
+        events: [
+          EmailSendingEvent.SEND,
+          EmailSendingEvent.DELIVERY,
+          EmailSendingEvent.BOUNCE,
+          EmailSendingEvent.COMPLAINT,
+          EmailSendingEvent.REJECT,
+        ],
+      });
+    }
 
     // SES identities are case-insensitive: one per domain, however the files spell it.
     const domains = [
       ...new Set([props.fallbackDomain, ...props.sendingDomains].map((d) => d.toLowerCase())),
     ].sort();
-    domains.forEach((domain) => {
+    const identities = leftOutOnLocalstack(this, 'AWS::SES::EmailIdentity') ? [] : domains;
+    identities.forEach((domain) => {
       const identity = new EmailIdentity(this, `identity-${domain}`, {
         identity: Identity.domain(domain),
-        configurationSet,
+        ...(configurationSet ? { configurationSet } : {}),
       });
       identity.dkimRecords.forEach((record, index) => {
         // Output IDs are alphanumeric: the domain's position keeps `a-b.com` and `ab.com` apart.
@@ -126,7 +132,8 @@ export class EmailSending extends Construct {
     });
 
     this.data = {
-      configurationSet: configurationSet.configurationSetName,
+      // The set's own name (a reference) where it is created: the API stack then depends on it.
+      configurationSet: configurationSet?.configurationSetName ?? configurationSetName,
       fallbackDomain: props.fallbackDomain,
       domains,
     };

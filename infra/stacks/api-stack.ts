@@ -25,6 +25,7 @@ import {
 } from '../../shared/workers.js';
 import { QUEUES, TABLES } from '../../shared/resources.js';
 import { Operations, type MonitoredFunction } from '../constructs/operations.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
 import { functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
 import { FunctionStack } from './function-stack.js';
@@ -143,7 +144,10 @@ export class ApiStack extends Stack {
         this.functions.push({ name, fn });
       }
     }
-    operations.addDashboard(this.functions);
+    // Nothing refers to the dashboard, so the LocalStack deploy can leave it out whole.
+    if (!leftOutOnLocalstack(this, 'AWS::CloudWatch::Dashboard')) {
+      operations.addDashboard(this.functions);
+    }
     const functionOf = (name: string): IFunction => {
       const fn = deployed.get(name);
       if (!fn) throw new Error(`No function ${name} was deployed`);
@@ -273,6 +277,7 @@ export class ApiStack extends Stack {
    * `WAF_FILTERED` gateway response answers it as a 413 in the envelope.
    */
   private addBodyLimitRule(region: Region): void {
+    if (leftOutOnLocalstack(this, 'AWS::WAFv2::WebACL')) return;
     const header = (name: string) => ({ singleHeader: { Name: name } });
     // No sampled requests: WAF would keep whole requests, X-Api-Key included, for hours.
     const visibility = (metricName: string) => ({

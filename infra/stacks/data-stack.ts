@@ -18,6 +18,7 @@ import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
 import { AudienceRecheckSchedule } from '../constructs/audience-schedule.js';
 import { EmailSending, type EmailSendingData } from '../constructs/email-sending.js';
+import { leftOutOnLocalstack } from '../localstack.js';
 import {
   BUCKETS,
   QUEUES,
@@ -153,13 +154,16 @@ export class DataStack extends Stack {
       buckets[definition.name] = bucket;
     }
 
-    const placeIndex = new CfnPlaceIndex(this, 'place-index', {
-      indexName: `cdp-${region}-places`,
-      dataSource: 'Esri',
-      // Results are stored on people (their city, region and country).
-      dataSourceConfiguration: { intendedUse: 'Storage' },
-      pricingPlan: 'RequestBasedUsage',
-    });
+    const placeIndexName = `cdp-${region}-places`;
+    const placeIndex = leftOutOnLocalstack(this, 'AWS::Location::PlaceIndex')
+      ? undefined
+      : new CfnPlaceIndex(this, 'place-index', {
+          indexName: placeIndexName,
+          dataSource: 'Esri',
+          // Results are stored on people (their city, region and country).
+          dataSourceConfiguration: { intendedUse: 'Storage' },
+          pricingPlan: 'RequestBasedUsage',
+        });
 
     const email = new EmailSending(this, 'email', {
       region,
@@ -175,7 +179,12 @@ export class DataStack extends Stack {
       deadLetters: deadLetterQueues,
       streamFailures,
       buckets,
-      placeIndex: { name: placeIndex.indexName, arn: placeIndex.attrArn },
+      placeIndex: {
+        name: placeIndexName,
+        arn:
+          placeIndex?.attrArn ??
+          this.formatArn({ service: 'geo', resource: 'place-index', resourceName: placeIndexName }),
+      },
       email: email.data,
     };
   }

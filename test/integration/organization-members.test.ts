@@ -137,14 +137,25 @@ describe('organization contacts', () => {
     const responses = await Promise.all(requests.map((ids) => contacts('add', org, ids)));
     const accepted = responses.filter((r) => r.status === 200);
     const refused = responses.filter((r) => r.status === 400);
+    // A request that ran out of time (a thousand moves on a slower store: LocalStack, a busy
+    // machine) stops before its deadline with a 503 whose details name who it linked.
+    const partial = responses.filter((r) => r.status === 503);
     expect(refused.length).toBeGreaterThanOrEqual(1);
     for (const response of refused)
       expect(response.body.error).toMatch(/would pass the limit of 3000/);
     const members = await membersOf(org);
     expect(members.length).toBeLessThanOrEqual(3000);
-    const expected = requests.filter((_, i) => responses[i]?.status === 200).flat();
-    expect(members.length).toBe(expected.length);
-    expect(accepted.length + refused.length).toBe(4);
+    const linkedByPartial = partial.flatMap((response) =>
+      (response.body.details as { person_id: string; status: string }[])
+        .filter((detail) => detail.status === 'linked')
+        .map((detail) => detail.person_id),
+    );
+    const expected = [
+      ...requests.filter((_, i) => responses[i]?.status === 200).flat(),
+      ...linkedByPartial,
+    ];
+    expect([...members].sort()).toEqual([...expected].sort());
+    expect(accepted.length + refused.length + partial.length).toBe(4);
     // Full now: one more is refused.
     if (members.length === 3000) {
       const more = await contacts('add', org, [small[4] ?? '']);

@@ -140,11 +140,11 @@ async function movePerson(
   let where = current;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
     if (where === target || (target === undefined && where !== from)) return 'unchanged';
-    if (attempt > 0) {
-      const wait = backoffMs(attempt, 10, 500);
-      if (!canWait(wait)) break;
-      await sleep(wait);
-    }
+    // The first attempt too: a request of a thousand people must not start moving one after
+    // its deadline, or the function's timeout answers a bare 500 while the moves go on.
+    const wait = attempt > 0 ? backoffMs(attempt, 10, 500) : 0;
+    if (!canWait(wait)) break;
+    if (wait > 0) await sleep(wait);
     const result =
       target === undefined
         ? await store.unlink(instanceId, personId, from ?? '')

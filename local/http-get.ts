@@ -1,0 +1,29 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+export interface HttpAnswer {
+  status: number;
+  body: string;
+}
+
+/**
+ * A GET with Node's own HTTP client, for endpoints the user names (LocalStack's port). Not
+ * `fetch`: it refuses the ports browsers block (6566, 6000, 5060, …) with "bad port", and
+ * LocalStack may well be on one of them.
+ */
+export function httpGet(url: string, timeoutMs: number): Promise<HttpAnswer> {
+  const request = new URL(url).protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: 'GET', timeout: timeoutMs }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
+      });
+      response.on('error', reject);
+    });
+    outgoing.on('timeout', () => outgoing.destroy(new Error('timed out')));
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
