@@ -11,6 +11,7 @@ import { repairCounts } from '../shared/adapters/counter-repair.js';
 import { DynamoRequestStore } from '../shared/adapters/request-store.js';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { listDeadLetters, redriveDeadLetters } from './dead-letters.js';
+import { DynamoEmailStore } from '../shared/adapters/email-store.js';
 import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
@@ -28,7 +29,7 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  *   repair counts [--instance <id>] [--region default|au|eu]
  *   dlq list [--queue ingest] [--region default|au|eu]
- *   dlq redrive [--queue ingest] [--message <message or request ID>] [--region default|au|eu]
+ *   dlq redrive [--queue ingest] [--message <message, request or email ID>] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
  * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name. With
  * `CDP_AWS_ENDPOINT=external` it talks to the local stack run on an external endpoint
@@ -89,12 +90,23 @@ async function deadLetters(
 ): Promise<void> {
   const sqs = queues(region);
   if (action === 'list') {
-    const requests = new DynamoRequestStore(documents(region), tableName(region, 'requests'));
-    const letters = await listDeadLetters(sqs, requests, region, queue);
+    const db = documents(region);
+    const letters = await listDeadLetters(
+      sqs,
+      {
+        requests: new DynamoRequestStore(db, tableName(region, 'requests')),
+        emails: new DynamoEmailStore(db, { emails: tableName(region, 'emails') }),
+      },
+      region,
+      queue,
+    );
     console.log(`Dead letters of ${queueName(region, queue)}: ${letters.length}`);
     for (const letter of letters) {
+      const what = letter.emailId
+        ? `email ${letter.emailId} (instance ${letter.instance ?? '?'}): ${letter.state ?? '?'}`
+        : `request ${letter.requestId ?? '?'} (${letter.kind ?? '?'}, instance ${letter.instance ?? '?'}, accepted ${letter.acceptedAt ?? '?'})`;
       console.log(
-        `  ${letter.messageId}  request ${letter.requestId ?? '?'} (${letter.kind ?? '?'}, instance ${letter.instance ?? '?'}, accepted ${letter.acceptedAt ?? '?'}), received ${letter.receives} times${letter.reason ? `: ${letter.reason}` : ''}`,
+        `  ${letter.messageId}  ${what}, received ${letter.receives} times${letter.reason ? `: ${letter.reason}` : ''}`,
       );
     }
     return;
@@ -103,7 +115,9 @@ async function deadLetters(
     const moved = await redriveDeadLetters(sqs, region, queue, only);
     console.log(`Moved back to ${queueName(region, queue)}: ${moved.length}`);
     for (const letter of moved) {
-      console.log(`  ${letter.messageId}  request ${letter.requestId ?? '?'}`);
+      console.log(
+        `  ${letter.messageId}  ${letter.emailId ? `email ${letter.emailId}` : `request ${letter.requestId ?? '?'}`}`,
+      );
     }
     return;
   }

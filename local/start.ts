@@ -32,6 +32,7 @@ import {
   TABLES,
   bucketVariable,
   localBucketName,
+  queueName,
   queueUrlVariable,
   sesConfigurationSet,
   tableName,
@@ -293,6 +294,12 @@ function regionEnv(settings: StackSettings, region: Region, queues: QueueUrls) {
   for (const [queue, url] of Object.entries(queues)) {
     env[queueUrlVariable(queue as keyof QueueUrls)] = url;
   }
+  // The email worker reads the depth of the SES events' dead-letter queue (deliver.ts): its
+  // URL is the events queue's, with the dead-letter queue's name.
+  env.EMAIL_EVENTS_DLQ_URL = queues['email-events'].replace(
+    /[^/]+$/,
+    queueName(region, 'email-events', true),
+  );
   return env;
 }
 

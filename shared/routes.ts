@@ -46,6 +46,11 @@ export type Access =
   | 'queue:email:retry'
   /** The same for the SES events queue. */
   | 'queue:email-events:retry'
+  /**
+   * The depth of the SES events' dead-letter queue, and the fallback domain: what proves
+   * that SES did not take an email before it is sent again (the email worker).
+   */
+  | 'queue:email-events:dead-letters'
   /** Sending raw email through SES with the region's configuration set. */
   | 'ses:send';
 

@@ -16,6 +16,7 @@ import {
 } from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
+import { grantDeliveryProof } from './delivery-proof.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -269,6 +270,9 @@ export class CdpFunction extends Construct {
           this.fn.addEnvironment('SES_CONFIGURATION_SET', data.email.configurationSet);
           break;
         }
+        case 'queue:email-events:dead-letters':
+          grantDeliveryProof(this.fn, data);
+          break;
         case 'geo':
           this.fn.addToRolePolicy(
             new PolicyStatement({

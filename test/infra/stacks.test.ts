@@ -125,11 +125,11 @@ function touchesOf(statements: Statement[]): string[] {
       const table = /FnGetAtt(config|people|organizations|activities|requests|emails)table/.exec(
         text,
       );
-      const queue = /FnGetAtt(ingest|emailevents|email)queue/.exec(text);
+      const queue = /FnGetAtt(ingest|emailevents|email)(queue|dlq)/.exec(text);
       const target = table
         ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
         : queue
-          ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}`
+          ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}${queue[2] === 'dlq' ? ':dlq' : ''}`
           : text.includes('payloadsbucket')
             ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
             : text.includes(':identity/')
@@ -180,6 +180,8 @@ function expectedTouches(
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
       }
+    } else if (need === 'queue:email-events:dead-letters') {
+      touches.add('sqs:GetQueueAttributes queue:email-events:dlq');
     } else if (need.startsWith('queue:') && need.endsWith(':retry')) {
       touches.add(`sqs:ChangeMessageVisibility queue:${need.slice(6, -6)}`);
     } else if (need === 'ses:send') {

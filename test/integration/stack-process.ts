@@ -155,6 +155,9 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).
     INGEST_RETRY_BASE_SECONDS: '0.5',
     EMAIL_RETRY_BASE_SECONDS: '0.5',
+    // SES events retried after 0.5 … 4 s, all within a confirmation window of 10 s.
+    EMAIL_EVENTS_RETRY_BASE_SECONDS: '0.5',
+    EMAIL_CONFIRM_WINDOW_SECONDS: '10',
     ...extra,
   };
 }

@@ -7,6 +7,8 @@ import {
   type ErrorDetail,
 } from '../errors.js';
 import { newId } from '../ids.js';
+import { MaybeQueuedError } from '../ingest/ingest.js';
+import { currentDeadline } from '../../lib/time-budget.js';
 import type { AssetConfig, CampaignConfig } from '../instance-config.js';
 import { mergePeople, type MergeContext, type MergeResult } from '../people/merge-people.js';
 import { EMAIL, type Person } from '../people/person.js';
@@ -275,7 +277,7 @@ export async function sendTransactional(
       entry.error = error.message;
     }
   }
-  await recordAndQueue(records, jobs, results, context);
+  await queueAndRecord(records, jobs, results, context, { queued: new Set(), written: new Set() });
   // People merged are written: then the answer says what became of each entry, even if no
   // email could be made; only a request that wrote nothing is a 400.
   if (results.every((entry) => entry.email_status === 'invalid' && !entry.person_id)) {
@@ -467,56 +469,83 @@ function splitAddress(address: string): [string, string] {
   return [address.slice(0, at), address.slice(at + 1).toLowerCase()];
 }
 
+/** What the queue confirmed and the emails table stored, over all chunks of a request. */
+interface Outcome {
+  queued: Set<string>;
+  written: Set<string>;
+}
+
+/** The error of an email whose message the queue may hold but never confirmed. */
+export const NOT_QUEUED =
+  'the email queue did not confirm this email: it is not sent (send it again)';
+
 /**
- * Records every email, then queues those to send. A failure part-way answers 503 with what
- * happened to each entry; emails recorded but not queued are marked failed.
+ * Queues the emails to send, then records every email: a record says `queued` only once its
+ * message is in the queue, so that no email is left `queued` with nothing behind it, whatever
+ * fails. A message whose queueing is uncertain (the queue's answer was lost) is recorded
+ * `failed`, which its message, if it exists, then finds and does not send; a message whose
+ * record cannot be written is dropped by the worker once `record_by` (this request's
+ * deadline) has passed. A failure part-way answers 503 with what happened to each entry.
  */
-async function recordAndQueue(
+async function queueAndRecord(
   records: EmailRecord[],
   jobs: EmailJob[],
   results: SendEntryResult[],
   context: SendContext,
+  { queued, written }: Outcome,
 ): Promise<void> {
-  const instanceId = context.tenant.instance.id;
-  const stored = new Set<string>();
-  const queued = new Set<string>();
-  try {
-    await context.emails.create(records, (id) => stored.add(id));
-    await context.queue.send(
-      jobs.filter((job) => stored.has(job.message_id)),
+  if (records.length === 0) return;
+  let failure: unknown;
+  const recordBy = currentDeadline();
+  await context.queue
+    .send(
+      jobs.map((job) => ({ ...job, record_by: recordBy })),
       (id) => queued.add(id),
-    );
-  } catch (error) {
-    const lost = records
-      .filter((record) => record.status === 'queued' && stored.has(record.message_id))
-      .map((record) => record.message_id)
-      .filter((id) => !queued.has(id));
-    // An email already taken by the worker (it was queued after all) stays queued.
-    const failed = await context.emails
-      .markFailed(instanceId, lost, 'the email could not be queued')
-      .catch(() => new Set<string>());
-    for (const id of lost) if (!failed.has(id)) queued.add(id);
-    const details = results.map((entry, index): ErrorDetail => {
-      const done =
-        entry.message_id !== undefined &&
-        (queued.has(entry.message_id) ||
-          (entry.email_status === 'suppressed' && stored.has(entry.message_id)));
-      const status = done ? entry.email_status : entry.person_id ? 'not_applied' : 'invalid';
-      return {
-        index,
-        status,
-        ...(entry.person_id ? { person_id: entry.person_id } : {}),
-        ...(done && entry.message_id ? { message_id: entry.message_id } : {}),
-      };
+    )
+    .catch((error: unknown) => {
+      failure = error;
     });
-    if (error instanceof ServiceUnavailableError || !(error instanceof CdpError)) {
-      throw new ServiceUnavailableError(
-        'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
-        details,
-      );
-    }
-    throw error;
+  const uncertain = failure instanceof MaybeQueuedError;
+  const at = (context.now?.() ?? new Date()).toISOString();
+  const toWrite = records.flatMap((record): EmailRecord[] => {
+    if (record.status !== 'queued' || queued.has(record.message_id)) return [record];
+    if (!uncertain) return [];
+    return [
+      {
+        ...record,
+        status: 'failed',
+        error: NOT_QUEUED,
+        events: [...record.events, { type: 'failed', at, detail: NOT_QUEUED }],
+      },
+    ];
+  });
+  await context.emails
+    .create(toWrite, (id) => written.add(id))
+    .catch((error: unknown) => {
+      failure ??= error;
+    });
+  if (failure === undefined) return;
+  const details = results.map((entry, index): ErrorDetail => {
+    const id = entry.message_id;
+    const done =
+      id !== undefined &&
+      written.has(id) &&
+      (entry.email_status === 'suppressed' || (entry.email_status === 'queued' && queued.has(id)));
+    const status = done ? entry.email_status : entry.person_id ? 'not_applied' : 'invalid';
+    return {
+      index,
+      status,
+      ...(entry.person_id ? { person_id: entry.person_id } : {}),
+      ...(done && id ? { message_id: id } : {}),
+    };
+  });
+  if (failure instanceof ServiceUnavailableError || !(failure instanceof CdpError)) {
+    throw new ServiceUnavailableError(
+      'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
+      details,
+    );
   }
+  throw failure;
 }
 
 function everyEntryInvalid(results: SendEntryResult[]): ValidationError {
