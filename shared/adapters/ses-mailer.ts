@@ -7,6 +7,7 @@ import {
   type Mailer,
   type PreparedEmail,
 } from '../domain/email/deliver.js';
+import { textOf } from '../domain/email/html.js';
 import type { OutgoingEmail } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, sleep } from '../lib/time-budget.js';
@@ -193,7 +194,7 @@ export async function buildMime(
     ...(email.reply_to ? { replyTo: email.reply_to } : {}),
     subject: email.subject,
     html: email.html,
-    text: email.text,
+    text: email.text ?? textOf(email.html),
     headers: email.headers,
     attachments,
   });

@@ -70,7 +70,8 @@ export const OutgoingEmail = z.object({
   cc: z.array(z.string()),
   subject: z.string(),
   html: z.string(),
-  text: z.string(),
+  /** The text part; absent, the worker derives it from `html` (off the request's time). */
+  text: z.string().optional(),
   headers: z.record(z.string(), z.string()),
   attachments: z.array(AttachmentRef),
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { addOpenPixel, rewriteLinks, textOf } from '../../../shared/domain/email/html.js';
+import { addOpenPixel, rewriteLinks, scanHtml, textOf } from '../../../shared/domain/email/html.js';
 import { LinkSigner, messageLinks } from '../../../shared/domain/email/link-tokens.js';
 import {
   jsonVariables,
@@ -53,15 +53,17 @@ describe('email link tokens', () => {
 });
 
 describe('email HTML', () => {
-  it('rewrites http(s) links in order, decoding entities, and keeps the others', () => {
+  it('rewrites http(s) links in order, decoding entities, and keeps the others', async () => {
+    const source = `<a href="https://a.example/?x=1&amp;y=2">A</a><a class="b" href='http://b.example'>B</a><a href="mailto:m@x.example">M</a><a href="#top">T</a><a href="https://keep.example/u">U</a>`;
     const { html, links } = rewriteLinks(
-      `<a href="https://a.example/?x=1&amp;y=2">A</a><a class="b" href='http://b.example'>B</a><a href="mailto:m@x.example">M</a><a href="#top">T</a><a href="https://keep.example/u">U</a>`,
+      source,
+      await scanHtml(source),
       (index) => `https://t.example/c/${index}`,
       (url) => url === 'https://keep.example/u',
     );
     expect(links).toEqual(['https://a.example/?x=1&y=2', 'http://b.example']);
     expect(html).toBe(
-      `<a href="https://t.example/c/0">A</a><a class="b" href="https://t.example/c/1">B</a><a href="mailto:m@x.example">M</a><a href="#top">T</a><a href="https://keep.example/u">U</a>`,
+      `<a href="https://t.example/c/0">A</a><a class="b" href='https://t.example/c/1'>B</a><a href="mailto:m@x.example">M</a><a href="#top">T</a><a href="https://keep.example/u">U</a>`,
     );
   });
 
