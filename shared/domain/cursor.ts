@@ -46,3 +46,19 @@ export function cursorCodec(secret: string, scope: string): CursorCodec {
     },
   };
 }
+
+/**
+ * The deepest `offset` a listing walks from its start: an offset without a cursor reads
+ * `offset + limit` index keys from each of the 16 shards (at most 16 × 10,100 keys, about
+ * 1.6 MB of keys, here), while a cursor costs the same at any depth.
+ */
+export const MAX_OFFSET = 10_000;
+
+/** Refuses an offset deeper than `MAX_OFFSET` unless a cursor says where the page starts. */
+export function checkOffset(request: { offset: number; cursor_id?: string | undefined }): void {
+  if (request.cursor_id !== undefined || request.offset <= MAX_OFFSET) return;
+  throw new ValidationError(
+    `offset: at most ${MAX_OFFSET} without a cursor_id (an offset is walked from the start); page further with cursor_id, the cursor of the previous page, which costs the same at any depth`,
+    [{ field: 'offset', error: `over ${MAX_OFFSET} without a cursor_id` }],
+  );
+}
