@@ -245,6 +245,7 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
       {
         store: options.idempotency,
         instanceId: tenant.instance.id,
+        dataSource: tenant.dataSource.name,
         key,
         route: routeKey(route),
         body: raw,
