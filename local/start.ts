@@ -15,6 +15,7 @@ import {
   createSnsClient,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
+import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { createSesClient } from '../shared/adapters/ses-mailer.js';
 import { EmailApiEnv } from '../shared/config/env.js';
@@ -436,7 +437,11 @@ async function main(): Promise<void> {
     // The local SES gateway sends from any address and maps configuration sets to topics
     // itself (`sesTopics`); an external SES needs the identities and the configuration set.
     if (external) await ensureSesSending(ses, region, topic, sendingDomains(configuration, region));
-    const store = new DynamoConfigStore(documents, tableName(region, 'config'));
+    const store = new DynamoConfigStore(
+      documents,
+      tableName(region, 'config'),
+      new LocalKeyWrapper(),
+    );
     const people = new DynamoPeopleStore(documents, {
       people: tableName(region, 'people'),
       activities: tableName(region, 'activities'),

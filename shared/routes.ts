@@ -52,7 +52,12 @@ export type Access =
    */
   | 'queue:email-events:dead-letters'
   /** Sending raw email through SES with the region's configuration set. */
-  | 'ses:send';
+  | 'ses:send'
+  /**
+   * Unwrapping the signing keyring (paging cursors, email links): `kms:Decrypt` with the
+   * region's signing key. Only functions that sign or verify have it.
+   */
+  | 'signing';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -72,6 +77,12 @@ export interface RouteDefinition {
    * bundle under `node_modules/` so that they resolve there as they do locally.
    */
   readonly packageFiles?: readonly string[];
+  /**
+   * Reserved concurrency: the most instances the route's function runs at once, so that a
+   * flood of slow requests cannot take the account's concurrency from every other function
+   * (docs/operations.md, "Concurrency"). Routes that can run for seconds have one.
+   */
+  readonly reservedConcurrency?: number;
 }
 
 const MB = 1024 * 1024;
@@ -117,10 +128,15 @@ const PEOPLE_WRITER: readonly Access[] = [
 const ORGANIZATIONS_MERGE: Partial<RouteDefinition> = {
   maxBodyBytes: 2 * MB,
   access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
+  reservedConcurrency: 50,
 };
 /** Reading organizations (listings, by ID). */
 const ORGANIZATIONS_READ: Partial<RouteDefinition> = {
   access: ['config:read', 'organizations:read'],
+};
+/** Organization listings: their cursors are signed. */
+const ORGANIZATION_LISTING: Partial<RouteDefinition> = {
+  access: ['config:read', 'organizations:read', 'signing'],
 };
 /** Linking people to organizations, or unlinking them. */
 const MEMBERSHIPS: Partial<RouteDefinition> = {
@@ -156,7 +172,7 @@ function tracking(access: Access[]): Partial<RouteDefinition> {
     maxBodyBytes: 4 * 1024,
     memoryMb: 512,
     timeoutSeconds: 10,
-    access: ['config:read', ...access],
+    access: ['config:read', 'signing', ...access],
   };
 }
 
@@ -189,32 +205,41 @@ export const ROUTES: readonly RouteDefinition[] = [
       'emails',
       'email-payloads:put',
       'queue:email',
+      'signing',
     ],
+    reservedConcurrency: 50,
   }),
   api('POST', '/v1/transactional/get', 'transactional-get', {
     access: ['config:read', 'emails:read'],
   }),
-  api('POST', '/v1/person/merge', 'person-merge', { maxBodyBytes: 2 * MB, access: PEOPLE_WRITER }),
+  api('POST', '/v1/person/merge', 'person-merge', {
+    maxBodyBytes: 2 * MB,
+    access: PEOPLE_WRITER,
+    reservedConcurrency: 100,
+  }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
   api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/organizations/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
   api('POST', '/v1/activities/create', 'activities-create', {
     maxBodyBytes: 2 * MB,
     access: PEOPLE_WRITER,
+    reservedConcurrency: 100,
   }),
   api('POST', '/v1/async/get', 'async-get', { access: ['config:read', 'requests'] }),
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
     access: ['config:write'],
   }),
-  api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATIONS_READ),
+  api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATION_LISTING),
   api('POST', '/v1/person/get', 'person-get', {
-    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read', 'signing'],
+    // A filter reads up to 20,000 people.
+    reservedConcurrency: 50,
   }),
   api('POST', '/v1/person/get-by-ids', 'person-get-by-ids', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
   api('POST', '/v1/person/get/activities', 'person-activities', {
-    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read', 'signing'],
   }),
   // Beyond the spec (docs/api.md): what clients of the real API call besides.
   api('POST', '/v1/person/subscriptions', 'person-subscriptions', {
@@ -224,7 +249,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/organizations/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
   // The accounts names newer clients use: the organizations' functions, with their grants.
   api('POST', '/v1/accounts/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
-  api('POST', '/v1/accounts/get', 'organizations-get', ORGANIZATIONS_READ),
+  api('POST', '/v1/accounts/get', 'organizations-get', ORGANIZATION_LISTING),
   api('POST', '/v1/accounts/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
   api('PUT', '/v1/accounts/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/accounts/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),

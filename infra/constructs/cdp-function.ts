@@ -17,6 +17,7 @@ import {
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 import { grantDeliveryProof } from './delivery-proof.js';
+import { grantSigning } from './signing-key.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -272,6 +273,9 @@ export class CdpFunction extends Construct {
         }
         case 'queue:email-events:dead-letters':
           grantDeliveryProof(this.fn, data);
+          break;
+        case 'signing':
+          grantSigning(this.fn, data.signingKey);
           break;
         case 'geo':
           this.fn.addToRolePolicy(

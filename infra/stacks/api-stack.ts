@@ -11,6 +11,11 @@ import {
 } from 'aws-cdk-lib/aws-apigateway';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
+import {
+  EDGE_RESPONSE_BODIES,
+  edgeRateRules,
+  reserveConcurrency,
+} from '../constructs/abuse-limits.js';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
@@ -96,6 +101,7 @@ export class ApiStack extends Stack {
     const resources = new Set<IResource>([this.api.root]);
     for (const route of ROUTES) {
       const handler = this.function(routeName(route), { ...route, props, environment });
+      reserveConcurrency(handler, route);
       const resource = this.resourceFor(route.path, resources);
       resource.addMethod(route.method, new LambdaIntegration(handler, { allowTestInvoke: false }));
     }
@@ -273,6 +279,7 @@ export class ApiStack extends Stack {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
       visibilityConfig: visibility(`cdp-${region}-edge`),
+      customResponseBodies: EDGE_RESPONSE_BODIES,
       rules: [
         {
           name: 'body-limit',
@@ -301,6 +308,7 @@ export class ApiStack extends Stack {
             },
           },
         },
+        ...edgeRateRules(region, visibility, 1),
       ],
     });
     new CfnWebACLAssociation(this, 'edge-association', {

@@ -431,6 +431,46 @@ export class DynamoEmailStore implements EmailStore {
     );
   }
 
+  /**
+   * Records an open or a click and its activity unless one was recorded in `window` already
+   * (`eng_<marker>` holds the last window): one transaction, conditioned on the window, so
+   * that replays of a link within it write nothing. False for a replay (or an email gone).
+   */
+  async recordEngagement(
+    instanceId: string,
+    messageId: string,
+    marker: string,
+    window: number,
+    activity: ActivityToWrite,
+  ): Promise<boolean> {
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tables.emails,
+                Key: messageKey(instanceId, messageId),
+                UpdateExpression: 'SET #window = :window',
+                ConditionExpression:
+                  'attribute_exists(pk) AND (attribute_not_exists(#window) OR #window < :window)',
+                ExpressionAttributeNames: { '#window': `eng_${marker}` },
+                ExpressionAttributeValues: { ':window': window },
+              },
+            },
+            {
+              Put: { TableName: this.activitiesTable(), Item: activityItem(instanceId, activity) },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
   /** Appends an event (an open or a click), while the email has fewer than MAX_EVENTS. */
   async addEvent(instanceId: string, messageId: string, event: EmailEvent): Promise<void> {
     // A failed condition: the email moved on; nothing to do.

@@ -33,6 +33,12 @@ export const ApiEnv = z.object({
    * 5 s). `admin apply --settle` waits this long before its second pass of claims.
    */
   CDP_CONFIG_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** How often a container reads the keys version (a key revoked reaches it that fast). */
+  CDP_KEYS_CHECK_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  /** Unknown API keys one address may try a minute before it is refused (429). */
+  CDP_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  /** The region's KMS key wrapping the signing keys (AWS); absent, the local wrapper. */
+  SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   BASE_URL_DEFAULT: z.url(),
   BASE_URL_AU: z.url(),
   BASE_URL_EU: z.url(),

@@ -5,6 +5,10 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { buildApp } from '../../infra/bin/app.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import type { Region } from '../../shared/domain/regions.js';
+import {
+  SHORT_KEY_REQUESTS_PER_5_MIN,
+  TRACKING_REQUESTS_PER_5_MIN,
+} from '../../infra/constructs/abuse-limits.js';
 import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
 import {
   QUEUES,
@@ -126,21 +130,24 @@ function touchesOf(statements: Statement[]): string[] {
         text,
       );
       const queue = /FnGetAtt(ingest|emailevents|email)(queue|dlq)/.exec(text);
-      const target = table
-        ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
-        : queue
-          ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}${queue[2] === 'dlq' ? ':dlq' : ''}`
-          : text.includes('payloadsbucket')
-            ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
-            : text.includes(':identity/')
-              ? `ses:identity/${/:identity\/([^"]+)"/.exec(text)?.[1] ?? '?'}`
-              : text.includes(':configuration-set/')
-                ? 'ses:configuration-set'
-                : text.includes('placeindex')
-                  ? 'geo:place-index'
-                  : resource === '*'
-                    ? '*'
-                    : text;
+      const kms = /signingkey/.test(text);
+      const target = kms
+        ? 'kms:signing-key'
+        : table
+          ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
+          : queue
+            ? `queue:${queue[1] === 'emailevents' ? 'email-events' : queue[1]}${queue[2] === 'dlq' ? ':dlq' : ''}`
+            : text.includes('payloadsbucket')
+              ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
+              : text.includes(':identity/')
+                ? `ses:identity/${/:identity\/([^"]+)"/.exec(text)?.[1] ?? '?'}`
+                : text.includes(':configuration-set/')
+                  ? 'ses:configuration-set'
+                  : text.includes('placeindex')
+                    ? 'geo:place-index'
+                    : resource === '*'
+                      ? '*'
+                      : text;
       for (const action of actionsOf([statement])) touches.add(`${action} ${target}`);
     }
   }
@@ -180,6 +187,8 @@ function expectedTouches(
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
       }
+    } else if (need === 'signing') {
+      touches.add('kms:Decrypt kms:signing-key');
     } else if (need === 'queue:email-events:dead-letters') {
       touches.add('sqs:GetQueueAttributes queue:email-events:dlq');
     } else if (need.startsWith('queue:') && need.endsWith(':retry')) {
@@ -417,7 +426,54 @@ describe('the CDK app', () => {
             },
             VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
           }),
+          // Issue 23: per-address rate rules, answered 429 in the error envelope.
+          Match.objectLike({
+            Name: 'tracking-links-per-address',
+            Action: {
+              Block: {
+                CustomResponse: Match.objectLike({
+                  ResponseCode: 429,
+                  ResponseHeaders: [{ Name: 'Retry-After', Value: '60' }],
+                }),
+              },
+            },
+            Statement: {
+              RateBasedStatement: Match.objectLike({
+                Limit: TRACKING_REQUESTS_PER_5_MIN,
+                AggregateKeyType: 'IP',
+                EvaluationWindowSec: 300,
+                ScopeDownStatement: {
+                  ByteMatchStatement: Match.objectLike({
+                    FieldToMatch: { UriPath: {} },
+                    SearchString: '/t/',
+                  }),
+                },
+              }),
+            },
+          }),
+          Match.objectLike({
+            Name: 'short-keys-per-address',
+            Statement: {
+              RateBasedStatement: Match.objectLike({
+                Limit: SHORT_KEY_REQUESTS_PER_5_MIN,
+                AggregateKeyType: 'IP',
+                ScopeDownStatement: {
+                  SizeConstraintStatement: Match.objectLike({
+                    FieldToMatch: { SingleHeader: { Name: 'x-api-key' } },
+                    ComparisonOperator: 'LT',
+                    Size: 32,
+                  }),
+                },
+              }),
+            },
+          }),
         ],
+        CustomResponseBodies: {
+          'too-many': Match.objectLike({
+            ContentType: 'APPLICATION_JSON',
+            Content: Match.stringLikeRegexp('"code":429'),
+          }),
+        },
         // Sampled requests would keep X-Api-Key headers in WAF for hours.
         VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
       });
@@ -427,6 +483,32 @@ describe('the CDK app', () => {
           'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/stages/')])],
         }),
       });
+    });
+
+    it('reserves concurrency for the routes that can run for seconds (issue 23, item 13)', () => {
+      const functions = api.findResources('AWS::Lambda::Function');
+      for (const route of ROUTES) {
+        const prefix = `${routeName(route).replace(/-/g, '')}function`;
+        const found = Object.entries(functions).find(([id]) => id.startsWith(prefix));
+        const reserved = (found?.[1] as { Properties: { ReservedConcurrentExecutions?: number } })
+          .Properties.ReservedConcurrentExecutions;
+        expect({ route: routeName(route), reserved }).toEqual({
+          route: routeName(route),
+          reserved: route.reservedConcurrency,
+        });
+      }
+      const total = ROUTES.reduce((sum, route) => sum + (route.reservedConcurrency ?? 0), 0);
+      // AWS keeps 100 of an account's 1,000 unreserved; the rest is for everything else.
+      expect(total).toBeLessThanOrEqual(500);
+    });
+
+    it('wraps the signing keys with a KMS key of the region, rotated, retained (issue 23, item 17)', () => {
+      data.hasResourceProperties('AWS::KMS::Key', {
+        EnableKeyRotation: true,
+        Description: Match.stringLikeRegexp('signing keys'),
+      });
+      data.hasResourceProperties('AWS::KMS::Alias', { AliasName: `alias/cdp-${region}-signing` });
+      data.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
     });
 
     it('alarms on dead letters, queue age, 5xx, function errors and throttles, table throttles and SES rates, on a dashboard', () => {

@@ -13,6 +13,10 @@ import {
 import { activitiesOf, fieldsOf, uniqueEmail } from './people.js';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { createSqsClient } from '../../shared/adapters/aws-clients.js';
+import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
+import { LocalKeyWrapper } from '../../shared/adapters/key-wrappers.js';
+import { LINK_TOKEN_DAYS, LinkSigner } from '../../shared/domain/email/link-tokens.js';
+import { signingKeyrings } from '../../shared/http/api-runtime.js';
 import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { newId } from '../../shared/domain/ids.js';
 import { queueName, tableName } from '../../shared/resources.js';
@@ -542,5 +546,56 @@ describe('delivery: an email left sending by a crash on its last receive (item 5
       expect.arrayContaining(['send_unknown', 'resending', 'sent']),
     );
     expect(await sentCount(messageId)).toBe(1);
+  });
+});
+
+describe('tracking links replayed (item 14)', () => {
+  it('records an open and a click once per window however often they are fetched, and answers each', async () => {
+    const [entry] = await sendOk({
+      asset: asset({ html_body: html('<p><a href="https://shop.example/replayed">Item</a></p>') }),
+      emails: [{ fields: { 'str::email': uniqueEmail('replay') } }],
+    });
+    const messageId = entry?.message_id as string;
+    const { mail } = await received(messageId);
+    const pixel = pixelIn(mail.html || '') as string;
+    const tracked = linksIn(mail.html || '').find((link) => link.includes('/t/c?t=')) as string;
+    for (let i = 0; i < 20; i += 1) {
+      const open = await checkedFetch(pixel);
+      expect(open.status).toBe(200);
+      await open.arrayBuffer();
+    }
+    for (let i = 0; i < 3; i += 1) {
+      const click = await checkedFetch(tracked, { redirect: 'manual' });
+      expect(click.status).toBe(302);
+      expect(click.headers.get('location')).toBe('https://shop.example/replayed');
+    }
+    const activities = await activitiesOf(key, entry?.person_id as string);
+    expect(activities.filter((activity) => activity.field_id === 'act::o')).toHaveLength(1);
+    expect(activities.filter((activity) => activity.field_id === 'act::c')).toHaveLength(1);
+    const events = (await statusOf(messageId)).events as { type: string }[];
+    expect(events.filter((event) => event.type === 'opened')).toHaveLength(1);
+    expect(events.filter((event) => event.type === 'clicked')).toHaveLength(1);
+  });
+
+  it('refuses a link whose token has expired, saying so', async () => {
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail('expired') } }],
+    });
+    const messageId = entry?.message_id as string;
+    await received(messageId);
+    // A token made more than LINK_TOKEN_DAYS ago, with the deployment's own key.
+    const { db } = stackDb();
+    const keyring = await signingKeyrings(
+      new DynamoConfigStore(db, tableName('default', 'config')),
+      new LocalKeyWrapper(),
+    )();
+    const old = new LinkSigner(keyring, () => Date.now() - (LINK_TOKEN_DAYS + 1) * 86_400_000);
+    const token = old.sign('open', { instanceId: 'mailer', messageId, index: 0 });
+    const response = await checkedFetch(
+      `http://127.0.0.1:${TEST_STACK.port}/t/o?t=${encodeURIComponent(token)}`,
+    );
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: string }).error).toBe('This link has expired');
   });
 });

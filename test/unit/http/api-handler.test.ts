@@ -271,6 +271,35 @@ describe('the HTTP stack', () => {
   });
 });
 
+describe('request cost', () => {
+  it("charges the tenant's key for the time its request took, and a replay nothing (item 13)", async () => {
+    const charged: { tenant: string; elapsedMs: number }[] = [];
+    const handler = apiHandler(
+      findRoute('POST /v1/person/merge'),
+      {
+        authenticate: () => Promise.resolve(tenant),
+        body: z.object({ people: z.array(z.unknown()) }),
+        idempotency: new MemoryIdempotencyStore(),
+        charge: (who, elapsedMs) => {
+          charged.push({ tenant: who.instance.id, elapsedMs });
+          return Promise.resolve();
+        },
+      },
+      async ({ body }) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { body };
+      },
+    );
+    const request = () =>
+      event('{"people":[1]}', { 'x-api-key': 'good', 'idempotency-key': 'cost-1' });
+    expect((await handler(request(), context)).statusCode).toBe(200);
+    expect((await handler(request(), context)).headers['idempotent-replayed']).toBe('true');
+    expect(charged).toHaveLength(1);
+    expect(charged[0]?.tenant).toBe('acme');
+    expect(charged[0]?.elapsedMs).toBeGreaterThanOrEqual(300);
+  });
+});
+
 describe('Idempotency-Key', () => {
   const withKey = (body: string, key = 'k-1', apiKey = 'good') =>
     event(body, { 'x-api-key': apiKey, 'idempotency-key': key });
