@@ -3,7 +3,9 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'cdk.out/', '.data/', 'coverage/', '.bench/'] },
+  {
+    ignores: ['node_modules/', 'cdk.out/', '.data/', 'coverage/', '.bench/', '.scratch/', '.venv/'],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   createDocumentClient,
+  NO_FAULTS,
   createDynamoDbClient,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
@@ -83,10 +84,12 @@ function documents(region: Region) {
   if (targetsAws(process.env)) {
     return createDocumentClient(
       createDynamoDbClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
+      NO_FAULTS,
     );
   }
   Object.assign(process.env, localAwsEnv(readStackSettings()));
-  return createDocumentClient(createDynamoDbClient());
+  // Administration never meets the faults CDP_FAULTS injects into the API and the workers.
+  return createDocumentClient(createDynamoDbClient(), NO_FAULTS);
 }
 
 /** An SQS client for the deployment (the local stand-in without AWS settings). */

@@ -4,6 +4,10 @@ import { REGIONS, type Region } from '../../shared/domain/regions.js';
 import { DEFAULT_AWS_REGIONS } from '../../shared/deployment.js';
 import { PipelineStack, pipelineConfigFrom } from '../stacks/pipeline-stack.js';
 import { RegionStage, addRegionStacks } from '../stages/region-stage.js';
+import { STACK_RESOURCE_BUDGET } from '../stack-budget.js';
+
+/** CDK refuses to synthesize a stack with more resources than this context says. */
+const STACK_RESOURCE_LIMIT_CONTEXT = '@aws-cdk/core:stackResourceLimit';
 
 /** The name of the pipeline stack, the pipeline, and the prefix of its support stacks. */
 export const PIPELINE_STACK = 'cdp-pipeline';
@@ -18,6 +22,10 @@ export const PIPELINE_STACK = 'cdp-pipeline';
  * CloudFormation stack names are the same either way.
  */
 export function buildApp(app: App = new App()): App {
+  // Our budget, not CloudFormation's 500: a stack must keep room for the routes to come.
+  if (app.node.tryGetContext(STACK_RESOURCE_LIMIT_CONTEXT) === undefined) {
+    app.node.setContext(STACK_RESOURCE_LIMIT_CONTEXT, STACK_RESOURCE_BUDGET);
+  }
   const awsRegions = {
     ...DEFAULT_AWS_REGIONS,
     ...(app.node.tryGetContext('awsRegions') as Partial<Record<Region, string>> | undefined),

@@ -1,7 +1,6 @@
 import type { CfnFunction, Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import type { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import type { Region } from '../../shared/domain/regions.js';
-import type { RouteDefinition } from '../../shared/routes.js';
 
 /**
  * Limits on what one caller can cost the deployment, at the edge and in Lambda (issue 23,
@@ -102,8 +101,11 @@ export function edgeRateRules(
   ];
 }
 
-/** The route's reserved concurrency (`reservedConcurrency` in the routes table), if any. */
-export function reserveConcurrency(fn: LambdaFunction, route: RouteDefinition): void {
-  if (route.reservedConcurrency === undefined) return;
-  (fn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = route.reservedConcurrency;
+/** A function's reserved concurrency (`reservedConcurrency` in the routes table), if any. */
+export function reserveConcurrency(
+  fn: LambdaFunction,
+  spec: { reservedConcurrency?: number | undefined },
+): void {
+  if (spec.reservedConcurrency === undefined) return;
+  (fn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = spec.reservedConcurrency;
 }

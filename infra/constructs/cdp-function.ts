@@ -98,6 +98,8 @@ export interface CdpFunctionProps {
   publicBaseUrl: string;
   /** Files of npm packages the function reads at run time (`<package>/<file>`). */
   packageFiles?: readonly string[];
+  /** The handler module, when not `functions/<function>/handler.ts` (infra tests only). */
+  entry?: string;
 }
 
 /**
@@ -116,7 +118,7 @@ export class CdpFunction extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     this.fn = new NodejsFunction(this, 'function', {
-      entry: join(root, 'functions', props.function, 'handler.ts'),
+      entry: props.entry ?? join(root, 'functions', props.function, 'handler.ts'),
       handler: 'handler',
       projectRoot: root,
       depsLockFilePath: join(root, 'package-lock.json'),

@@ -10,6 +10,7 @@ import {
   Metric,
   TextWidget,
   TreatMissingData,
+  type IAlarm,
   type IMetric,
   type IWidget,
 } from 'aws-cdk-lib/aws-cloudwatch';
@@ -62,8 +63,6 @@ export interface OperationsProps {
    * metrics (charged per metric) and is not needed to alarm.
    */
   api: { restApiName: string; stageName: string };
-  /** Every route and worker function. */
-  functions: readonly MonitoredFunction[];
   queues: readonly MonitoredQueue[];
   tables: readonly MonitoredTable[];
   /** `sesConfigurationSet(region)`: its reputation rates are graphed next to the account's. */
@@ -154,9 +153,17 @@ function throttleGroups(table: MonitoredTable): { key: string; metric: Metric }[
   return groups;
 }
 
-/** Every alarm name the construct creates for these resources, in creation order. */
+/** The alarms `FunctionAlarms` creates for one function. */
+export function functionAlarmNames(region: Region, fn: string): string[] {
+  return [alarmName.functionErrors(region, fn), alarmName.functionThrottles(region, fn)];
+}
+
+/**
+ * Every alarm name the construct creates for these resources, in creation order (the
+ * functions' own alarms are `functionAlarmNames`, made beside each function).
+ */
 export function operationsAlarmNames(
-  props: Pick<OperationsProps, 'region' | 'functions' | 'queues' | 'tables'>,
+  props: Pick<OperationsProps, 'region' | 'queues' | 'tables'>,
 ): string[] {
   const { region } = props;
   return [
@@ -164,10 +171,6 @@ export function operationsAlarmNames(
     ...props.queues.flatMap((queue) => [
       alarmName.deadLetters(region, queue.name),
       alarmName.oldestMessage(region, queue.name),
-    ]),
-    ...props.functions.flatMap((fn) => [
-      alarmName.functionErrors(region, fn.name),
-      alarmName.functionThrottles(region, fn.name),
     ]),
     ...props.tables.flatMap((table) =>
       throttleGroups(table).map((_group, index) =>
@@ -181,6 +184,89 @@ export function operationsAlarmNames(
 
 const FIVE_MINUTES = Duration.minutes(5);
 
+/** Alarms are named after the resources they watch: two of one name would collide. */
+function checkUniqueNames(resources: readonly { name: string }[]): void {
+  const names = resources.map((resource) => resource.name);
+  const repeated = names.filter((name, index) => names.indexOf(name) !== index);
+  if (repeated.length > 0) {
+    throw new Error(`Operations: names must be unique, repeated: ${repeated.join(', ')}`);
+  }
+}
+
+interface AlarmOptions {
+  metric: IMetric;
+  threshold: number;
+  description: string;
+  /** The section of docs/operations.md that says what to do. */
+  runbook: string;
+  treatMissingData: TreatMissingData;
+  comparisonOperator?: ComparisonOperator;
+  evaluationPeriods?: number;
+  datapointsToAlarm?: number;
+}
+
+/** An alarm that notifies the topic when it fires and when it clears. */
+function notifyingAlarm(
+  scope: Construct,
+  id: string,
+  name: string,
+  topic: ITopic,
+  options: AlarmOptions,
+): Alarm {
+  const alarm = new Alarm(scope, id, {
+    alarmName: name,
+    alarmDescription: `${options.description} Runbook: docs/operations.md#${options.runbook}`,
+    metric: options.metric,
+    threshold: options.threshold,
+    comparisonOperator: options.comparisonOperator ?? ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: options.evaluationPeriods ?? 1,
+    datapointsToAlarm: options.datapointsToAlarm ?? options.evaluationPeriods ?? 1,
+    treatMissingData: options.treatMissingData,
+  });
+  const action = new SnsAction(topic);
+  alarm.addAlarmAction(action);
+  alarm.addOkAction(action);
+  return alarm;
+}
+
+export interface FunctionAlarmsProps {
+  region: Region;
+  /** The function's folder under `functions/` (`person-merge`), which names its alarms. */
+  name: string;
+  fn: IFunction;
+  /** The region's alarm topic (`Operations.topic`). */
+  topic: ITopic;
+}
+
+/**
+ * The two alarms of one function, made beside it (in the nested stack of its group), so that
+ * a new function brings its alarms into the stack that has room for it.
+ */
+export class FunctionAlarms extends Construct {
+  constructor(scope: Construct, id: string, { region, name, fn, topic }: FunctionAlarmsProps) {
+    super(scope, id);
+    // HTTP handlers turn every error into a response and workers report failed messages
+    // instead of throwing, so Errors counts crashes: timeouts, out of memory, init failures.
+    notifyingAlarm(this, 'errors', alarmName.functionErrors(region, name), topic, {
+      metric: fn.metricErrors({ statistic: 'Sum', period: FIVE_MINUTES }),
+      threshold: THRESHOLDS.functionErrors,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      description: `The ${name} function crashed (timeout, out of memory, init failure) ${THRESHOLDS.functionErrors} times or more in 5 minutes.`,
+      runbook: 'function-errors',
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    // Workers are bounded by their event source's maximum concurrency, not throttled, so
+    // any throttle means the account's concurrency is exhausted.
+    notifyingAlarm(this, 'throttles', alarmName.functionThrottles(region, name), topic, {
+      metric: fn.metricThrottles({ statistic: 'Sum', period: FIVE_MINUTES }),
+      threshold: 0,
+      description: `Invocations of the ${name} function were throttled (the account's concurrency is exhausted).`,
+      runbook: 'function-throttles',
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+}
+
 /**
  * The operations of one regional deployment: an encrypted SNS topic for alarms (with an
  * optional email subscription), the alarms of docs/operations.md and the `cdp-<region>`
@@ -189,49 +275,57 @@ const FIVE_MINUTES = Duration.minutes(5);
 export class Operations extends Construct {
   readonly topic: ITopic;
   readonly alarms: Alarm[] = [];
-  readonly dashboard: Dashboard;
 
   private readonly region: Region;
+  private readonly props: OperationsProps;
+  private readonly apiRate: { rate: MathExpression; alarm: Alarm };
+  private readonly tableThrottles: {
+    table: MonitoredTable;
+    alarms: { throttles: MathExpression }[];
+  }[];
 
   constructor(scope: Construct, id: string, props: OperationsProps) {
     super(scope, id);
     this.region = props.region;
-    const names = [...props.functions, ...props.queues, ...props.tables].map((r) => r.name);
-    const repeated = names.filter((name, index) => names.indexOf(name) !== index);
-    if (repeated.length > 0) {
-      throw new Error(`Operations: names must be unique, repeated: ${repeated.join(', ')}`);
-    }
+    this.props = props;
+    checkUniqueNames([...props.queues, ...props.tables]);
 
     this.topic = this.alarmTopic(props.alarmEmail);
 
-    const api = this.apiAlarm(props.api);
+    this.apiRate = this.apiAlarm(props.api);
     for (const queue of props.queues) this.queueAlarms(queue);
-    for (const { name, fn } of props.functions) this.functionAlarms(name, fn);
-    const tableThrottles = props.tables.map((table) => ({
+    this.tableThrottles = props.tables.map((table) => ({
       table,
       alarms: this.tableAlarms(table),
     }));
     this.sesAlarms();
+  }
 
-    this.dashboard = new Dashboard(this, 'dashboard', {
+  /**
+   * The `cdp-<region>` dashboard, once the functions exist: they are made after this
+   * construct, in the nested stacks of their groups, whose alarms notify its topic.
+   */
+  addDashboard(functions: readonly MonitoredFunction[]): Dashboard {
+    const { props } = this;
+    checkUniqueNames([...functions, ...props.queues, ...props.tables]);
+    const dashboard = new Dashboard(this, 'dashboard', {
       dashboardName: `cdp-${props.region}`,
       defaultInterval: Duration.hours(6),
     });
-    this.dashboard.addWidgets(...this.alarmStatusWidgets());
-    this.dashboard.addWidgets(
-      heading('API', `${props.api.restApiName}, stage ${props.api.stageName}`),
-    );
-    this.dashboard.addWidgets(...this.apiWidgets(props.api, api));
-    this.dashboard.addWidgets(heading('Functions', 'every route and worker'));
-    this.dashboard.addWidgets(...functionWidgets(props.functions));
-    this.dashboard.addWidgets(heading('Queues', 'depth, oldest message, dead letters'));
-    this.dashboard.addWidgets(...queueWidgets(props.queues));
-    this.dashboard.addWidgets(heading('DynamoDB', 'consumed capacity and throttles'));
-    this.dashboard.addWidgets(...tableWidgets(tableThrottles));
-    this.dashboard.addWidgets(
+    dashboard.addWidgets(...this.alarmStatusWidgets(functions));
+    dashboard.addWidgets(heading('API', `${props.api.restApiName}, stage ${props.api.stageName}`));
+    dashboard.addWidgets(...this.apiWidgets(props.api, this.apiRate));
+    dashboard.addWidgets(heading('Functions', 'every route and worker'));
+    dashboard.addWidgets(...functionWidgets(functions));
+    dashboard.addWidgets(heading('Queues', 'depth, oldest message, dead letters'));
+    dashboard.addWidgets(...queueWidgets(props.queues));
+    dashboard.addWidgets(heading('DynamoDB', 'consumed capacity and throttles'));
+    dashboard.addWidgets(...tableWidgets(this.tableThrottles));
+    dashboard.addWidgets(
       heading('SES', `account-wide, and configuration set ${props.sesConfigurationSet}`),
     );
-    this.dashboard.addWidgets(...sesWidgets(props.sesConfigurationSet));
+    dashboard.addWidgets(...sesWidgets(props.sesConfigurationSet));
+    return dashboard;
   }
 
   /**
@@ -286,35 +380,9 @@ export class Operations extends Construct {
     return topic;
   }
 
-  /** An alarm that notifies the topic when it fires and when it clears. */
-  private alarm(
-    id: string,
-    name: string,
-    options: {
-      metric: IMetric;
-      threshold: number;
-      description: string;
-      /** The section of docs/operations.md that says what to do. */
-      runbook: string;
-      treatMissingData: TreatMissingData;
-      comparisonOperator?: ComparisonOperator;
-      evaluationPeriods?: number;
-      datapointsToAlarm?: number;
-    },
-  ): Alarm {
-    const alarm = new Alarm(this, id, {
-      alarmName: name,
-      alarmDescription: `${options.description} Runbook: docs/operations.md#${options.runbook}`,
-      metric: options.metric,
-      threshold: options.threshold,
-      comparisonOperator: options.comparisonOperator ?? ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: options.evaluationPeriods ?? 1,
-      datapointsToAlarm: options.datapointsToAlarm ?? options.evaluationPeriods ?? 1,
-      treatMissingData: options.treatMissingData,
-    });
-    const action = new SnsAction(this.topic);
-    alarm.addAlarmAction(action);
-    alarm.addOkAction(action);
+  /** An alarm of this construct, notifying the topic. */
+  private alarm(id: string, name: string, options: AlarmOptions): Alarm {
+    const alarm = notifyingAlarm(this, id, name, this.topic, options);
     this.alarms.push(alarm);
     return alarm;
   }
@@ -380,28 +448,6 @@ export class Operations extends Construct {
     );
   }
 
-  private functionAlarms(name: string, fn: IFunction): void {
-    // HTTP handlers turn every error into a response and workers report failed messages
-    // instead of throwing, so Errors counts crashes: timeouts, out of memory, init failures.
-    this.alarm(`${name}-errors`, alarmName.functionErrors(this.region, name), {
-      metric: fn.metricErrors({ statistic: 'Sum', period: FIVE_MINUTES }),
-      threshold: THRESHOLDS.functionErrors,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      description: `The ${name} function crashed (timeout, out of memory, init failure) ${THRESHOLDS.functionErrors} times or more in 5 minutes.`,
-      runbook: 'function-errors',
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-    // Workers are bounded by their event source's maximum concurrency, not throttled, so
-    // any throttle means the account's concurrency is exhausted.
-    this.alarm(`${name}-throttles`, alarmName.functionThrottles(this.region, name), {
-      metric: fn.metricThrottles({ statistic: 'Sum', period: FIVE_MINUTES }),
-      threshold: 0,
-      description: `Invocations of the ${name} function were throttled (the account's concurrency is exhausted).`,
-      runbook: 'function-throttles',
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
-  }
-
   /**
    * Read and write throttle events of the table and of each index (an index that cannot
    * keep up throttles the table's writes). Events, not ThrottledRequests: that one needs an
@@ -463,10 +509,22 @@ export class Operations extends Construct {
   }
 
   /** One alarm status widget shows at most 100 alarms. */
-  private alarmStatusWidgets(): IWidget[] {
+  /**
+   * The functions' alarms are in other stacks: they are listed by name (an alarm's ARN is made
+   * of its name), which needs no reference across stacks.
+   */
+  private alarmStatusWidgets(functions: readonly MonitoredFunction[]): IWidget[] {
+    const all: IAlarm[] = [
+      ...this.alarms,
+      ...functions.flatMap(({ name }) =>
+        functionAlarmNames(this.region, name).map((alarm) =>
+          Alarm.fromAlarmName(this, `function-alarm-${alarm}`, alarm),
+        ),
+      ),
+    ];
     const widgets: IWidget[] = [];
-    for (let start = 0; start < this.alarms.length; start += 100) {
-      const alarms = this.alarms.slice(start, start + 100);
+    for (let start = 0; start < all.length; start += 100) {
+      const alarms = all.slice(start, start + 100);
       widgets.push(
         new AlarmStatusWidget({
           title: start === 0 ? `Alarms (cdp-${this.region})` : 'Alarms (continued)',

@@ -2,20 +2,17 @@ import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   EndpointType,
-  LambdaIntegration,
+  AwsIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
   ResponseType,
   RestApi,
   type IResource,
 } from 'aws-cdk-lib/aws-apigateway';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
-import {
-  EDGE_RESPONSE_BODIES,
-  edgeRateRules,
-  reserveConcurrency,
-} from '../constructs/abuse-limits.js';
+import { EDGE_RESPONSE_BODIES, edgeRateRules } from '../constructs/abuse-limits.js';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
@@ -23,31 +20,42 @@ import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../.
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../../shared/routes.js';
 import { WORKERS, type WorkerDefinition } from '../../shared/workers.js';
 import { QUEUES, TABLES } from '../../shared/resources.js';
-import { CdpFunction } from '../constructs/cdp-function.js';
-import { Operations } from '../constructs/operations.js';
+import { Operations, type MonitoredFunction } from '../constructs/operations.js';
 import type { RegionData } from './data-stack.js';
+import { functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
+import { FunctionStack } from './function-stack.js';
 
 export interface ApiStackProps extends StackProps {
   region: Region;
   data: RegionData;
   /** The public base address of every region, so a key of another region can be redirected. */
   baseUrls: Record<Region, string>;
+  /** The routes and workers to deploy: the tables of `shared/` (other sets in infra tests). */
+  routes?: readonly RouteDefinition[];
+  workers?: readonly WorkerDefinition[];
+  /** The handler module of a function, when not its folder's (infra tests only). */
+  entryOf?: (spec: FunctionSpec) => string | undefined;
 }
 
 /** The stage's own throttle, before any function runs (per API key limits are the functions'). */
 export const STAGE_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const;
 
 /**
- * The stateless half of a regional deployment: a REST API with one Lambda function per route
- * of the routes table, the fallback function behind every other path and method (404/405 in
- * the error envelope), the queue workers, and the edge of `shared/edge.ts`: a WAF rule that
- * refuses bodies a Lambda invocation could not carry, and gateway responses that answer every
- * error of the gateway's own in the error envelope. Authentication is the API key, checked by
- * every function.
+ * The stateless half of a regional deployment: a REST API whose routes are those of the
+ * routes table, each served by the Lambda function of its folder, the fallback function
+ * behind every other path and method (404/405 in the error envelope), the queue workers, and
+ * the edge of `shared/edge.ts`: a WAF rule that refuses bodies a Lambda invocation could not
+ * carry, and gateway responses that answer every error of the gateway's own in the error
+ * envelope. Authentication is the API key, checked by every function.
+ *
+ * The functions live in nested stacks, one per group (`function-groups.ts`), with their
+ * roles, log groups, permissions and alarms; this stack keeps the REST API, its methods and
+ * the region's operations (alarm topic, dashboard, queue, table, API and SES alarms).
  */
 export class ApiStack extends Stack {
   readonly api: RestApi;
-  readonly functions: { name: string; fn: CdpFunction['fn'] }[] = [];
+  readonly functions: MonitoredFunction[] = [];
+  readonly functionStacks: FunctionStack[] = [];
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -90,32 +98,12 @@ export class ApiStack extends Stack {
     });
     this.addGatewayResponses();
 
-    const fallback = this.function('fallback', {
-      ...FALLBACK_FUNCTION,
-      access: [],
-      props,
-      environment,
-    });
-    // One permission for every path and method it stands behind.
-    const fallbackIntegration = new LambdaIntegration(fallback, { scopePermissionToMethod: false });
-    const resources = new Set<IResource>([this.api.root]);
-    for (const route of ROUTES) {
-      const handler = this.function(routeName(route), { ...route, props, environment });
-      reserveConcurrency(handler, route);
-      const resource = this.resourceFor(route.path, resources);
-      resource.addMethod(route.method, new LambdaIntegration(handler, { allowTestInvoke: false }));
-    }
-    // The other methods of every known path (405), and every unknown path (404).
-    for (const resource of resources) resource.addMethod('ANY', fallbackIntegration);
-    this.api.root.addProxy({ defaultIntegration: fallbackIntegration, anyMethod: true });
-
-    this.addBodyLimitRule(props.region);
-    this.addWorkers(props, environment);
-
-    new Operations(this, 'operations', {
+    const routes = props.routes ?? ROUTES;
+    const workers = props.workers ?? WORKERS;
+    const specs = functionSpecs(routes, workers);
+    const operations = new Operations(this, 'operations', {
       region: props.region,
       api: { restApiName: this.api.restApiName, stageName: this.api.deploymentStage.stageName },
-      functions: this.functions,
       queues: QUEUES.map(({ name }) => ({
         name,
         queue: props.data.queues[name],
@@ -129,6 +117,44 @@ export class ApiStack extends Stack {
       sesConfigurationSet: props.data.email.configurationSet,
       ...(alarmEmail ? { alarmEmail } : {}),
     });
+
+    const deployed = new Map<string, IFunction>();
+    for (const group of groupsOf(specs)) {
+      const stack = new FunctionStack(this, `functions-${group}`, {
+        region: props.region,
+        group,
+        specs: specs.filter((spec) => spec.group === group),
+        data: props.data,
+        environment,
+        publicBaseUrl: props.baseUrls[props.region],
+        alarmTopic: operations.topic,
+        api: this.api,
+        ...(props.entryOf ? { entryOf: props.entryOf } : {}),
+      });
+      this.functionStacks.push(stack);
+      for (const [name, fn] of stack.functions) {
+        deployed.set(name, fn);
+        this.functions.push({ name, fn });
+      }
+    }
+    operations.addDashboard(this.functions);
+    const functionOf = (name: string): IFunction => {
+      const fn = deployed.get(name);
+      if (!fn) throw new Error(`No function ${name} was deployed`);
+      return fn;
+    };
+
+    const fallbackIntegration = lambdaProxy(functionOf(FALLBACK_FUNCTION.function));
+    const resources = new Set<IResource>([this.api.root]);
+    for (const route of routes) {
+      const resource = this.resourceFor(route.path, resources);
+      resource.addMethod(route.method, lambdaProxy(functionOf(route.function)));
+    }
+    // The other methods of every known path (405), and every unknown path (404).
+    for (const resource of resources) resource.addMethod('ANY', fallbackIntegration);
+    this.api.root.addProxy({ defaultIntegration: fallbackIntegration, anyMethod: true });
+
+    this.addBodyLimitRule(props.region);
 
     NagSuppressions.addStackSuppressions(this, [
       {
@@ -157,32 +183,6 @@ export class ApiStack extends Stack {
       description: `The ${props.region} region's API address (before a custom domain)`,
       value: this.api.url,
     });
-  }
-
-  private function(
-    name: string,
-    options: {
-      function: string;
-      memoryMb: number;
-      timeoutSeconds: number;
-      access: RouteDefinition['access'];
-      packageFiles?: RouteDefinition['packageFiles'];
-      props: ApiStackProps;
-      environment: Record<string, string>;
-    },
-  ) {
-    const { fn } = new CdpFunction(this, name, {
-      function: options.function,
-      memoryMb: options.memoryMb,
-      timeoutSeconds: options.timeoutSeconds,
-      access: options.access,
-      data: options.props.data,
-      environment: options.environment,
-      publicBaseUrl: options.props.baseUrls[options.props.region],
-      ...(options.packageFiles ? { packageFiles: options.packageFiles } : {}),
-    });
-    this.functions.push({ name, fn });
-    return fn;
   }
 
   /** The resource of a path, and every resource on the way there, remembered in `seen`. */
@@ -316,34 +316,17 @@ export class ApiStack extends Stack {
       webAclArn: acl.attrArn,
     });
   }
-
-  /**
-   * The queue workers: each fed by its queue through an SQS event source that reports
-   * partial batch failures, at most `maxConcurrency` batches at once.
-   */
-  private addWorkers(props: ApiStackProps, environment: Record<string, string>): void {
-    for (const worker of WORKERS) {
-      const fn = this.function(workerName(worker), { ...worker, props, environment });
-      const queue = props.data.queues[worker.queue];
-      // A mapping named here, not by `SqsEventSource` after the queue's path from the app:
-      // that path differs inside a pipeline stage, and a second mapping of the same function
-      // and queue would be refused when switching between a direct and a pipeline deploy.
-      fn.addEventSourceMapping(`${worker.queue}-source`, {
-        eventSourceArn: queue.queueArn,
-        batchSize: worker.batchSize,
-        maxConcurrency: worker.maxConcurrency,
-        reportBatchItemFailures: true,
-      });
-      queue.grantConsumeMessages(fn);
-    }
-  }
 }
 
-/** The construct ID of a route's function: `post-v1-person-merge`. */
-export function routeName(route: Pick<RouteDefinition, 'method' | 'path'>): string {
-  return `${route.method}${route.path}`.replace(/[^A-Za-z0-9]+/g, '-').toLowerCase();
-}
-
-export function workerName(worker: Pick<WorkerDefinition, 'function'>): string {
-  return `worker-${worker.function}`;
+/**
+ * A Lambda proxy integration that leaves the invoke permission to the function's own stack
+ * (`FunctionStack`, one per route): `LambdaIntegration` would add it here, one resource a
+ * method in the stack that holds the REST API.
+ */
+function lambdaProxy(fn: IFunction): AwsIntegration {
+  return new AwsIntegration({
+    proxy: true,
+    service: 'lambda',
+    path: `2015-03-31/functions/${fn.functionArn}/invocations`,
+  });
 }

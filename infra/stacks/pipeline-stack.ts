@@ -29,6 +29,19 @@ export const PipelineConfig = z.object({
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;
 
+/**
+ * The example of docs/deploy-pipeline.md: synthesizes the pipeline offline (no AWS call is
+ * made), for the infra tests and `npm run lint:cfn`.
+ */
+export const EXAMPLE_PIPELINE: PipelineConfig = {
+  connectionArn:
+    'arn:aws:codeconnections:us-east-1:123456789012:connection/0a1b2c3d-1111-2222-3333-444455556666',
+  repository: 'example-org/cdp-api',
+  branch: 'main',
+  account: '123456789012',
+  region: 'us-east-1',
+};
+
 const PIPELINE_CONTEXT_SHAPE =
   '{"connectionArn": "arn:aws:codeconnections:...", "repository": "owner/repo", "branch": "main", "account": "123456789012", "region": "us-east-1"}';
 

@@ -1,4 +1,9 @@
-import { Stage, type Environment } from 'aws-cdk-lib';
+import {
+  DefaultStackSynthesizer,
+  Stage,
+  type Environment,
+  type IStackSynthesizer,
+} from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import { ApiStack } from '../stacks/api-stack.js';
@@ -10,6 +15,8 @@ export interface RegionStacksOptions {
   env: Environment;
   /** The public base address of every region, so a key of another region can be redirected. */
   baseUrls: Record<Region, string>;
+  /** How the stacks name their bootstrap roles and assets (CDK's default when absent). */
+  synthesizer?: () => IStackSynthesizer;
 }
 
 export interface RegionStacks {
@@ -31,10 +38,17 @@ export function addRegionStacks(
   const { env, baseUrls } = options;
   const dataName = `cdp-${region}-data`;
   const apiName = `cdp-${region}-api`;
-  const data = new DataStack(scope, dataName, { stackName: dataName, env, region });
+  const synthesizer = () => (options.synthesizer ? { synthesizer: options.synthesizer() } : {});
+  const data = new DataStack(scope, dataName, {
+    stackName: dataName,
+    env,
+    region,
+    ...synthesizer(),
+  });
   const api = new ApiStack(scope, apiName, {
     stackName: apiName,
     env,
+    ...synthesizer(),
     region,
     data: data.data,
     baseUrls,
@@ -42,6 +56,16 @@ export function addRegionStacks(
   api.addStackDependency(data);
   return { data, api };
 }
+
+/**
+ * The bootstrap's CloudFormation execution role, as CDK names it, in the `aws` partition (the
+ * only one `cdk.json` targets). The pipeline's change-set actions carry this ARN in their
+ * configuration: with CDK's `${AWS::Partition}` it becomes an `Fn::Join` there, which
+ * CloudFormation's linter refuses in a pipeline action (E3703); a literal partition makes it
+ * a plain string. The deploy and publishing roles are left to CDK.
+ */
+const EXECUTION_ROLE =
+  'arn:aws:iam::${AWS::AccountId}:role/cdk-${Qualifier}-cfn-exec-role-${AWS::AccountId}-${AWS::Region}';
 
 /** A stage deploys to a known account, so its environment names both. */
 export interface RegionStageProps extends RegionStacksOptions {
@@ -59,6 +83,10 @@ export class RegionStage extends Stage {
 
   constructor(scope: Construct, id: string, props: RegionStageProps) {
     super(scope, id, { env: props.env });
-    this.stacks = addRegionStacks(this, props.region, props);
+    this.stacks = addRegionStacks(this, props.region, {
+      synthesizer: () =>
+        new DefaultStackSynthesizer({ cloudFormationExecutionRole: EXECUTION_ROLE }),
+      ...props,
+    });
   }
 }

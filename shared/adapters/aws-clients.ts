@@ -26,9 +26,13 @@ export function createDynamoDbClient(options: { region?: string } = {}): DynamoD
   });
 }
 
+/** The faults of a client that must never meet any: the local stack's setup, the admin CLI. */
+export const NO_FAULTS = '';
+
 /**
  * Every DynamoDB client retries refused calls within the request's time budget
- * (`dynamo-resilience.ts`), and meets the faults `CDP_FAULTS` asks for (`dynamo-faults.ts`).
+ * (`dynamo-resilience.ts`), and meets the faults `CDP_FAULTS` asks for (`dynamo-faults.ts`):
+ * the functions' clients, made by their composition roots without arguments.
  */
 export function createDocumentClient(
   client = createDynamoDbClient(),

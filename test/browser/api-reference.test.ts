@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,15 +9,16 @@ import { chromium, type BrowserContext } from 'playwright-core';
 import { createRegionServer } from '../../local/http-adapter.js';
 import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { FALLBACK_FUNCTION, ROUTES, routeKey, type RouteDefinition } from '../../shared/routes.js';
+import { findChromium } from './chromium.js';
 
 /**
- * The reference page in a real browser: Debian's Chromium, headless, opens `GET /docs` as the
+ * The reference page in a real browser: Chromium (the system's, or the one `npm install`
+ * brings: `chromium.ts`), headless, opens `GET /docs` as the
  * local stack serves it (the same HTTP adapter and handler modules, in this process: the
  * documentation routes need no store) and must list every endpoint of the routes table,
  * loading nothing from elsewhere and breaking no rule of its Content-Security-Policy.
  * `CDP_SCREENSHOT=<file>` keeps a screenshot (`npm run docs:screenshot` updates the README's).
  */
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DOCUMENTATION = ['openapi-document', 'api-reference', 'api-reference-assets'];
 
 let server: Server;
@@ -34,9 +34,7 @@ async function handlerOf(fn: string): Promise<HttpHandler> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (see .ci/run)`);
-  }
+  const chromiumBrowser = await findChromium();
   const routes = new Map<RouteDefinition, HttpHandler>();
   server = createRegionServer({ routes, fallback: await handlerOf(FALLBACK_FUNCTION.function) });
   await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
@@ -53,7 +51,8 @@ beforeAll(async () => {
   }
   profile = await mkdtemp(join(tmpdir(), 'cdp-chromium-'));
   browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: chromiumBrowser.executablePath,
+    env: { ...process.env, ...chromiumBrowser.env },
     headless: true,
     viewport: { width: 1280, height: 900 },
     args: [

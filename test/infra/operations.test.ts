@@ -9,23 +9,28 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import {
+  FunctionAlarms,
   Operations,
   alarmName,
+  functionAlarmNames,
   operationsAlarmNames,
+  type MonitoredFunction,
   type OperationsProps,
 } from '../../infra/constructs/operations.js';
 
 /**
  * The operations construct in a bare stack, next to stand-ins of what the API stack hands
- * it: two functions, two queues with their dead-letter queues, a table without indexes, one
- * with four (one alarm) and one with five (two alarms: CloudWatch reads at most 10 metrics
- * per alarm).
+ * it: two queues with their dead-letter queues, a table without indexes, one with four (one
+ * alarm) and one with five (two alarms: CloudWatch reads at most 10 metrics per alarm); and
+ * two functions with their own alarms (made in the same stack here, in the nested stacks of
+ * their groups in the API stack), shown on its dashboard.
  */
 interface Fixture {
   app: App;
   stack: Stack;
   template: Template;
   props: OperationsProps;
+  functions: MonitoredFunction[];
   operations: Operations;
 }
 
@@ -72,10 +77,6 @@ function build(alarmEmail?: string): Fixture {
   const props: OperationsProps = {
     region: 'eu',
     api: { restApiName: 'cdp-eu', stageName: 'v1' },
-    functions: [
-      { name: 'person-merge', fn: fn('person-merge') },
-      { name: 'ingest-worker', fn: fn('ingest-worker') },
-    ],
     queues: [
       { name: 'ingest', ...queue('ingest') },
       { name: 'email-events', ...queue('email-events') },
@@ -97,9 +98,19 @@ function build(alarmEmail?: string): Fixture {
     ...(alarmEmail ? { alarmEmail } : {}),
   };
   const operations = new Operations(stack, 'operations', props);
+  const functions = ['person-merge', 'ingest-worker'].map((name) => ({ name, fn: fn(name) }));
+  for (const { name, fn: monitored } of functions) {
+    new FunctionAlarms(stack, `${name}-alarms`, {
+      region: props.region,
+      name,
+      fn: monitored,
+      topic: operations.topic,
+    });
+  }
+  operations.addDashboard(functions);
   Aspects.of(app).add(new AwsSolutionsChecks());
   app.synth();
-  return { app, stack, template: Template.fromStack(stack), props, operations };
+  return { app, stack, template: Template.fromStack(stack), props, functions, operations };
 }
 
 function logicalId(stack: Stack, construct: IConstruct): string {
@@ -169,7 +180,12 @@ describe('the operations construct', () => {
   });
 
   it('creates exactly the alarms it lists, named cdp-<region>-<what>', () => {
-    expect([...alarms.keys()].sort()).toEqual(operationsAlarmNames(fixture.props).sort());
+    expect([...alarms.keys()].sort()).toEqual(
+      [
+        ...operationsAlarmNames(fixture.props),
+        ...fixture.functions.flatMap(({ name }) => functionAlarmNames('eu', name)),
+      ].sort(),
+    );
     expect([...alarms.keys()].sort()).toEqual(
       [
         'cdp-eu-api-5xx-rate',
@@ -189,7 +205,7 @@ describe('the operations construct', () => {
         'cdp-eu-ses-complaint-rate',
       ].sort(),
     );
-    expect(fixture.operations.alarms).toHaveLength(alarms.size);
+    expect(fixture.operations.alarms).toHaveLength(alarms.size - 2 * fixture.functions.length);
   });
 
   it('sends every alarm, and its recovery, to the alarm topic', () => {
@@ -312,7 +328,6 @@ describe('the operations construct', () => {
     new Operations(stack, 'operations', {
       region: 'au',
       api: { restApiName: 'cdp-au', stageName: 'v1' },
-      functions: [],
       queues: [{ name: 'email', queue, deadLetters, maxMessageAge: Duration.minutes(3) }],
       tables: [],
       sesConfigurationSet: 'cdp-au',
@@ -337,7 +352,6 @@ describe('the operations construct', () => {
     new Operations(api, 'operations', {
       region: 'au',
       api: { restApiName: 'cdp-au', stageName: 'v1' },
-      functions: [],
       queues: [{ name: 'ingest', queue, deadLetters }],
       tables: [{ name: 'people', table }],
       sesConfigurationSet: 'cdp-au',
@@ -393,8 +407,8 @@ describe('the operations construct', () => {
   });
 
   it('alarms on the errors and the throttles of every function', () => {
-    const { stack, props } = fixture;
-    for (const { name, fn } of props.functions) {
+    const { stack, functions } = fixture;
+    for (const { name, fn } of functions) {
       const dimensions = [{ Name: 'FunctionName', Value: { Ref: logicalId(stack, fn) } }];
       expect(alarms.get(`cdp-eu-${name}-errors`)).toMatchObject({
         Namespace: 'AWS/Lambda',
@@ -518,6 +532,12 @@ describe('the operations construct', () => {
     for (const alarm of fixture.operations.alarms) {
       expect(shown).toContain(`{ref:${logicalId(stack, alarm)}.Arn}`);
     }
+    // The functions' alarms are in other stacks on the API: shown by the ARN of their name.
+    for (const { name } of fixture.functions) {
+      for (const alarm of functionAlarmNames('eu', name)) {
+        expect(shown).toContainEqual(expect.stringMatching(new RegExp(`:alarm:${alarm}$`)));
+      }
+    }
 
     const graphs = new Map(
       dashboard.widgets
@@ -569,7 +589,7 @@ describe('the operations construct', () => {
     ] as const) {
       expect({ title, lines: lines(title) }).toEqual({
         title,
-        lines: props.functions.map(() => metric),
+        lines: fixture.functions.map(() => metric),
       });
     }
     expect(lines('Oldest message (s)')).toEqual([
@@ -596,17 +616,19 @@ describe('the operations construct', () => {
   });
 
   it('refuses two resources with the same name (their alarms would collide)', () => {
-    const { props } = fixture;
+    const { props, functions } = fixture;
     const stack = new Stack(new App(), 'other');
-    const [first] = props.functions;
+    const [first] = functions;
     if (!first) throw new Error('fixture has functions');
+    const operations = new Operations(stack, 'operations', props);
+    expect(() => operations.addDashboard([first, { ...first }])).toThrow(/person-merge/);
     expect(
       () =>
-        new Operations(stack, 'operations', {
+        new Operations(new Stack(new App(), 'again'), 'operations', {
           ...props,
-          functions: [first, { ...first }],
+          queues: [...props.queues, ...props.queues.slice(0, 1)],
         }),
-    ).toThrow(/person-merge/);
+    ).toThrow(/ingest/);
   });
 
   it('passes the cdk-nag AWS Solutions checks', () => {

@@ -19,10 +19,11 @@ import {
   type QueueName,
   type TableName,
 } from '../../shared/resources.js';
-import { ROUTES, routeKey, type Access } from '../../shared/routes.js';
+import { FALLBACK_FUNCTION, ROUTES, routeKey, type Access } from '../../shared/routes.js';
 import { WORKERS } from '../../shared/workers.js';
 import { alarmName } from '../../infra/constructs/operations.js';
-import { STAGE_THROTTLE, routeName, workerName } from '../../infra/stacks/api-stack.js';
+import { ApiStack, STAGE_THROTTLE } from '../../infra/stacks/api-stack.js';
+import { functionSpecs } from '../../infra/stacks/function-groups.js';
 
 /** The app as `cdk synth` builds it (cdk.json context), without bundling the functions. */
 function stackOf(app: App, id: string): Stack {
@@ -40,6 +41,28 @@ function synthesize(): App {
   app.synth();
   return app;
 }
+
+/**
+ * The API stack's resources and those of its nested stacks (the functions, by group) in one
+ * template, for assertions that do not care which of them holds a resource.
+ */
+function withNestedStacks(stack: ApiStack): Template {
+  const resources: Record<string, unknown> = {};
+  for (const part of [stack, ...stack.functionStacks]) {
+    const template = Template.fromStack(part).toJSON() as { Resources: Record<string, unknown> };
+    for (const [id, resource] of Object.entries(template.Resources)) {
+      if (id in resources) throw new Error(`logical ID ${id} is in two stacks`);
+      resources[id] = resource;
+    }
+  }
+  return Template.fromJSON({ Resources: resources });
+}
+
+/** The functions of the stack: one per folder of the routes table, the fallback, the workers. */
+const SPECS = functionSpecs(ROUTES, WORKERS);
+
+/** The logical ID prefix of a function's resources in its nested stack (`personmerge`). */
+const idOf = (folder: string) => folder.replace(/-/g, '');
 
 type Statement = { Action: string | string[]; Resource: unknown };
 
@@ -97,12 +120,24 @@ function pathOf(template: Template, method: ApiMethod): string {
   return `/${parts.join('/')}`;
 }
 
-/** The logical ID of the function a method's integration invokes. */
+/**
+ * The function a method's integration invokes, as the output of its nested stack that gives
+ * its ARN: `cdp<region>apifunctions<group><folder>function<hash>Arn`.
+ */
 function functionOf(method: ApiMethod | undefined): string {
-  const match = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(
+  const match = /"Outputs\.(cdp[a-z]+apifunctions[A-Za-z0-9]+Arn)"/.exec(
     JSON.stringify(method?.Properties.Integration.Uri),
   );
   return match?.[1] ?? '';
+}
+
+/** Whether that output is the ARN of the function of this folder, in its group's stack. */
+function isFunctionOutput(output: string, folder: string): boolean {
+  const spec = SPECS.find((candidate) => candidate.name === folder);
+  return (
+    spec !== undefined &&
+    new RegExp(`apifunctions${idOf(spec.group)}${idOf(folder)}function[0-9A-F]{8}Arn$`).test(output)
+  );
 }
 
 const READS = ['GetItem', 'BatchGetItem', 'Query', 'ConditionCheckItem'].map(
@@ -236,9 +271,14 @@ describe('the CDK app', () => {
   describe.each(REGIONS)('region %s', (region) => {
     let data: Template;
     let api: Template;
+    /** The API stack with its nested stacks, where the functions are. */
+    let functions: Template;
     beforeAll(() => {
       data = Template.fromStack(stackOf(app, `cdp-${region}-data`));
-      api = Template.fromStack(stackOf(app, `cdp-${region}-api`));
+      const apiStack = stackOf(app, `cdp-${region}-api`);
+      if (!(apiStack instanceof ApiStack)) throw new Error(`cdp-${region}-api is no ApiStack`);
+      api = Template.fromStack(apiStack);
+      functions = withNestedStacks(apiStack);
     });
 
     it('keeps every table, encrypted, with point-in-time recovery and deletion protection', () => {
@@ -275,7 +315,7 @@ describe('the CDK app', () => {
       }
     });
 
-    it('serves exactly the routes table, each route by its own Node.js 22 ARM64 function', () => {
+    it('serves exactly the routes table, each route by the Node.js 22 ARM64 function of its folder', () => {
       const methods = Object.values(
         api.findResources('AWS::ApiGateway::Method') as Record<string, ApiMethod>,
       );
@@ -287,36 +327,77 @@ describe('the CDK app', () => {
         const method = methods.find(
           (m) => m.Properties.HttpMethod === route.method && pathOf(api, m) === route.path,
         );
-        expect(functionOf(method)).toMatch(
-          new RegExp(`^${routeName(route).replace(/-/g, '')}function`),
-        );
+        expect({ route: routeKey(route), function: functionOf(method) }).toEqual({
+          route: routeKey(route),
+          function: expect.stringMatching(/Arn$/) as unknown,
+        });
+        expect(isFunctionOutput(functionOf(method), route.function)).toBe(true);
       }
       // Every other method of every path, and every unknown path, reach the fallback.
       const resources = Object.keys(api.findResources('AWS::ApiGateway::Resource'));
       const anyMethods = methods.filter((method) => method.Properties.HttpMethod === 'ANY');
       expect(anyMethods).toHaveLength(resources.length + 1);
-      for (const method of anyMethods) expect(functionOf(method)).toMatch(/^fallbackfunction/);
+      for (const method of anyMethods) {
+        expect(isFunctionOutput(functionOf(method), FALLBACK_FUNCTION.function)).toBe(true);
+      }
       expect(anyMethods.map((method) => pathOf(api, method))).toContain('/{proxy+}');
 
-      const functions = api.findResources('AWS::Lambda::Function', {
+      // One function per folder: the accounts routes are the organizations' functions.
+      const deployed = functions.findResources('AWS::Lambda::Function', {
         Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'] },
       });
-      expect(Object.keys(functions)).toHaveLength(ROUTES.length + 1 + WORKERS.length);
+      expect(Object.keys(deployed)).toHaveLength(
+        new Set(ROUTES.map((route) => route.function)).size + 1 + WORKERS.length,
+      );
+      expect(api.findResources('AWS::Lambda::Function')).toEqual({});
+    });
+
+    it('lets API Gateway invoke each function by the routes it serves only, and the fallback by any', () => {
+      const permissions = Object.entries(functions.findResources('AWS::Lambda::Permission')).map(
+        ([id, permission]) => ({
+          id,
+          ...(permission as { Properties: { Principal: string; SourceArn: unknown } }).Properties,
+        }),
+      );
+      const sourceOf = (id: string) =>
+        permissions
+          .filter((permission) => permission.id.startsWith(id))
+          .map((permission) => {
+            expect(permission.Principal).toBe('apigateway.amazonaws.com');
+            const parts = (permission.SourceArn as { 'Fn::Join': [string, unknown[]] })[
+              'Fn::Join'
+            ][1];
+            return String(parts[parts.length - 1]);
+          })
+          .sort();
+      for (const spec of SPECS.filter((candidate) => candidate.routes.length > 0)) {
+        expect({
+          function: spec.name,
+          sources: sourceOf(`${idOf(spec.name)}functioninvoke`),
+        }).toEqual({
+          function: spec.name,
+          sources: spec.routes.map((route) => `/${STAGE_NAME}/${route.method}${route.path}`).sort(),
+        });
+      }
+      expect(sourceOf(`${idOf(FALLBACK_FUNCTION.function)}function`)).toEqual([
+        `/${STAGE_NAME}/*/*`,
+      ]);
+      for (const worker of WORKERS)
+        expect(sourceOf(`${idOf(worker.function)}function`)).toEqual([]);
+      expect(permissions).toHaveLength(ROUTES.length + 1);
     });
 
     it('grants every function exactly what its entry in the routes or workers table declares', () => {
-      const entries: { id: string; access: readonly Access[]; consumes?: QueueName }[] = [
-        ...ROUTES.map((route) => ({ id: routeName(route), access: route.access })),
-        ...WORKERS.map((worker) => ({
-          id: workerName(worker),
-          access: worker.access,
-          consumes: worker.queue,
-        })),
-        { id: 'fallback', access: [] },
-      ];
+      const entries: { id: string; access: readonly Access[]; consumes?: QueueName }[] = SPECS.map(
+        (spec) => ({
+          id: spec.name,
+          access: spec.access,
+          ...(spec.worker ? { consumes: spec.worker.queue } : {}),
+        }),
+      );
       for (const entry of entries) {
-        const prefix = `${entry.id.replace(/-/g, '')}function`;
-        const granted = touchesOf(statementsOf(api, prefix));
+        const prefix = `${idOf(entry.id)}function`;
+        const granted = touchesOf(statementsOf(functions, prefix));
         const expected = expectedTouches(entry.access, region, entry.consumes);
         expect({ function: entry.id, grants: granted }).toEqual({
           function: entry.id,
@@ -326,15 +407,13 @@ describe('the CDK app', () => {
     });
 
     it('feeds every worker from its queue, reporting partial batch failures, with bounded concurrency', () => {
-      const mappings = Object.values(api.findResources('AWS::Lambda::EventSourceMapping')).map(
-        (mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties),
-      );
+      const mappings = Object.values(
+        functions.findResources('AWS::Lambda::EventSourceMapping'),
+      ).map((mapping) => JSON.stringify((mapping as { Properties: unknown }).Properties));
       expect(mappings).toHaveLength(WORKERS.length);
       for (const worker of WORKERS) {
         const queueId = `FnGetAtt${worker.queue.replace(/-/g, '')}queue`;
-        const mapping = mappings.find((m) =>
-          m.includes(`"Ref":"${workerName(worker).replace(/-/g, '')}function`),
-        );
+        const mapping = mappings.find((m) => m.includes(`"Ref":"${idOf(worker.function)}function`));
         expect(mapping).toContain(queueId);
         expect(JSON.parse(mapping ?? '{}')).toMatchObject({
           BatchSize: worker.batchSize,
@@ -345,8 +424,7 @@ describe('the CDK app', () => {
     });
 
     it('tells every function its region and the base address of every region', () => {
-      const functions = api.findResources('AWS::Lambda::Function');
-      for (const fn of Object.values(functions)) {
+      for (const fn of Object.values(functions.findResources('AWS::Lambda::Function'))) {
         const variables = (
           fn as { Properties: { Environment: { Variables: Record<string, unknown> } } }
         ).Properties.Environment.Variables;
@@ -360,13 +438,15 @@ describe('the CDK app', () => {
     });
 
     it('grants functions only what their route declares', () => {
-      const health = actionsOf(statementsOf(api, 'gethealth'));
+      const health = actionsOf(statementsOf(functions, 'healthfunction'));
       expect(health.filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
-      const fallback = actionsOf(statementsOf(api, 'fallback'));
+      const fallback = actionsOf(
+        statementsOf(functions, `${idOf(FALLBACK_FUNCTION.function)}function`),
+      );
       expect(fallback.filter((action) => action.startsWith('dynamodb:'))).toEqual([]);
 
       // Listing only reads, but for its idempotency records (the requests table).
-      const listingStatements = statementsOf(api, 'postv1personget');
+      const listingStatements = statementsOf(functions, 'persongetfunction');
       const listing = actionsOf(listingStatements);
       expect(listing).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
       const writes = ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'];
@@ -377,7 +457,7 @@ describe('the CDK app', () => {
         expect(JSON.stringify(statement.Resource)).not.toMatch(/people|organizations|activities/);
       }
       // Merging writes people and may geocode; nothing else can.
-      const merge = actionsOf(statementsOf(api, 'postv1personmerge'));
+      const merge = actionsOf(statementsOf(functions, 'personmergefunction'));
       expect(merge).toEqual(
         expect.arrayContaining(['dynamodb:UpdateItem', 'geo:SearchPlaceIndexForText']),
       );
@@ -486,18 +566,33 @@ describe('the CDK app', () => {
     });
 
     it('reserves concurrency for the routes that can run for seconds (issue 23, item 13)', () => {
-      const functions = api.findResources('AWS::Lambda::Function');
-      for (const route of ROUTES) {
-        const prefix = `${routeName(route).replace(/-/g, '')}function`;
-        const found = Object.entries(functions).find(([id]) => id.startsWith(prefix));
+      const lambdas = functions.findResources('AWS::Lambda::Function');
+      for (const spec of SPECS) {
+        const found = Object.entries(lambdas).find(([id]) =>
+          id.startsWith(`${idOf(spec.name)}function`),
+        );
         const reserved = (found?.[1] as { Properties: { ReservedConcurrentExecutions?: number } })
           .Properties.ReservedConcurrentExecutions;
-        expect({ route: routeName(route), reserved }).toEqual({
-          route: routeName(route),
-          reserved: route.reservedConcurrency,
+        expect({ function: spec.name, reserved }).toEqual({
+          function: spec.name,
+          reserved: spec.reservedConcurrency,
         });
       }
-      const total = ROUTES.reduce((sum, route) => sum + (route.reservedConcurrency ?? 0), 0);
+      expect(
+        Object.fromEntries(
+          SPECS.filter((spec) => spec.reservedConcurrency).map((spec) => [
+            spec.name,
+            spec.reservedConcurrency,
+          ]),
+        ),
+      ).toEqual({
+        'transactional-send': 50,
+        'person-merge': 100,
+        'activities-create': 100,
+        'organizations-merge': 50,
+        'person-get': 50,
+      });
+      const total = SPECS.reduce((sum, spec) => sum + (spec.reservedConcurrency ?? 0), 0);
       // AWS keeps 100 of an account's 1,000 unreserved; the rest is for everything else.
       expect(total).toBeLessThanOrEqual(500);
     });
@@ -512,36 +607,56 @@ describe('the CDK app', () => {
     });
 
     it('alarms on dead letters, queue age, 5xx, function errors and throttles, table throttles and SES rates, on a dashboard', () => {
-      const names = Object.values(api.findResources('AWS::CloudWatch::Alarm')).map(
+      const names = Object.values(functions.findResources('AWS::CloudWatch::Alarm')).map(
         (alarm) => (alarm as { Properties: { AlarmName: string } }).Properties.AlarmName,
       );
-      const functionNames = [
-        'fallback',
-        ...ROUTES.map((route) => routeName(route)),
-        ...WORKERS.map((worker) => workerName(worker)),
-      ];
-      expect(names).toEqual(
-        expect.arrayContaining([
+      expect(names.sort()).toEqual(
+        [
           ...QUEUES.flatMap((queue) => [
             alarmName.deadLetters(region, queue.name),
             alarmName.oldestMessage(region, queue.name),
           ]),
           alarmName.api5xxRate(region),
-          ...functionNames.flatMap((fn) => [
-            alarmName.functionErrors(region, fn),
-            alarmName.functionThrottles(region, fn),
+          ...SPECS.flatMap((spec) => [
+            alarmName.functionErrors(region, spec.name),
+            alarmName.functionThrottles(region, spec.name),
           ]),
           ...TABLES.map((table) => alarmName.tableThrottles(region, table.name)),
           alarmName.sesBounceRate(region),
           alarmName.sesComplaintRate(region),
-        ]),
+        ].sort(),
       );
-      const topics = api.findResources('AWS::SNS::Topic');
-      for (const alarm of Object.values(api.findResources('AWS::CloudWatch::Alarm'))) {
-        const actions = JSON.stringify(
-          (alarm as { Properties: { AlarmActions: unknown } }).Properties.AlarmActions,
-        );
-        expect(Object.keys(topics).some((id) => actions.includes(`"Ref":"${id}"`))).toBe(true);
+      // Every alarm notifies the region's topic: directly in this stack, through the
+      // parameter this stack hands it in a nested one.
+      const [topicId, ...otherTopics] = Object.keys(api.findResources('AWS::SNS::Topic'));
+      expect(otherTopics).toEqual([]);
+      const apiStack = stackOf(app, `cdp-${region}-api`);
+      if (!(apiStack instanceof ApiStack)) throw new Error('not an ApiStack');
+      for (const [template, topic] of [
+        [api, { Ref: topicId }],
+        ...apiStack.functionStacks.map((nested) => {
+          const parameters = Object.values(api.findResources('AWS::CloudFormation::Stack')).flatMap(
+            (resource) =>
+              Object.entries(
+                (resource as { Properties: { Parameters?: Record<string, unknown> } }).Properties
+                  .Parameters ?? {},
+              ),
+          );
+          const [name] = parameters.find(
+            ([, value]) => JSON.stringify(value) === JSON.stringify({ Ref: topicId }),
+          ) ?? [''];
+          return [Template.fromStack(nested), { Ref: name }] as const;
+        }),
+      ] as const) {
+        for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+          const { AlarmActions, OKActions } = (
+            alarm as { Properties: { AlarmActions: unknown; OKActions: unknown } }
+          ).Properties;
+          expect({ AlarmActions, OKActions }).toEqual({
+            AlarmActions: [topic],
+            OKActions: [topic],
+          });
+        }
       }
       api.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: `cdp-${region}` });
     });
@@ -660,14 +775,14 @@ describe('the CDK app', () => {
       data.hasResourceProperties('AWS::SES::EmailIdentity', { EmailIdentity: fallbackDomain });
       // The sender knows the fallback domain and where links point; the worker, the set.
       const variablesOf = (prefix: string) =>
-        Object.entries(api.findResources('AWS::Lambda::Function'))
+        Object.entries(functions.findResources('AWS::Lambda::Function'))
           .filter(([id]) => id.startsWith(prefix))
           .map(([, fn]) => (fn as FunctionResource).Properties.Environment.Variables)[0];
-      expect(variablesOf('postv1transactionalsendfunction')).toMatchObject({
+      expect(variablesOf('transactionalsendfunction')).toMatchObject({
         EMAIL_FALLBACK_DOMAIN: fallbackDomain,
         PUBLIC_BASE_URL: (readContext().baseUrls as Record<string, string>)[region],
       });
-      expect(JSON.stringify(variablesOf('workeremailworkerfunction'))).toMatch(
+      expect(JSON.stringify(variablesOf('emailworkerfunction'))).toMatch(
         /"SES_CONFIGURATION_SET":\{"Fn::ImportValue":"cdp-[a-z]+-data:ExportsOutputRefemailconfigurationset/,
       );
     });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { localOnlyEnv, run } from './cli.js';
 import {
+  SEED_FILE,
   baseUrl,
   stackEnv,
   startStack,
@@ -115,6 +116,40 @@ describe('npm start', () => {
       await stopStack(second.child);
     }
   }, 180_000);
+
+  it('starts with every DynamoDB call of the API throttled, which then answers 503 with Retry-After', async () => {
+    // Faults are for the API's and the workers' calls: the stack's own setup (tables, queues,
+    // the configuration) and the admin CLI never meet them.
+    const faulty = stackEnv(PORTS, {
+      CDP_EPHEMERAL: '1',
+      CDP_FAULTS: 'throttle=1',
+      CDP_SEED_FILE: SEED_FILE,
+      CDP_REQUEST_BUDGET_MS: '1500',
+    });
+    const stack = startStack(faulty);
+    try {
+      await waitForHealth(PORTS, stack.child);
+      await waitForBanner(stack.output, stack.child);
+      expect(stack.output()).toContain('DynamoDB faults injected (CDP_FAULTS): throttle=1');
+      const response = await checkedFetch(`${baseUrl('default', PORTS)}/v1/person/merge`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'test-key-acme-website', 'content-type': 'application/json' },
+        body: JSON.stringify({ people: [{ fields: { 'str::email': 'throttled@example.com' } }] }),
+      });
+      expect(response.status).toBe(503);
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await response.json()).toMatchObject({ code: 503, error: expect.any(String) });
+
+      const minted = await run(
+        ['local/admin.ts', 'key', 'create', '--instance', 'acme', '--data-source', 'Website'],
+        localOnlyEnv({ DYNAMODB_PORT: String(PORTS.dynamodbPort), CDP_FAULTS: 'throttle=1' }),
+      );
+      expect({ code: minted.code, stderr: minted.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(minted.stdout.trim().split('\n').at(-1)).toMatch(/^cdp_default_/);
+    } finally {
+      expect(await stopStack(stack.child)).toBe(0);
+    }
+  }, 120_000);
 
   it('explains a port in use in one line and exits non-zero', async () => {
     const blocker = createServer();

@@ -1,0 +1,150 @@
+import { FALLBACK_FUNCTION, type RouteDefinition } from '../../shared/routes.js';
+import type { WorkerDefinition } from '../../shared/workers.js';
+
+/**
+ * How the functions of a regional API are spread over nested stacks, so that no
+ * CloudFormation stack nears its 500-resource limit as routes are added.
+ *
+ * - One Lambda function per folder under `functions/`: routes that are one operation under
+ *   two names (the organizations and accounts routes, the reference page's two asset files)
+ *   share their folder's function, and must then declare the same needs.
+ * - Each function lives in the nested stack of its group, with its role, policy, log group,
+ *   API Gateway permissions and alarms (about 7 resources a function). The group comes from
+ *   the first path segment under `/v1` of the function's first route, through `AREA_GROUPS`;
+ *   a segment that table does not name becomes a group (and a nested stack) of its own, so a
+ *   new area of the API starts in an empty stack by construction.
+ * - The REST API itself (resources, methods, deployment, stage, gateway responses, the WAF)
+ *   and the region's operations stay in the API stack, which grows by about three resources
+ *   a route (its method, the fallback method of its path, its path's resources).
+ *
+ * The infra test `test/infra/stack-budget.test.ts` synthesizes today's app and one with 30
+ * more routes, and fails when any stack passes the budget, naming it and its largest types.
+ */
+
+/** Nested stack groups: a group's functions are deployed together, in `functions-<group>`. */
+export type FunctionGroup = string;
+
+/** Areas of the API (first segment under `/v1`) that share a group with others. */
+export const AREA_GROUPS: Readonly<Record<string, FunctionGroup>> = {
+  person: 'people',
+  organizations: 'organizations',
+  accounts: 'organizations',
+  transactional: 'email',
+  activities: 'activities',
+  async: 'activities',
+  definitions: 'activities',
+  'instance-schema': 'activities',
+};
+
+/** The group of the public routes outside `/v1`, and of the fallback. */
+export const PUBLIC_GROUP: FunctionGroup = 'public';
+/** The email links (`/t/…`) are served with the rest of email. */
+const PUBLIC_AREAS: Readonly<Record<string, FunctionGroup>> = { t: 'email' };
+/** The queue workers, apart from the request path. */
+export const WORKERS_GROUP: FunctionGroup = 'workers';
+
+/** The group of a route, by its path. */
+export function groupOfPath(path: string): FunctionGroup {
+  const [first, second] = path.split('/').filter(Boolean);
+  if (first === 'v1' && second) return AREA_GROUPS[second] ?? second;
+  return (first && PUBLIC_AREAS[first]) ?? PUBLIC_GROUP;
+}
+
+/** What one deployed function is made of. */
+export interface FunctionSpec {
+  /** Its folder under `functions/`, which also names it (`person-merge`). */
+  name: string;
+  group: FunctionGroup;
+  memoryMb: number;
+  timeoutSeconds: number;
+  access: RouteDefinition['access'];
+  packageFiles?: readonly string[];
+  /** Its reserved concurrency (`reservedConcurrency` of its routes), if any. */
+  reservedConcurrency?: number;
+  /** The routes it serves (none for a worker or the fallback). */
+  routes: readonly RouteDefinition[];
+  /** The queue that feeds it, for a worker. */
+  worker?: WorkerDefinition;
+  /** The function behind every path and method no route serves. */
+  fallback?: true;
+}
+
+/** The parts of a route that must agree between the routes sharing one function. */
+function deploymentOf(route: RouteDefinition): string {
+  return JSON.stringify({
+    memoryMb: route.memoryMb,
+    timeoutSeconds: route.timeoutSeconds,
+    access: [...route.access].sort(),
+    packageFiles: [...(route.packageFiles ?? [])].sort(),
+    reservedConcurrency: route.reservedConcurrency,
+  });
+}
+
+/**
+ * The functions of a regional API: one per folder of the routes table (in the order of its
+ * first route), the fallback, then one per worker.
+ */
+export function functionSpecs(
+  routes: readonly RouteDefinition[],
+  workers: readonly WorkerDefinition[],
+): FunctionSpec[] {
+  const byFolder = new Map<string, RouteDefinition[]>();
+  for (const route of routes) {
+    const shared = byFolder.get(route.function);
+    if (shared) shared.push(route);
+    else byFolder.set(route.function, [route]);
+  }
+  const specs: FunctionSpec[] = [];
+  for (const [name, served] of byFolder) {
+    const [first] = served as [RouteDefinition, ...RouteDefinition[]];
+    const differing = served.find((route) => deploymentOf(route) !== deploymentOf(first));
+    if (differing) {
+      throw new Error(
+        `Routes ${first.method} ${first.path} and ${differing.method} ${differing.path} share ` +
+          `the function ${name} but declare different memory, timeout, access, files or ` +
+          `reserved concurrency`,
+      );
+    }
+    specs.push({
+      name,
+      group: groupOfPath(first.path),
+      memoryMb: first.memoryMb,
+      timeoutSeconds: first.timeoutSeconds,
+      access: first.access,
+      ...(first.packageFiles ? { packageFiles: first.packageFiles } : {}),
+      ...(first.reservedConcurrency === undefined
+        ? {}
+        : { reservedConcurrency: first.reservedConcurrency }),
+      routes: served,
+    });
+  }
+  specs.push({
+    name: FALLBACK_FUNCTION.function,
+    group: PUBLIC_GROUP,
+    memoryMb: FALLBACK_FUNCTION.memoryMb,
+    timeoutSeconds: FALLBACK_FUNCTION.timeoutSeconds,
+    access: [],
+    routes: [],
+    fallback: true,
+  });
+  for (const worker of workers) {
+    if (byFolder.has(worker.function)) {
+      throw new Error(`The worker ${worker.function} is also the function of a route`);
+    }
+    specs.push({
+      name: worker.function,
+      group: WORKERS_GROUP,
+      memoryMb: worker.memoryMb,
+      timeoutSeconds: worker.timeoutSeconds,
+      access: worker.access,
+      routes: [],
+      worker,
+    });
+  }
+  return specs;
+}
+
+/** The groups of these functions, in the order they first appear. */
+export function groupsOf(specs: readonly FunctionSpec[]): FunctionGroup[] {
+  return [...new Set(specs.map((spec) => spec.group))];
+}

@@ -1,0 +1,96 @@
+import { NestedStack, type NestedStackProps } from 'aws-cdk-lib';
+import type { IRestApi } from 'aws-cdk-lib/aws-apigateway';
+import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { Construct } from 'constructs';
+import type { Region } from '../../shared/domain/regions.js';
+import { STAGE_NAME } from '../../shared/edge.js';
+import { reserveConcurrency } from '../constructs/abuse-limits.js';
+import { CdpFunction } from '../constructs/cdp-function.js';
+import { FunctionAlarms } from '../constructs/operations.js';
+import type { RegionData } from './data-stack.js';
+import type { FunctionGroup, FunctionSpec } from './function-groups.js';
+
+export interface FunctionStackProps extends NestedStackProps {
+  region: Region;
+  group: FunctionGroup;
+  /** The functions of this group (`functionSpecs`). */
+  specs: readonly FunctionSpec[];
+  data: RegionData;
+  /** What every function of the region is told (its region, every region's address). */
+  environment: Record<string, string>;
+  /** The region's public address: the links of the emails a function builds point there. */
+  publicBaseUrl: string;
+  alarmTopic: ITopic;
+  /** The REST API whose methods invoke these functions. */
+  api: IRestApi;
+  /** The handler module of a function, when not its folder's (infra tests only). */
+  entryOf?: (spec: FunctionSpec) => string | undefined;
+}
+
+/**
+ * One group of a regional API's functions (`function-groups.ts`), each with its role, policy,
+ * log group, alarms and the permissions that let API Gateway invoke it (one per route it
+ * serves), and for a worker the event source that feeds it. The API stack binds the routes'
+ * methods to these functions.
+ */
+export class FunctionStack extends NestedStack {
+  readonly functions = new Map<string, IFunction>();
+
+  constructor(scope: Construct, id: string, props: FunctionStackProps) {
+    super(scope, id, {
+      ...props,
+      description: `Customer data platform API, ${props.region} region: the ${props.group} functions`,
+    });
+    const apiGateway = new ServicePrincipal('apigateway.amazonaws.com');
+    for (const spec of props.specs) {
+      const entry = props.entryOf?.(spec);
+      const { fn } = new CdpFunction(this, spec.name, {
+        function: spec.name,
+        memoryMb: spec.memoryMb,
+        timeoutSeconds: spec.timeoutSeconds,
+        access: spec.access,
+        data: props.data,
+        environment: props.environment,
+        publicBaseUrl: props.publicBaseUrl,
+        ...(spec.packageFiles ? { packageFiles: spec.packageFiles } : {}),
+        ...(entry ? { entry } : {}),
+      });
+      reserveConcurrency(fn, spec);
+      new FunctionAlarms(this, `${spec.name}-alarms`, {
+        region: props.region,
+        name: spec.name,
+        fn,
+        topic: props.alarmTopic,
+      });
+      for (const route of spec.routes) {
+        fn.addPermission(`invoke-${route.method}-${route.path}`, {
+          principal: apiGateway,
+          sourceArn: props.api.arnForExecuteApi(route.method, route.path, STAGE_NAME),
+        });
+      }
+      // Every method and path of the API that no route serves.
+      if (spec.fallback) {
+        fn.addPermission('invoke-fallback', {
+          principal: apiGateway,
+          sourceArn: props.api.arnForExecuteApi('*', '/*', STAGE_NAME),
+        });
+      }
+      if (spec.worker) {
+        const queue = props.data.queues[spec.worker.queue];
+        // A mapping named here, not by `SqsEventSource` after the queue's path from the app:
+        // that path differs inside a pipeline stage, and a second mapping of the same function
+        // and queue would be refused when switching between a direct and a pipeline deploy.
+        fn.addEventSourceMapping(`${spec.worker.queue}-source`, {
+          eventSourceArn: queue.queueArn,
+          batchSize: spec.worker.batchSize,
+          maxConcurrency: spec.worker.maxConcurrency,
+          reportBatchItemFailures: true,
+        });
+        queue.grantConsumeMessages(fn);
+      }
+      this.functions.set(spec.name, fn);
+    }
+  }
+}
