@@ -14,7 +14,7 @@ import { applySesEvent, type SesEvent } from '../../../shared/domain/email/deliv
 import type { EmailRecord, OutgoingEmail } from '../../../shared/domain/email/messages.js';
 import { RetryLaterError, retryAfterMs } from '../../../shared/lib/retry-later.js';
 import { withDeadline } from '../../../shared/lib/time-budget.js';
-import { MemoryEmailStore } from './memory-email-store.js';
+import { MemoryEmailStore, eventPortsOf } from './memory-email-store.js';
 
 /**
  * The email worker's rule against the emails table in memory (the same conditional moves),
@@ -123,20 +123,6 @@ function sesEvent(type: string, extra: Partial<SesEvent> = {}): SesEvent {
   };
 }
 
-const eventPorts = (store: MemoryEmailStore, unsubscribed: string[] = []) => ({
-  store,
-  writeActivity: async (
-    _instance: string,
-    activity: Parameters<MemoryEmailStore['recordActivity']>[1],
-  ) => {
-    await store.recordActivity('demo', activity);
-  },
-  unsubscribe: (_instance: string, personId: string) => {
-    unsubscribed.push(personId);
-    return Promise.resolve(true);
-  },
-});
-
 describe('deliverEmail', () => {
   it('sends a queued email once, and a redelivery sends nothing', async () => {
     const store = new MemoryEmailStore(record);
@@ -199,7 +185,7 @@ describe('deliverEmail', () => {
       expect(retryAfterMs(held)).toBeGreaterThan(CONFIRM_WINDOW_MS - 120_000);
       expect(ses.calls).toBe(1);
       // SES's Send event says it went.
-      expect(await applySesEvent(sesEvent('Send'), eventPorts(store))).toBe('sent');
+      expect(await applySesEvent(sesEvent('Send'), eventPortsOf(store))).toBe('sent');
       expect(store.record(MESSAGE)).toMatchObject({ status: 'sent', ses_message_id: 'ses-id' });
       expect(store.activitiesOf('act::s')).toHaveLength(1);
       clock.now = T0 + CONFIRM_WINDOW_MS + 1;
@@ -305,7 +291,7 @@ describe('deliverEmail', () => {
             bouncedRecipients: [{ emailAddress: 'ann@example.com' }],
           },
         }),
-        eventPorts(store),
+        eventPortsOf(store),
       );
       return 'ses-id';
     });

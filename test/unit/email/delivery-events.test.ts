@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { applySesEvent, type SesEvent } from '../../../shared/domain/email/delivery-events.js';
 import type { EmailRecord } from '../../../shared/domain/email/messages.js';
-import { MemoryEmailStore } from './memory-email-store.js';
+import { MemoryEmailStore, eventPortsOf } from './memory-email-store.js';
 
 /** SES events applied to the emails table in memory: who they are about, and once each. */
 const MESSAGE = '0123456789abcdef01234567';
@@ -49,22 +49,7 @@ const complaint = (...addresses: string[]) =>
 
 function ports(store: MemoryEmailStore) {
   const unsubscribed: string[] = [];
-  return {
-    unsubscribed,
-    ports: {
-      store,
-      writeActivity: async (
-        _instance: string,
-        activity: Parameters<MemoryEmailStore['recordActivity']>[1],
-      ) => {
-        await store.recordActivity('demo', activity);
-      },
-      unsubscribe: (_instance: string, personId: string) => {
-        unsubscribed.push(personId);
-        return Promise.resolve(true);
-      },
-    },
-  };
+  return { unsubscribed, ports: eventPortsOf(store, unsubscribed) };
 }
 
 describe('applySesEvent', () => {

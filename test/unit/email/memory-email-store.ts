@@ -160,3 +160,20 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
     return Promise.resolve(true);
   }
 }
+
+/**
+ * The ports `applySesEvent` needs, over one memory store: activities land in the store, and
+ * the people unsubscribed are pushed to `unsubscribed`.
+ */
+export function eventPortsOf(store: MemoryEmailStore, unsubscribed: string[] = []) {
+  return {
+    store,
+    writeActivity: async (_instance: string, activity: ActivityToWrite) => {
+      await store.recordActivity('demo', activity);
+    },
+    unsubscribe: (_instance: string, personId: string) => {
+      unsubscribed.push(personId);
+      return Promise.resolve(true);
+    },
+  };
+}
