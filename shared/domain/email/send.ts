@@ -225,6 +225,8 @@ export async function sendTransactional(
   const now = context.now?.() ?? new Date();
   const attachmentKeys = await storeAttachments(prepared, context);
   const budget = new RenderBudget();
+  // A request with a short budget (a function's short timeout) keeps a share of what is left.
+  const reserveMs = Math.min(QUEUE_RESERVE_MS, (currentDeadline() - Date.now()) / 4);
   const outcome: Outcome = { queued: new Set(), written: new Set() };
   const recipients = [...addresses];
   let built = 0;
@@ -233,7 +235,7 @@ export async function sendTransactional(
     const jobs: EmailJob[] = [];
     for (const [index, to] of recipients.slice(start, start + BUILD_CHUNK)) {
       const entry = results[index] as SendEntryResult;
-      if (!canWait(QUEUE_RESERVE_MS)) {
+      if (!canWait(reserveMs)) {
         entry.email_status = 'invalid';
         entry.error = `emails[${index}]: not built: the request ran out of time building its emails (${built} of ${recipients.length} were); send this one again`;
         continue;
@@ -515,7 +517,10 @@ interface Outcome {
 
 /** Emails built, then queued and recorded together (2-3 queue batches, 2 table batches). */
 const BUILD_CHUNK = 25;
-/** Time kept to queue and record the last chunk: no email is built past it. */
+/**
+ * Time kept to queue and record the last chunk: no email is built past it (or past the last
+ * quarter of the time left when building starts, if that is less).
+ */
 const QUEUE_RESERVE_MS = 5_000;
 
 /** The error of an email whose message the queue may hold but never confirmed. */

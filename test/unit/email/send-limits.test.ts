@@ -87,15 +87,16 @@ describe('building a hostile email', () => {
 
   it('stops building at the deadline, queues what it built and says which it did not (item 11)', async () => {
     const { ports, jobs } = sendContext(new MemoryPeopleStore());
-    // Each email takes a render's whole slice; the deadline leaves time for about one.
+    // Each slow email takes a render's whole slice (100 ms); a short budget keeps its last
+    // quarter to queue and record, which leaves time for two or three of them.
     const slow = `{% for i in (1..100000) %}{% for j in (1..100000) %}x{% endfor %}{% endfor %}`;
-    const answer = await withDeadline(Date.now() + 5_000 + 150, () =>
+    const answer = await withDeadline(Date.now() + 400, () =>
       sendTransactional(
         {
           asset: ASSET,
           emails: [
             ...recipients(1),
-            ...recipients(5)
+            ...recipients(10)
               .slice(1)
               .map((entry) => ({
                 ...entry,
@@ -112,7 +113,7 @@ describe('building a hostile email', () => {
     const notBuilt = answer.emails.filter((entry) =>
       /not built: the request ran out of time/.test(entry.error ?? ''),
     );
-    expect(notBuilt.length).toBeGreaterThanOrEqual(2);
+    expect(notBuilt.length).toBeGreaterThanOrEqual(5);
     for (const entry of notBuilt) {
       expect(entry).toMatchObject({ contact_status: 'created', email_status: 'invalid' });
       expect(entry.person_id).toMatch(/^[0-9a-f]{24}$/);
