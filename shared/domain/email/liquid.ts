@@ -19,8 +19,11 @@ export const LIQUID_LIMITS = {
   tags: 2_000,
   /** Rendering time of one request, all recipients and templates together. */
   requestMs: 3_000,
-  /** Rendering time of one render (one template for one recipient). */
-  renderMs: 100,
+  /**
+   * Rendering time of one render (one template for one recipient): also the longest a
+   * template holds a shared process (locally, every route of a region) from other requests.
+   */
+  renderMs: 25,
   /** Memory one render may allocate (liquidjs's count). */
   memory: 20_000_000,
 } as const;
@@ -104,6 +107,9 @@ export class RenderBudget {
         `template error: not rendered: the request's templates took their ${this.totalMs} ms in all`,
       );
     }
+    // liquidjs renders without giving the event loop back: other requests of a shared
+    // process run between renders, so none waits for more than one slice.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     const started = this.clock();
     try {
       return String(
