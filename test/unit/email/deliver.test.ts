@@ -11,10 +11,10 @@ import {
   type PreparedEmail,
 } from '../../../shared/domain/email/deliver.js';
 import { applySesEvent, type SesEvent } from '../../../shared/domain/email/delivery-events.js';
-import type { EmailRecord, OutgoingEmail } from '../../../shared/domain/email/messages.js';
+import type { OutgoingEmail } from '../../../shared/domain/email/messages.js';
 import { RetryLaterError, retryAfterMs } from '../../../shared/lib/retry-later.js';
 import { withDeadline } from '../../../shared/lib/time-budget.js';
-import { MemoryEmailStore, eventPortsOf } from './memory-email-store.js';
+import { MemoryEmailStore, TEST_MESSAGE, eventPortsOf, testRecord } from './memory-email-store.js';
 
 /**
  * The email worker's rule against the emails table in memory (the same conditional moves),
@@ -22,22 +22,10 @@ import { MemoryEmailStore, eventPortsOf } from './memory-email-store.js';
  * step: a send whose outcome is unknown, a duplicate delivery on the last receive, a call
  * started without time to finish, a crash before the call, an event that overtakes the worker.
  */
-const MESSAGE = '0123456789abcdef01234567';
+const MESSAGE = TEST_MESSAGE;
 const T0 = 1_800_000_000_000;
 
-const record: EmailRecord = {
-  instance_id: 'demo',
-  message_id: MESSAGE,
-  request_id: 'r',
-  person_id: 'p'.repeat(24),
-  email_name: 'hello',
-  to: 'ann@example.com',
-  status: 'queued',
-  links: [],
-  events: [],
-  created_at: '',
-  updated_at: '',
-};
+const record = testRecord();
 
 const email: OutgoingEmail = {
   from: { address: 'a@x.example' },

@@ -1,25 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { applySesEvent, type SesEvent } from '../../../shared/domain/email/delivery-events.js';
-import type { EmailRecord } from '../../../shared/domain/email/messages.js';
-import { MemoryEmailStore, eventPortsOf } from './memory-email-store.js';
+import { MemoryEmailStore, TEST_MESSAGE, eventPortsOf, testRecord } from './memory-email-store.js';
 
 /** SES events applied to the emails table in memory: who they are about, and once each. */
-const MESSAGE = '0123456789abcdef01234567';
+const MESSAGE = TEST_MESSAGE;
 
-const sent: EmailRecord = {
-  instance_id: 'demo',
-  message_id: MESSAGE,
-  request_id: 'r',
-  person_id: 'p'.repeat(24),
-  email_name: 'hello',
-  to: 'ann@example.com',
-  status: 'sent',
-  ses_message_id: 'ses-id',
-  links: [],
-  events: [],
-  created_at: '',
-  updated_at: '',
-};
+const sent = testRecord({ status: 'sent', ses_message_id: 'ses-id' });
 
 function event(type: string, extra: Partial<SesEvent>): SesEvent {
   return {

@@ -177,3 +177,24 @@ export function eventPortsOf(store: MemoryEmailStore, unsubscribed: string[] = [
     },
   };
 }
+
+/** The message ID of the email the email tests work on. */
+export const TEST_MESSAGE = '0123456789abcdef01234567';
+
+/** That email's record (queued, to ann@example.com), with `extra` members. */
+export function testRecord(extra: Partial<EmailRecord> = {}): EmailRecord {
+  return {
+    instance_id: 'demo',
+    message_id: TEST_MESSAGE,
+    request_id: 'r',
+    person_id: 'p'.repeat(24),
+    email_name: 'hello',
+    to: 'ann@example.com',
+    status: 'queued',
+    links: [],
+    events: [],
+    created_at: '',
+    updated_at: '',
+    ...extra,
+  };
+}
