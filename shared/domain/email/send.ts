@@ -76,6 +76,8 @@ export interface SendContext {
   fallbackDomain: string;
   requestId: string;
   now?: () => Date;
+  /** The request's rendering budget: `LIQUID_LIMITS` unless given (tests give smaller). */
+  renderBudget?: RenderBudget;
 }
 
 const PAID_PLANS = new Set(['business', 'enterprise']);
@@ -224,7 +226,7 @@ export async function sendTransactional(
   // for as long as the request's deadline leaves time to queue and record what was built.
   const now = context.now?.() ?? new Date();
   const attachmentKeys = await storeAttachments(prepared, context);
-  const budget = new RenderBudget();
+  const budget = context.renderBudget ?? new RenderBudget();
   // A request with a short budget (a function's short timeout) keeps a share of what is left.
   const reserveMs = Math.min(QUEUE_RESERVE_MS, (currentDeadline() - Date.now()) / 4);
   const outcome: Outcome = { queued: new Set(), written: new Set() };

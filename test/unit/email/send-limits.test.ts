@@ -162,8 +162,9 @@ describe('one rendering budget for the whole request (item 12)', () => {
       );
     }
     expect(errors.slice(0, 2)).toEqual([
-      expect.stringMatching(/rendering took longer than 100 ms/),
-      expect.stringMatching(/rendering took longer than 100 ms/),
+      // 100 ms, or what the first left if it overran its slice on a busy machine.
+      expect.stringMatching(/rendering took longer than \d+ ms/),
+      expect.stringMatching(/rendering took longer than \d+ ms/),
     ]);
     expect(errors.slice(3)).toEqual(
       Array(3).fill(
@@ -175,18 +176,26 @@ describe('one rendering budget for the whole request (item 12)', () => {
 
   it('bounds a request of 100 recipients with a nested-loop template to its budget', async () => {
     const { ports } = sendContext(new MemoryPeopleStore());
+    // A budget of 20 slices: each recipient's body render takes a whole slice (or more).
+    const renderBudget = new RenderBudget(20 * 25, 25);
     const answer = await sendTransactional(
-      { asset: { ...ASSET, subject: nested, html_body: nested }, emails: recipients(100) },
-      ports,
+      { asset: { ...ASSET, html_body: nested }, emails: recipients(100) },
+      { ...ports, renderBudget },
     );
-    const errors = answer.emails;
-    // Two slow renders a recipient (subject, body), each its whole slice.
-    const rendered = Math.ceil(LIQUID_LIMITS.requestMs / LIQUID_LIMITS.renderMs / 2);
-    expect(rendered).toBeLessThan(90);
-    const refusedAtOnce = errors.filter((detail) =>
-      /took their 3000 ms in all/.test(detail.error ?? ''),
+    const timedOut = answer.emails.filter((entry) =>
+      /rendering took longer than \d+ ms/.test(entry.error ?? ''),
     );
-    expect(refusedAtOnce.length).toBeGreaterThanOrEqual(100 - rendered - 1);
+    const refusedAtOnce = answer.emails.filter((entry) =>
+      /took their 500 ms in all/.test(entry.error ?? ''),
+    );
+    expect(timedOut.length).toBeLessThanOrEqual(20);
+    expect(timedOut.length + refusedAtOnce.length).toBe(100);
+    expect(renderBudget.remainingMs).toBe(0);
+    // The requests' own budget is the documented one.
+    expect(new RenderBudget()).toMatchObject({
+      totalMs: LIQUID_LIMITS.requestMs,
+      sliceMs: LIQUID_LIMITS.renderMs,
+    });
   });
 
   it('gives the event loop back before each render, so a shared process waits one slice at most', async () => {
