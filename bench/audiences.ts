@@ -53,7 +53,7 @@ const POLL_MS = 10;
 const STREAM_IDLE_MS = 200;
 const PEOPLE = Number(process.env.BENCH_AUDIENCE_PEOPLE ?? 100_000);
 /** The build figure's instance: no audiences but the one built (bench-config.json). */
-const BUILD_KEY = 'bench-audiences-key';
+const BUILD_KEY = 'bench-audiences-key-32-characters-or-more';
 const BUILD_INSTANCE = 'bench-audiences';
 
 const lastName = (k: number) => `Aud${k}`;

@@ -26,8 +26,9 @@ import {
   createEmailPorts,
   createLocationServices,
   emailLinks,
-  signingSecrets,
+  signingKeyrings,
 } from '../shared/http/api-runtime.js';
+import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
 import { ApiEnv, readEnv } from '../shared/config/env.js';
 import { tableName } from '../shared/resources.js';
 import {
@@ -130,8 +131,8 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   );
   const env = readEnv(ApiEnv);
   const email = createEmailPorts(db);
-  const signingSecret = signingSecrets(config);
-  const links = emailLinks(env, signingSecret, email.env.PUBLIC_BASE_URL);
+  const signingKeys = signingKeyrings(config, new LocalKeyWrapper());
+  const links = emailLinks(env, signingKeys, email.env.PUBLIC_BASE_URL);
   await measure(
     "per email accepted (existing recipients; the worker's sending not included)",
     100,
@@ -162,7 +163,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
         },
       ),
   );
-  const cursors = cursorCodec(await signingSecret(), tenant.instance.id);
+  const cursors = cursorCodec(await signingKeys(), tenant.instance.id);
   await measure('per listing page (first page of 100, default order)', 1, () =>
     getPeople(PersonGetRequest.parse({ limit: 100 }), tenant, store, cursors),
   );

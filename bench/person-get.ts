@@ -12,6 +12,8 @@
  *   node --import tsx bench/person-get.ts        # a stack of its own
  */
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { signingKeyrings } from '../shared/http/api-runtime.js';
+import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { batchWrite, type Item } from '../shared/adapters/dynamo-helpers.js';
 import { counterPk, DynamoPeopleStore, personItem } from '../shared/adapters/people-store.js';
@@ -32,7 +34,7 @@ import { getPeople, PersonGetRequest } from '../shared/domain/people/person-get.
 import { tenantOf } from '../shared/domain/tenancy.js';
 
 const INSTANCE = 'bench-list';
-const KEY = 'bench-list-key';
+const KEY = 'bench-list-key-32-characters-or-more-x';
 const FIRSTS = ['Ann', 'Bob', 'Cid', 'Dee', 'Eve', 'Fay', 'Gus', 'Hal'];
 const TARGET = 1.2;
 const REPEATS = 5;
@@ -99,18 +101,17 @@ async function pageMs(stack: BenchStack, body: () => unknown): Promise<number> {
 /** A cursor of the default order that starts after the person in the middle. */
 async function middleCursor(stack: BenchStack, ids: string[]): Promise<string> {
   const first = await post(stack.base, KEY, '/v1/person/get', { limit: 100 });
-  const payload = String(first.cursor_id).split('.')[0] ?? '';
+  const payload = String(first.cursor_id).split('.')[1] ?? '';
   const cursor = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<
     string,
     unknown
   >;
-  const secret = await new DynamoConfigStore(
-    benchDb(),
-    tableName('default', 'config'),
-  ).getSigningSecret();
-  if (!secret) throw new Error('the bench stack has no signing secret');
+  const keyring = await signingKeyrings(
+    new DynamoConfigStore(benchDb(), tableName('default', 'config')),
+    new LocalKeyWrapper(),
+  )();
   const sorted = [...ids].sort();
-  return cursorCodec(secret, INSTANCE).encode({
+  return cursorCodec(keyring, INSTANCE).encode({
     ...cursor,
     after: sorted[Math.floor(sorted.length / 2)],
   });
@@ -136,10 +137,10 @@ async function pageWork(body: unknown): Promise<string> {
   });
   const config = new DynamoConfigStore(db, tableName('default', 'config'));
   const tenant = await tenantOf(config, INSTANCE, 'List');
-  const secret = await config.getSigningSecret();
-  if (!tenant || !secret) throw new Error('no listing instance');
+  const keyring = await signingKeyrings(config, new LocalKeyWrapper())();
+  if (!tenant) throw new Error('no listing instance');
   meter = emptyMeter();
-  await getPeople(PersonGetRequest.parse(body), tenant, store, cursorCodec(secret, INSTANCE));
+  await getPeople(PersonGetRequest.parse(body), tenant, store, cursorCodec(keyring, INSTANCE));
   return `${totalCalls(meter)} calls, ${fixed(total(meter.rcu))} RRU`;
 }
 

@@ -29,8 +29,8 @@ import { startStack, stopStack, waitForBanner } from '../test/integration/stack-
 import { checkConsistency, pending, type CheckReport, type Sent } from './soak-check.js';
 
 const INSTANCE = 'soak';
-const WEB_KEY = 'soak-key-web';
-const MEMBERS_KEY = 'soak-key-members';
+const WEB_KEY = 'soak-key-32-characters-or-more-web';
+const MEMBERS_KEY = 'soak-key-32-characters-or-more-members';
 const ASSET_ID = '50a450a450a450a450a450a4';
 
 const { values } = parseArgs({

@@ -6,13 +6,29 @@ import {
   createDynamoDbClient,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
+import { KMSClient } from '@aws-sdk/client-kms';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import {
+  KmsKeyWrapper,
+  LocalKeyWrapper,
+  signingKeyAlias,
+} from '../shared/adapters/key-wrappers.js';
+import type { KeyWrapper } from '../shared/domain/signing-keys.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { repairCounts } from '../shared/adapters/counter-repair.js';
 import { DynamoRequestStore } from '../shared/adapters/request-store.js';
 import { GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { configAudienceApplier, recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { listDeadLetters, redriveDeadLetters } from './dead-letters.js';
+import {
+  listKeys,
+  listSigningKeys,
+  retireSigningKey,
+  revokeKey,
+  rotateSigningKey,
+} from './keys-admin.js';
+import { LINK_TOKEN_DAYS } from '../shared/domain/email/link-tokens.js';
+import { DynamoEmailStore } from '../shared/adapters/email-store.js';
 import { billableLookups } from '../shared/domain/location.js';
 import { hashApiKey, mintApiKey } from '../shared/domain/api-keys.js';
 import { applyConfiguration } from '../shared/domain/configuration.js';
@@ -29,8 +45,9 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   key create --instance <id> --data-source <name> [--region default|au|eu]
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  *   repair counts [--instance <id>] [--region default|au|eu]
+ *   key list | revoke, signing-key list | rotate | retire (local/keys-admin.ts)
  *   dlq list [--queue ingest] [--region default|au|eu]
- *   dlq redrive [--queue ingest] [--message <message or request ID>] [--region default|au|eu]
+ *   dlq redrive [--queue ingest] [--message <message, request or email ID>] [--region default|au|eu]
  * With no AWS endpoint variables and no AWS credentials in the environment it talks to the
  * local stack (`$DYNAMODB_PORT`); otherwise to the deployment they name. With
  * `CDP_AWS_ENDPOINT=external` it talks to the local stack run on an external endpoint
@@ -39,6 +56,9 @@ import { localAwsEnv, readStackSettings } from './settings.js';
 const USAGE = `usage:
   npm run admin -- apply <file> [--region default|au|eu] [--settle <seconds>]
   npm run admin -- key create --instance <id> --data-source <name> [--region default|au|eu]
+  npm run admin -- key list --instance <id> [--region default|au|eu]
+  npm run admin -- key revoke --instance <id> (--key <key> | --key-hash <hash>) [--region …]
+  npm run admin -- signing-key list | rotate [--overlap-days 400] | retire --kid <id> [--region …]
   npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
   npm run admin -- repair counts [--instance <id>] [--region default|au|eu]
   npm run admin -- dlq list [--queue ingest] [--region default|au|eu]
@@ -58,6 +78,9 @@ function targetsAws(env: NodeJS.ProcessEnv): boolean {
     'AWS_CONTAINER_CREDENTIALS_FULL_URI',
   ].some((name) => Boolean(env[name]));
 }
+
+/** Decided once: reaching the local stack sets endpoint variables in this process's env. */
+const TARGETS_AWS = targetsAws(process.env);
 
 function documents(region: Region) {
   if (targetsAws(process.env)) {
@@ -94,12 +117,23 @@ async function deadLetters(
 ): Promise<void> {
   const sqs = queues(region);
   if (action === 'list') {
-    const requests = new DynamoRequestStore(documents(region), tableName(region, 'requests'));
-    const letters = await listDeadLetters(sqs, requests, region, queue);
+    const db = documents(region);
+    const letters = await listDeadLetters(
+      sqs,
+      {
+        requests: new DynamoRequestStore(db, tableName(region, 'requests')),
+        emails: new DynamoEmailStore(db, { emails: tableName(region, 'emails') }),
+      },
+      region,
+      queue,
+    );
     console.log(`Dead letters of ${queueName(region, queue)}: ${letters.length}`);
     for (const letter of letters) {
+      const what = letter.emailId
+        ? `email ${letter.emailId} (instance ${letter.instance ?? '?'}): ${letter.state ?? '?'}`
+        : `request ${letter.requestId ?? '?'} (${letter.kind ?? '?'}, instance ${letter.instance ?? '?'}, accepted ${letter.acceptedAt ?? '?'})`;
       console.log(
-        `  ${letter.messageId}  request ${letter.requestId ?? '?'} (${letter.kind ?? '?'}, instance ${letter.instance ?? '?'}, accepted ${letter.acceptedAt ?? '?'}), received ${letter.receives} times${letter.reason ? `: ${letter.reason}` : ''}`,
+        `  ${letter.messageId}  ${what}, received ${letter.receives} times${letter.reason ? `: ${letter.reason}` : ''}`,
       );
     }
     return;
@@ -108,7 +142,9 @@ async function deadLetters(
     const moved = await redriveDeadLetters(sqs, region, queue, only);
     console.log(`Moved back to ${queueName(region, queue)}: ${moved.length}`);
     for (const letter of moved) {
-      console.log(`  ${letter.messageId}  request ${letter.requestId ?? '?'}`);
+      console.log(
+        `  ${letter.messageId}  ${letter.emailId ? `email ${letter.emailId}` : `request ${letter.requestId ?? '?'}`}`,
+      );
     }
     return;
   }
@@ -136,8 +172,17 @@ async function recheckAudiences(region: Region): Promise<void> {
   console.log(`The re-evaluation of the ${region} region's audiences is queued.`);
 }
 
+/** The deployment's key wrapper: the region's KMS key on AWS, the local one otherwise. */
+function keyWrapper(region: Region): KeyWrapper {
+  if (!TARGETS_AWS) return new LocalKeyWrapper();
+  return new KmsKeyWrapper(
+    new KMSClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
+    signingKeyAlias(region),
+  );
+}
+
 function configStore(region: Region): DynamoConfigStore {
-  return new DynamoConfigStore(documents(region), tableName(region, 'config'));
+  return new DynamoConfigStore(documents(region), tableName(region, 'config'), keyWrapper(region));
 }
 
 function peopleStore(region: Region): DynamoPeopleStore {
@@ -283,6 +328,10 @@ async function main(): Promise<void> {
       settle: { type: 'string' },
       queue: { type: 'string' },
       message: { type: 'string' },
+      key: { type: 'string' },
+      'key-hash': { type: 'string' },
+      'overlap-days': { type: 'string' },
+      kid: { type: 'string' },
     },
   });
   const region = regionOption(values.region);
@@ -299,6 +348,35 @@ async function main(): Promise<void> {
     return createKey(values.instance, values['data-source'], region);
   }
   if (command === 'audiences' && rest[0] === 'recheck') return recheckAudiences(region);
+  if (command === 'key' && (rest[0] === 'list' || rest[0] === 'revoke')) {
+    if (!values.instance) throw new UsageError(`key ${rest[0]} needs --instance <id>`);
+    if (rest[0] === 'list') return listKeys(configStore(region), values.instance, console.log);
+    return revokeKey(
+      configStore(region),
+      values.instance,
+      {
+        ...(values.key !== undefined ? { key: values.key } : {}),
+        ...(values['key-hash'] !== undefined ? { hash: values['key-hash'] } : {}),
+      },
+      console.log,
+    );
+  }
+  if (command === 'signing-key') {
+    const store = configStore(region);
+    if (rest[0] === 'list') return listSigningKeys(store, console.log);
+    if (rest[0] === 'rotate') {
+      const days = Number(values['overlap-days'] ?? LINK_TOKEN_DAYS + 35);
+      if (!Number.isInteger(days) || days < 0 || days > 3650) {
+        throw new UsageError('--overlap-days must be a whole number of days (0-3650)');
+      }
+      return rotateSigningKey(store, keyWrapper(region), days, console.log);
+    }
+    if (rest[0] === 'retire') {
+      if (!values.kid) throw new UsageError('signing-key retire needs --kid <key ID>');
+      return retireSigningKey(store, values.kid, console.log);
+    }
+    throw new UsageError('signing-key needs list, rotate or retire');
+  }
   if (command === 'usage') {
     if (!values.instance) throw new UsageError('usage needs --instance <id>');
     return usage(values.instance, values.month, region);

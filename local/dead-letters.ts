@@ -8,6 +8,8 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
+import { deadLetterState } from '../shared/domain/email/deliver.js';
+import type { EmailReader } from '../shared/domain/email/email-status.js';
 import type { RequestStore } from '../shared/domain/ingest/request-status.js';
 import type { Region } from '../shared/domain/regions.js';
 import { queueName, type QueueName } from '../shared/resources.js';
@@ -26,6 +28,8 @@ const Envelope = z.object({
   accepted_at: z.string(),
   records: z.number().optional(),
 });
+/** An email message: one email of an instance. */
+const EmailEnvelope = z.object({ instance_id: z.string(), message_id: z.string() });
 
 export interface DeadLetter {
   messageId: string;
@@ -35,6 +39,16 @@ export interface DeadLetter {
   acceptedAt?: string;
   receives: string;
   reason?: string;
+  /** An email message's email. */
+  emailId?: string;
+  /** Where that email stands (what a redrive does to it). */
+  state?: string;
+}
+
+/** What the listing reads to say why a letter is there and where its work stands. */
+export interface DeadLetterLookups {
+  requests: Pick<RequestStore, 'get'>;
+  emails: EmailReader;
 }
 
 async function queueUrls(sqs: SQSClient, region: Region, queue: QueueName) {
@@ -91,32 +105,42 @@ async function showAgain(sqs: SQSClient, url: string, handles: string[]) {
   }
 }
 
+function bodyOf(message: Message): unknown {
+  try {
+    return JSON.parse(message.Body ?? '');
+  } catch {
+    return undefined;
+  }
+}
+
 function describe(message: Message): DeadLetter {
-  const parsed = (() => {
-    try {
-      return Envelope.safeParse(JSON.parse(message.Body ?? ''));
-    } catch {
-      return undefined;
-    }
-  })();
+  const body = bodyOf(message);
+  const parsed = Envelope.safeParse(body);
+  const email = EmailEnvelope.safeParse(body);
   return {
     messageId: message.MessageId ?? '',
     receives: message.Attributes?.ApproximateReceiveCount ?? '?',
-    ...(parsed?.success
+    ...(parsed.success
       ? {
           requestId: parsed.data.request_id,
           instance: parsed.data.instance_id,
           kind: parsed.data.kind,
           acceptedAt: parsed.data.accepted_at,
         }
-      : {}),
+      : email.success
+        ? { instance: email.data.instance_id, emailId: email.data.message_id }
+        : {}),
   };
 }
 
-/** The dead letters of a queue, with the reason their request recorded; left where they are. */
+/**
+ * The dead letters of a queue, left where they are: with the reason their request recorded,
+ * or, for an email, where the email stands (so that one left `sending` by a crash on its
+ * last receive shows, and what a redrive will do).
+ */
 export async function listDeadLetters(
   sqs: SQSClient,
-  requests: Pick<RequestStore, 'get'>,
+  { requests, emails }: DeadLetterLookups,
   region: Region,
   queue: QueueName,
 ): Promise<DeadLetter[]> {
@@ -128,7 +152,11 @@ export async function listDeadLetters(
     deadLetters,
     async (message) => {
       const letter = describe(message);
-      if (letter.instance && letter.requestId) {
+      if (queue === 'email' && letter.instance && letter.emailId) {
+        const record = (await emails.get(letter.instance, [letter.emailId])).get(letter.emailId);
+        letter.state = deadLetterState(record, Date.now());
+        letter.reason = record?.events.findLast((event) => event.type === 'dead_lettered')?.detail;
+      } else if (letter.instance && letter.requestId) {
         const status = await requests.get(letter.instance, letter.requestId);
         if (status?.failure) letter.reason = status.failure.error;
       }
@@ -142,7 +170,7 @@ export async function listDeadLetters(
   return found;
 }
 
-/** Moves dead letters (all, or those of `only` message or request IDs) back to their queue. */
+/** Moves dead letters (all, or the one `only` names: its SQS, request or email ID) back. */
 export async function redriveDeadLetters(
   sqs: SQSClient,
   region: Region,
@@ -157,7 +185,7 @@ export async function redriveDeadLetters(
     deadLetters,
     async (message) => {
       const letter = describe(message);
-      if (only && letter.messageId !== only && letter.requestId !== only) {
+      if (only && ![letter.messageId, letter.requestId, letter.emailId].includes(only)) {
         if (message.ReceiptHandle) skipped.push(message.ReceiptHandle);
         return;
       }

@@ -25,7 +25,10 @@ import { z } from 'zod';
  * - SES event publishing: a configuration set mapped to an SNS topic gets the events SES's
  *   event destination would publish, in SES's JSON, and the mailbox simulator's
  *   `bounce@` and `complaint@simulator.amazonses.com` bounce and complain as on AWS;
- * - throttling and an outage on demand (`POST /faults`), for tests of the worker's retries.
+ * - throttling, an outage, and 500s on demand (`POST /faults`), for tests of the worker's
+ *   retries: `internal_error` refuses sends with a 500 without taking them, `answer_lost`
+ *   takes them (kept, events published) and answers 500 all the same, as SES does when its
+ *   answer is lost after it acted.
  *
  * Everything else is passed to the stand-in unchanged.
  */
@@ -86,6 +89,8 @@ const SendEmailResponse = z.object({ MessageId: z.string() });
 const FaultsRequest = z.strictObject({
   throttle: z.number().int().nonnegative().optional(),
   down: z.boolean().optional(),
+  internal_error: z.number().int().nonnegative().optional(),
+  answer_lost: z.number().int().nonnegative().optional(),
 });
 
 interface Faults {
@@ -93,6 +98,10 @@ interface Faults {
   throttle: number;
   /** Every send refused as by an unavailable service. */
   down: boolean;
+  /** Sends still to refuse with a 500, not taken. */
+  internal_error: number;
+  /** Sends still to take and then answer with a 500. */
+  answer_lost: number;
 }
 
 interface Header {
@@ -134,7 +143,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
   const standIn = await sesModule.default({ host: '127.0.0.1', port: standInPort });
 
   const messages: SentMessage[] = [];
-  const faults: Faults = { throttle: 0, down: false };
+  const faults: Faults = { throttle: 0, down: false, internal_error: 0, answer_lost: 0 };
   const timers = new Set<NodeJS.Timeout>();
   const publishing = new Set<Promise<void>>();
 
@@ -185,6 +194,11 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
       sendError(response, 429, 'TooManyRequestsException', 'Maximum sending rate exceeded.');
       return;
     }
+    if (faults.internal_error > 0) {
+      faults.internal_error -= 1;
+      sendError(response, 500, 'InternalFailure', 'The request processing has failed.');
+      return;
+    }
     const answer = await exchange(request, body);
     if (answer.status === 200) {
       const sent = SendEmailRequest.safeParse(parseJson(body));
@@ -196,6 +210,11 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
             `ses-gateway: could not read message ${accepted.data.MessageId}: ${text(error)}`,
           );
         });
+      }
+      if (faults.answer_lost > 0) {
+        faults.answer_lost -= 1;
+        sendError(response, 500, 'InternalFailure', 'The request processing has failed.');
+        return;
       }
     }
     response.writeHead(answer.status, answer.statusMessage, answer.rawHeaders);
@@ -269,12 +288,17 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
       const change = FaultsRequest.safeParse(parseJson(body));
       if (!change.success) {
         sendJson(response, 400, {
-          message: 'expected {"throttle": <sends to refuse>} and/or {"down": true|false}',
+          message:
+            'expected any of {"throttle": n, "internal_error": n, "answer_lost": n, "down": true|false}',
         });
         return;
       }
       if (change.data.throttle !== undefined) faults.throttle = change.data.throttle;
       if (change.data.down !== undefined) faults.down = change.data.down;
+      if (change.data.internal_error !== undefined) {
+        faults.internal_error = change.data.internal_error;
+      }
+      if (change.data.answer_lost !== undefined) faults.answer_lost = change.data.answer_lost;
       sendJson(response, 200, faults);
     } else if (path === '/faults') {
       sendJson(response, 405, { message: 'GET or POST' });

@@ -16,6 +16,7 @@ import {
   createSnsClient,
   createSqsClient,
 } from '../shared/adapters/aws-clients.js';
+import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { createSesClient } from '../shared/adapters/ses-mailer.js';
 import { EmailApiEnv } from '../shared/config/env.js';
@@ -33,6 +34,7 @@ import {
   TABLES,
   bucketVariable,
   localBucketName,
+  queueName,
   queueUrlVariable,
   sesConfigurationSet,
   tableName,
@@ -315,6 +317,12 @@ function regionEnv(
   if (!settings.ephemeral) {
     env.CDP_STREAM_CHECKPOINTS = join(settings.dataDir, 'streams', `${region}.json`);
   }
+  // The email worker reads the depth of the SES events' dead-letter queue (deliver.ts): its
+  // URL is the events queue's, with the dead-letter queue's name.
+  env.EMAIL_EVENTS_DLQ_URL = queues['email-events'].replace(
+    /[^/]+$/,
+    queueName(region, 'email-events', true),
+  );
   return env;
 }
 
@@ -466,7 +474,11 @@ async function main(): Promise<void> {
     if (external && !external.sesStandIn) {
       await ensureSesSending(ses, region, topic, sendingDomains(configuration, region));
     }
-    const store = new DynamoConfigStore(documents, tableName(region, 'config'));
+    const store = new DynamoConfigStore(
+      documents,
+      tableName(region, 'config'),
+      new LocalKeyWrapper(),
+    );
     const people = new DynamoPeopleStore(documents, {
       people: tableName(region, 'people'),
       activities: tableName(region, 'activities'),

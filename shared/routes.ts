@@ -46,6 +46,11 @@ export type Access =
   | 'queue:email:retry'
   /** The same for the SES events queue. */
   | 'queue:email-events:retry'
+  /**
+   * The depth of the SES events' dead-letter queue, and the fallback domain: what proves
+   * that SES did not take an email before it is sent again (the email worker).
+   */
+  | 'queue:email-events:dead-letters'
   /** Sending raw email through SES with the region's configuration set. */
   | 'ses:send'
   /** Audience memberships and counters (docs/audiences.md). */
@@ -54,7 +59,12 @@ export type Access =
   /** Queueing audience builds and deletions (the API, the audience workers). */
   | 'queue:audience-jobs'
   /** Putting a failed message of the audience-jobs queue back later (its worker's backoff). */
-  | 'queue:audience-jobs:retry';
+  | 'queue:audience-jobs:retry'
+  /**
+   * Unwrapping the signing keyring (paging cursors, email links): `kms:Decrypt` with the
+   * region's signing key. Only functions that sign or verify have it.
+   */
+  | 'signing';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -74,6 +84,12 @@ export interface RouteDefinition {
    * bundle under `node_modules/` so that they resolve there as they do locally.
    */
   readonly packageFiles?: readonly string[];
+  /**
+   * Reserved concurrency: the most instances the route's function runs at once, so that a
+   * flood of slow requests cannot take the account's concurrency from every other function
+   * (docs/operations.md, "Concurrency"). Routes that can run for seconds have one.
+   */
+  readonly reservedConcurrency?: number;
 }
 
 const MB = 1024 * 1024;
@@ -119,10 +135,15 @@ const PEOPLE_WRITER: readonly Access[] = [
 const ORGANIZATIONS_MERGE: Partial<RouteDefinition> = {
   maxBodyBytes: 2 * MB,
   access: ['config:read', 'organizations', 'queue:ingest', 'payloads:put'],
+  reservedConcurrency: 50,
 };
 /** Reading organizations (listings, by ID). */
 const ORGANIZATIONS_READ: Partial<RouteDefinition> = {
   access: ['config:read', 'organizations:read'],
+};
+/** Organization listings: their cursors are signed. */
+const ORGANIZATION_LISTING: Partial<RouteDefinition> = {
+  access: ['config:read', 'organizations:read', 'signing'],
 };
 /** Linking people to organizations, or unlinking them. */
 const MEMBERSHIPS: Partial<RouteDefinition> = {
@@ -161,7 +182,7 @@ function tracking(access: Access[]): Partial<RouteDefinition> {
     maxBodyBytes: 4 * 1024,
     memoryMb: 512,
     timeoutSeconds: 10,
-    access: ['config:read', ...access],
+    access: ['config:read', 'signing', ...access],
   };
 }
 
@@ -194,7 +215,9 @@ export const ROUTES: readonly RouteDefinition[] = [
       'emails',
       'email-payloads:put',
       'queue:email',
+      'signing',
     ],
+    reservedConcurrency: 50,
   }),
   api('POST', '/v1/transactional/get', 'transactional-get', {
     access: ['config:read', 'emails:read'],
@@ -203,6 +226,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/person/merge', 'person-merge', {
     maxBodyBytes: 2 * MB,
     access: [...PEOPLE_WRITER, 'emails:read'],
+    reservedConcurrency: 100,
   }),
   api('POST', '/v1/organizations/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
   api('PUT', '/v1/organizations/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
@@ -210,6 +234,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/activities/create', 'activities-create', {
     maxBodyBytes: 2 * MB,
     access: PEOPLE_WRITER,
+    reservedConcurrency: 100,
   }),
   api('POST', '/v1/async/get', 'async-get', { access: ['config:read', 'requests'] }),
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
@@ -241,7 +266,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   ]),
   // Tags and their counts; the counts' pending changes are applied first (a write).
   api('POST', '/v1/tags/get', 'tags-get', { access: ['config:read', 'people'] }),
-  api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATIONS_READ),
+  api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATION_LISTING),
   api('POST', '/v1/person/get', 'person-get', {
     access: [
       'config:read',
@@ -249,13 +274,16 @@ export const ROUTES: readonly RouteDefinition[] = [
       'activities:read',
       'organizations:read',
       'audiences:read',
+      'signing',
     ],
+    // A filter reads up to 20,000 people.
+    reservedConcurrency: 50,
   }),
   api('POST', '/v1/person/get-by-ids', 'person-get-by-ids', {
     access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
   }),
   api('POST', '/v1/person/get/activities', 'person-activities', {
-    access: ['config:read', 'people:read', 'activities:read', 'organizations:read'],
+    access: ['config:read', 'people:read', 'activities:read', 'organizations:read', 'signing'],
   }),
   // Beyond the spec (docs/api.md): what clients of the real API call besides.
   api('POST', '/v1/person/subscriptions', 'person-subscriptions', {
@@ -265,7 +293,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/organizations/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
   // The accounts names newer clients use: the organizations' functions, with their grants.
   api('POST', '/v1/accounts/merge', 'organizations-merge', ORGANIZATIONS_MERGE),
-  api('POST', '/v1/accounts/get', 'organizations-get', ORGANIZATIONS_READ),
+  api('POST', '/v1/accounts/get', 'organizations-get', ORGANIZATION_LISTING),
   api('POST', '/v1/accounts/get-by-ids', 'organizations-get-by-ids', ORGANIZATIONS_READ),
   api('PUT', '/v1/accounts/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/accounts/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),

@@ -64,6 +64,7 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'activities',
       'email-payloads:get',
       'queue:email:retry',
+      'queue:email-events:dead-letters',
       'ses:send',
     ],
   },

@@ -7,11 +7,11 @@ import { startStack, stopStack, waitForBanner } from '../../test/integration/sta
  * The stack the benchmarks run against: `local/start.ts` on ports of its own (6300, 9600,
  * 6350, 9605 unless `BENCH_PORT`, `BENCH_DYNAMODB_PORT`, `BENCH_SQS_PORT`, `BENCH_SES_PORT`
  * say otherwise: not `npm start`'s nor the test stacks'), in memory, with
- * `bench/bench-config.json` (instance `bench`, key `bench-key`), stopped by its PID.
+ * `bench/bench-config.json` (instance `bench`, key `BENCH_KEY`), stopped by its PID.
  * `CDP_FAULTS` is passed through.
  */
 export const BENCH_INSTANCE = 'bench';
-export const BENCH_KEY = 'bench-key';
+export const BENCH_KEY = 'bench-key-32-characters-or-more-x';
 
 export interface BenchStack {
   base: string;

@@ -11,11 +11,11 @@ import {
 import { findRoute } from '../../shared/routes.js';
 import { TransactionalSendResponse } from '../../shared/api/schemas.js';
 
-const { http, db, env, config, signingSecret } = createApiRuntime();
+const { http, db, env, config, signingKeys } = createApiRuntime();
 const people = createPeopleStore(db);
 const location = createLocationServices(people);
 const email = createEmailPorts(db);
-const links = emailLinks(env, signingSecret, email.env.PUBLIC_BASE_URL);
+const links = emailLinks(env, signingKeys, email.env.PUBLIC_BASE_URL);
 
 /**
  * `POST /v1/transactional/send`: the body is checked by the domain after the feature and plan

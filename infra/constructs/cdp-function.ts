@@ -16,6 +16,8 @@ import {
 } from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
+import { grantDeliveryProof } from './delivery-proof.js';
+import { grantSigning } from './signing-key.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -283,6 +285,12 @@ export class CdpFunction extends Construct {
           this.fn.addEnvironment('SES_CONFIGURATION_SET', data.email.configurationSet);
           break;
         }
+        case 'queue:email-events:dead-letters':
+          grantDeliveryProof(this.fn, data);
+          break;
+        case 'signing':
+          grantSigning(this.fn, data.signingKey);
+          break;
         case 'geo':
           this.fn.addToRolePolicy(
             new PolicyStatement({

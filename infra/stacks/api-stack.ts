@@ -12,6 +12,7 @@ import {
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { CfnWebACL, CfnWebACLAssociation } from 'aws-cdk-lib/aws-wafv2';
+import { EDGE_RESPONSE_BODIES, edgeRateRules } from '../constructs/abuse-limits.js';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
@@ -290,6 +291,7 @@ export class ApiStack extends Stack {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
       visibilityConfig: visibility(`cdp-${region}-edge`),
+      customResponseBodies: EDGE_RESPONSE_BODIES,
       rules: [
         {
           name: 'body-limit',
@@ -318,6 +320,7 @@ export class ApiStack extends Stack {
             },
           },
         },
+        ...edgeRateRules(region, visibility, 1),
       ],
     });
     new CfnWebACLAssociation(this, 'edge-association', {

@@ -13,6 +13,8 @@ import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { CfnPlaceIndex } from 'aws-cdk-lib/aws-location';
 import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import { SigningKey } from '../constructs/signing-key.js';
 import { readFileSync } from 'node:fs';
 import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
@@ -44,6 +46,8 @@ export interface RegionData {
   /** The Amazon Location Service place index address lookups use. */
   placeIndex: { name: string; arn: string };
   email: EmailSendingData;
+  /** The KMS key wrapping the signing keyring (issue 23). */
+  signingKey: IKey;
 }
 
 export interface DataStackProps extends StackProps {
@@ -172,8 +176,11 @@ export class DataStack extends Stack {
       eventsQueue: queues['email-events'],
     });
 
+    const signing = new SigningKey(this, 'signing', { region });
+
     this.data = {
       region,
+      signingKey: signing.key,
       tables,
       queues,
       deadLetters: deadLetterQueues,

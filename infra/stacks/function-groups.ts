@@ -61,6 +61,8 @@ export interface FunctionSpec {
   timeoutSeconds: number;
   access: RouteDefinition['access'];
   packageFiles?: readonly string[];
+  /** Its reserved concurrency (`reservedConcurrency` of its routes), if any. */
+  reservedConcurrency?: number;
   /** The routes it serves (none for a worker or the fallback). */
   routes: readonly RouteDefinition[];
   /** The queue that feeds it, for a worker. */
@@ -78,6 +80,7 @@ function deploymentOf(route: RouteDefinition): string {
     timeoutSeconds: route.timeoutSeconds,
     access: [...route.access].sort(),
     packageFiles: [...(route.packageFiles ?? [])].sort(),
+    reservedConcurrency: route.reservedConcurrency,
   });
 }
 
@@ -103,7 +106,8 @@ export function functionSpecs(
     if (differing) {
       throw new Error(
         `Routes ${first.method} ${first.path} and ${differing.method} ${differing.path} share ` +
-          `the function ${name} but declare different memory, timeout, access or files`,
+          `the function ${name} but declare different memory, timeout, access, files or ` +
+          `reserved concurrency`,
       );
     }
     specs.push({
@@ -113,6 +117,9 @@ export function functionSpecs(
       timeoutSeconds: first.timeoutSeconds,
       access: first.access,
       ...(first.packageFiles ? { packageFiles: first.packageFiles } : {}),
+      ...(first.reservedConcurrency === undefined
+        ? {}
+        : { reservedConcurrency: first.reservedConcurrency }),
       routes: served,
     });
   }

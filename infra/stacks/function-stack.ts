@@ -13,6 +13,7 @@ import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import type { StreamWorkerDefinition } from '../../shared/workers.js';
 import { STAGE_NAME } from '../../shared/edge.js';
+import { reserveConcurrency } from '../constructs/abuse-limits.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
 import { FunctionAlarms } from '../constructs/operations.js';
 import type { RegionData } from './data-stack.js';
@@ -63,6 +64,7 @@ export class FunctionStack extends NestedStack {
         ...(spec.packageFiles ? { packageFiles: spec.packageFiles } : {}),
         ...(entry ? { entry } : {}),
       });
+      reserveConcurrency(fn, spec);
       new FunctionAlarms(this, `${spec.name}-alarms`, {
         region: props.region,
         name: spec.name,

@@ -1,4 +1,4 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
@@ -34,14 +34,17 @@ import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/te
 import { ServiceUnavailableError, ValidationError } from '../domain/errors.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { TtlCache } from '../lib/ttl-cache.js';
+import type { VersionWatch } from '../lib/version-watch.js';
 import {
   batchWrite,
+  cancellationCodes,
   conditionally,
   ExpressionBuilder,
   isConditionFailure,
   queryPartition,
   type WriteRequest,
 } from './dynamo-helpers.js';
+import { LEGACY_KID, StoredKeyring, storedKey, type KeyWrapper } from '../domain/signing-keys.js';
 
 /**
  * The config table. Items:
@@ -66,6 +69,15 @@ const KeyRefItem = z.object({
 });
 
 export type KeyOrigin = 'file' | 'minted';
+
+/** A key of an instance as `admin key list` shows it: its hash, never the key. */
+export interface KeyListing {
+  key_hash: string;
+  data_source: string;
+  origin: KeyOrigin;
+  created_at: string | undefined;
+  revoked_at: string | undefined;
+}
 export type TemplateKind = 'campaign' | 'asset';
 
 export interface FileKey {
@@ -121,14 +133,24 @@ function tooLarge(error: unknown): boolean {
   );
 }
 const keyPk = (hash: string) => `KEY#${hash}`;
-/** The deployment's signing secret (paging cursors; later tracking links). */
+/**
+ * The deployment's signing secret of before the keyring, in plain form: read once to wrap it
+ * into the keyring as its legacy key (`k0`), then deleted.
+ */
 const SIGNING_SECRET_KEY = { pk: 'DEPLOYMENT', sk: 'SIGNING_SECRET' };
 const SigningSecretItem = z.object({ secret: z.string().min(32) });
+/** The deployment's signing keyring (signing-keys.ts): every key wrapped. */
+const SIGNING_KEYS_KEY = { pk: 'DEPLOYMENT', sk: 'SIGNING_KEYS' };
+const SigningKeysItem = z.object({ keyring: StoredKeyring, version: z.number().int() });
+/** The keys version: bumped by every change of a key, so that warm functions drop their cache. */
+const KEYS_VERSION_KEY = { pk: 'DEPLOYMENT', sk: 'KEYS_VERSION' };
 
 export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, DefinitionStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
+    /** Wraps new signing keys (`admin apply` and the local stack create the keyring). */
+    private readonly keyWrapper?: KeyWrapper,
   ) {}
 
   async findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
@@ -401,33 +423,101 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     await this.publishVersion(instanceId, Number(Attributes?.config_version ?? 0));
   }
 
-  /** The deployment's signing secret, if applying a configuration has created it. */
-  async getSigningSecret(): Promise<string | undefined> {
+  /** The deployment's signing secret of before the keyring, if it is still there. */
+  async getLegacySigningSecret(): Promise<string | undefined> {
     const { Item } = await this.db.send(
       new GetCommand({ TableName: this.table, Key: SIGNING_SECRET_KEY, ConsistentRead: true }),
     );
     return Item ? SigningSecretItem.parse(Item).secret : undefined;
   }
 
-  /** Creates the signing secret once (256 random bits); later calls leave it as it is. */
-  async ensureSigningSecret(): Promise<void> {
+  /** The signing keyring and its version (strongly consistent), if it exists. */
+  async getSigningKeys(): Promise<{ keyring: StoredKeyring; version: number } | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: SIGNING_KEYS_KEY, ConsistentRead: true }),
+    );
+    return Item ? SigningKeysItem.parse(Item) : undefined;
+  }
+
+  /**
+   * Writes the keyring if it is still at `version` (undefined: if there is none); false when
+   * another change came first. With `dropLegacy`, the plain legacy secret goes in the same
+   * transaction.
+   */
+  async putSigningKeys(
+    keyring: StoredKeyring,
+    version: number | undefined,
+    dropLegacy = false,
+  ): Promise<boolean> {
     try {
       await this.db.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            ...SIGNING_SECRET_KEY,
-            secret: randomBytes(32).toString('base64url'),
-            created_at: new Date().toISOString(),
-          },
-          ConditionExpression: 'attribute_not_exists(pk)',
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.table,
+                Item: {
+                  ...SIGNING_KEYS_KEY,
+                  keyring,
+                  version: (version ?? 0) + 1,
+                  updated_at: new Date().toISOString(),
+                },
+                ConditionExpression:
+                  version === undefined ? 'attribute_not_exists(pk)' : 'version = :version',
+                ...(version === undefined
+                  ? {}
+                  : { ExpressionAttributeValues: { ':version': version } }),
+              },
+            },
+            ...(dropLegacy ? [{ Delete: { TableName: this.table, Key: SIGNING_SECRET_KEY } }] : []),
+          ],
         }),
       );
+      return true;
     } catch (error) {
-      if (!isConditionFailure(error)) {
-        throw error;
-      }
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
     }
+  }
+
+  /**
+   * Creates the signing keyring once: the legacy plain secret, if the deployment has one, as
+   * its first key (`k0`, so that cursors and links made before keep working; the plain item
+   * is deleted), else a new key. Later calls leave it as it is.
+   */
+  async ensureSigningKeys(now = new Date()): Promise<void> {
+    const wrapper = this.keyWrapper;
+    if (!wrapper) throw new Error('Creating the signing keyring needs a key wrapper');
+    if (await this.getSigningKeys()) return;
+    const legacy = await this.getLegacySigningSecret();
+    const key = legacy
+      ? await storedKey(wrapper, now, now, LEGACY_KID, legacy)
+      : await storedKey(wrapper, now, now);
+    // A concurrent apply that created it first: theirs stands.
+    await this.putSigningKeys({ keys: [key] }, undefined, legacy !== undefined);
+    await this.bumpKeysVersion();
+  }
+
+  /**
+   * The version of keys and signing keys: functions read it every few seconds and drop
+   * their cached keys when it moves (a key revoked or minted, a signing key rotated).
+   */
+  async keysVersion(): Promise<number> {
+    const { Item } = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: KEYS_VERSION_KEY, ConsistentRead: true }),
+    );
+    return typeof Item?.version === 'number' ? Item.version : 0;
+  }
+
+  async bumpKeysVersion(): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: KEYS_VERSION_KEY,
+        UpdateExpression: 'ADD version :one SET updated_at = :now',
+        ExpressionAttributeValues: { ':one': 1, ':now': new Date().toISOString() },
+      }),
+    );
   }
 
   async getTemplate(
@@ -485,6 +575,17 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     }
     await this.publishVersion(schema.id, version);
     const existing = await this.queryAll(pk);
+    const revoked = new Set(
+      existing
+        .filter((item) => String(item.sk).startsWith('REVOKED#'))
+        .map((item) => String(item.key_hash)),
+    );
+    const comeBack = fileKeys.filter((key) => revoked.has(key.key_hash));
+    if (comeBack.length > 0) {
+      throw new Error(
+        `instance ${schema.id}: the api_key of data source ${comeBack.map((key) => `"${key.data_source}"`).join(', ')} was revoked (npm run admin -- key revoke): put a new key in the file`,
+      );
+    }
     const dataSources = new Set(schema.data_sources.map((source) => source.name));
     const wantedFileKeys = new Set(fileKeys.map((key) => key.key_hash));
     const desiredSks = new Set<string>(['SCHEMA']);
@@ -517,7 +618,7 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     }
     for (const item of existing) {
       const sk = String(item.sk);
-      if (desiredSks.has(sk)) continue;
+      if (desiredSks.has(sk) || sk.startsWith('REVOKED#')) continue;
       if (sk.startsWith('KEYREF#')) {
         const ref = KeyRefItem.parse(item);
         const revoked =
@@ -529,6 +630,8 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
       remove({ pk, sk });
     }
     await batchWrite(this.db, this.table, writes);
+    // Keys may have come or gone: warm functions drop what they cached.
+    await this.bumpKeysVersion();
   }
 
   /**
@@ -646,6 +749,78 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
         ],
       }),
     );
+    // A function that met this key before it existed forgets that within seconds.
+    await this.bumpKeysVersion();
+  }
+
+  /** The keys of an instance (hashes only), newest first. */
+  async listKeys(instanceId: string): Promise<KeyListing[]> {
+    const items = await this.queryAll(instancePk(instanceId));
+    return items
+      .filter(
+        (item) => String(item.sk).startsWith('KEYREF#') || String(item.sk).startsWith('REVOKED#'),
+      )
+      .map((item) => ({
+        key_hash: String(item.key_hash),
+        data_source: String(item.data_source),
+        origin: item.origin === 'minted' ? ('minted' as const) : ('file' as const),
+        created_at: typeof item.created_at === 'string' ? item.created_at : undefined,
+        revoked_at: typeof item.revoked_at === 'string' ? item.revoked_at : undefined,
+      }))
+      .sort((a, b) => (b.created_at ?? '').localeCompare(a.created_at ?? ''));
+  }
+
+  /**
+   * Revokes a key of an instance: its lookup item and its reference go, and a tombstone
+   * stays so that applying a file that still holds the key does not bring it back. Then the
+   * keys version moves, so that warm functions forget it within seconds. False if the
+   * instance has no such key.
+   */
+  async revokeKey(instanceId: string, keyHash: string): Promise<boolean> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: instancePk(instanceId), sk: `KEYREF#${keyHash}` },
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return false;
+    const ref = KeyRefItem.parse(Item);
+    await this.db.send(
+      new TransactWriteCommand({
+        TransactItems: [
+          {
+            Delete: {
+              TableName: this.table,
+              Key: { pk: keyPk(keyHash), sk: 'KEY' },
+              ConditionExpression: 'attribute_not_exists(pk) OR instance_id = :instance',
+              ExpressionAttributeValues: { ':instance': instanceId },
+            },
+          },
+          {
+            Delete: {
+              TableName: this.table,
+              Key: { pk: instancePk(instanceId), sk: `KEYREF#${keyHash}` },
+            },
+          },
+          {
+            Put: {
+              TableName: this.table,
+              Item: {
+                pk: instancePk(instanceId),
+                sk: `REVOKED#${keyHash}`,
+                key_hash: keyHash,
+                data_source: ref.data_source,
+                origin: ref.origin,
+                revoked_at: new Date().toISOString(),
+              },
+            },
+          },
+        ],
+      }),
+    );
+    await this.bumpKeysVersion();
+    return true;
   }
 
   private queryAll(pk: string): Promise<Record<string, unknown>[]> {
@@ -654,10 +829,15 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
 }
 
 /**
- * Key lookups cached for a minute (unknown keys for five seconds), instances for a minute.
- * An instance's configuration is checked against its version (one small strongly consistent
- * read) each time it is asked for: a field or definition created through the API, in any
- * function of the region, is seen by the next request of every other, not a minute later.
+ * Key lookups and instances cached in the container (`ttlMs`, a minute by default), and keys
+ * that are no one's for `missTtlMs` (five minutes: each costs a strongly consistent read, so
+ * a caller trying keys is not answered from the table every time). Both are dropped as soon
+ * as the keys version moves (`VersionWatch`: a key revoked, minted or applied), which every
+ * container reads every few seconds: so a revoked key stops working within seconds, and a
+ * key minted a moment ago works although it was once unknown here.
+ * An instance's configuration is also checked against its version (one small strongly
+ * consistent read) each time it is asked for: a field or definition created through the API,
+ * in any function of the region, is seen by the next request of every other.
  */
 export class CachedTenantDirectory implements TenantDirectory {
   private readonly keys = new TtlCache<ApiKeyRecord | null>(1000);
@@ -666,10 +846,22 @@ export class CachedTenantDirectory implements TenantDirectory {
   constructor(
     private readonly inner: TenantDirectory,
     private readonly ttlMs = 60_000,
-    private readonly missTtlMs = 5_000,
-  ) {}
+    private readonly missTtlMs = 300_000,
+    private readonly versions?: VersionWatch,
+  ) {
+    versions?.onChange(() => {
+      this.keys.clear();
+      this.instances.clear();
+    });
+  }
+
+  /** Whether this container holds the key's record (known to exist) right now. */
+  knows(keyHash: string): boolean {
+    return Boolean(this.keys.get(keyHash));
+  }
 
   async findApiKey(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    await this.versions?.check();
     const ttl = (value: unknown) => (value ? this.ttlMs : this.missTtlMs);
     const record = await this.keys.getOrLoad(keyHash, ttl, async () => {
       return (await this.inner.findApiKey(keyHash)) ?? null;
@@ -678,7 +870,7 @@ export class CachedTenantDirectory implements TenantDirectory {
   }
 
   async getInstance(instanceId: string): Promise<InstanceSchema | undefined> {
-    const ttl = (value: unknown) => (value ? this.ttlMs : this.missTtlMs);
+    const ttl = (value: unknown) => (value ? this.ttlMs : Math.min(this.ttlMs, 5_000));
     const load = async () => (await this.inner.getInstance(instanceId)) ?? null;
     if (this.inner.configVersion) {
       const current = await this.inner.configVersion(instanceId);

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import {
+  GetCommand,
   PutCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import type { ActivityToWrite } from '../domain/activities/record-activities.js';
+import type { Acceptance } from '../domain/email/deliver.js';
 import {
   EMAIL_RETENTION_DAYS,
   EmailRecord,
@@ -13,7 +15,6 @@ import {
   type EmailState,
   type EmailStore,
 } from '../domain/email/messages.js';
-import { runBounded } from '../lib/bounded.js';
 import { logger } from '../lib/logger.js';
 import { activityItem } from './activity-store.js';
 import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo-helpers.js';
@@ -39,10 +40,14 @@ const suppressionKey = (instanceId: string, address: string) => ({
   sk: 'SUP',
 });
 
+/**
+ * The deployment's SES events watermark: not an instance's item (no instance ID is empty, so
+ * none can lead with `#`), the one item of the table that is not.
+ */
+const EVENTS_WATERMARK = { pk: '#DEPLOYMENT', sk: 'SES_EVENTS' };
+
 /** Events kept per email (opens and clicks can repeat without end; activities keep them all). */
 export const MAX_EVENTS = 100;
-
-const CONCURRENCY = 16;
 
 export class DynamoEmailStore implements EmailStore {
   constructor(
@@ -131,15 +136,6 @@ export class DynamoEmailStore implements EmailStore {
     return records;
   }
 
-  async markFailed(instanceId: string, messageIds: string[], error: string) {
-    const moved = new Set<string>();
-    const run = await runBounded(messageIds, CONCURRENCY, async (id) => {
-      if (await this.move(instanceId, id, ['queued'], 'failed', { error })) moved.add(id);
-    });
-    if (run.failure) throw run.failure.error;
-    return moved;
-  }
-
   /**
    * Moves an email from one of `from` to `to`, appending the matching event; false when it
    * was not in one of `from` (another attempt moved it first).
@@ -149,7 +145,13 @@ export class DynamoEmailStore implements EmailStore {
     messageId: string,
     from: EmailState[],
     to: EmailState,
-    extra: { error?: string; event?: EmailEvent; set?: Record<string, unknown> } = {},
+    extra: {
+      error?: string;
+      event?: EmailEvent;
+      set?: Record<string, unknown>;
+      /** Only while this send attempt holds the email. */
+      attempt?: string;
+    } = {},
   ): Promise<boolean> {
     const at = new Date().toISOString();
     const values: Record<string, unknown> = {
@@ -175,13 +177,18 @@ export class DynamoEmailStore implements EmailStore {
       values[`:from${i}`] = state;
       return `:from${i}`;
     });
+    let condition = `#status IN (${froms.join(', ')})`;
+    if (extra.attempt !== undefined) {
+      condition += ' AND attempt = :attempt';
+      values[':attempt'] = extra.attempt;
+    }
     return conditionally(
       this.db,
       new UpdateCommand({
         TableName: this.tables.emails,
         Key: messageKey(instanceId, messageId),
         UpdateExpression: `SET ${set.join(', ')}`,
-        ConditionExpression: `#status IN (${froms.join(', ')})`,
+        ConditionExpression: condition,
         ExpressionAttributeNames: {
           '#status': 'status',
           ...(extra.error !== undefined ? { '#error': 'error' } : {}),
@@ -234,46 +241,93 @@ export class DynamoEmailStore implements EmailStore {
   }
 
   /**
-   * Records a send: the email `sent` (if this attempt still holds it) and its `act::s`
-   * activity, in one transaction. False if the attempt no longer held the email.
+   * Marks a send attempt's outcome unknown: the attempt is over, the email stays `sending`
+   * until SES's event (or the end of the confirmation window) settles it. False when the
+   * attempt no longer holds the email (an event settled it first).
    */
-  async markSent(
+  async markUnknown(instanceId: string, messageId: string, attempt: string, at: number) {
+    const when = new Date(at).toISOString();
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression:
+          'SET unknown_at = :at, updated_at = :when, events = list_append(events, :event)',
+        ConditionExpression:
+          '#status = :sending AND attempt = :attempt AND attribute_not_exists(unknown_at)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':sending': 'sending',
+          ':attempt': attempt,
+          ':at': at,
+          ':when': when,
+          ':event': [
+            {
+              type: 'send_unknown',
+              at: when,
+              detail: 'the send attempt did not learn whether SES took the email; waiting for SES',
+            },
+          ],
+        },
+      }),
+    );
+  }
+
+  /**
+   * Records that SES took the email (deliver.ts, `acceptanceOf`): its SES message ID, a
+   * `sent` event, `sent` as its state where `promote`, and the `act::s` activity, in one
+   * transaction, conditioned on the email being as it was read (its state, no SES message
+   * ID yet, and the attempt where given). False when it was not.
+   */
+  async recordAcceptance(
     instanceId: string,
     messageId: string,
-    attempt: string,
-    sesMessageId: string,
-    activity: ActivityToWrite,
+    acceptance: Acceptance,
   ): Promise<boolean> {
-    const at = activity.created_at;
+    const at = acceptance.activity?.created_at ?? new Date().toISOString();
+    const values: Record<string, unknown> = {
+      ':expected': acceptance.expected,
+      ':ses': acceptance.sesMessageId,
+      ':at': new Date().toISOString(),
+      ':event': [{ type: 'sent', at }],
+      ':none': [],
+    };
+    let set =
+      'ses_message_id = :ses, updated_at = :at, events = list_append(if_not_exists(events, :none), :event)';
+    if (acceptance.promote) {
+      set += ', #status = :sent';
+      values[':sent'] = 'sent';
+    }
+    let condition = '#status = :expected AND attribute_not_exists(ses_message_id)';
+    if (acceptance.attempt !== undefined) {
+      condition += ' AND attempt = :attempt';
+      values[':attempt'] = acceptance.attempt;
+    }
+    const update = {
+      Update: {
+        TableName: this.tables.emails,
+        Key: messageKey(instanceId, messageId),
+        UpdateExpression: `SET ${set}`,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: values,
+      },
+    };
     try {
       await this.db.send(
         new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tables.emails,
-                Key: messageKey(instanceId, messageId),
-                UpdateExpression:
-                  'SET #status = :sent, ses_message_id = :ses, updated_at = :at, events = list_append(events, :event) REMOVE attempt, sending_at',
-                ConditionExpression: '#status = :sending AND attempt = :attempt',
-                ExpressionAttributeNames: { '#status': 'status' },
-                ExpressionAttributeValues: {
-                  ':sent': 'sent',
-                  ':sending': 'sending',
-                  ':attempt': attempt,
-                  ':ses': sesMessageId,
-                  ':at': at,
-                  ':event': [{ type: 'sent', at }],
+          TransactItems: acceptance.activity
+            ? [
+                update,
+                {
+                  Put: {
+                    TableName: this.activitiesTable(),
+                    Item: activityItem(instanceId, acceptance.activity),
+                  },
                 },
-              },
-            },
-            {
-              Put: {
-                TableName: this.activitiesTable(),
-                Item: activityItem(instanceId, activity),
-              },
-            },
-          ],
+              ]
+            : [update],
         }),
       );
       return true;
@@ -377,6 +431,46 @@ export class DynamoEmailStore implements EmailStore {
     );
   }
 
+  /**
+   * Records an open or a click and its activity unless one was recorded in `window` already
+   * (`eng_<marker>` holds the last window): one transaction, conditioned on the window, so
+   * that replays of a link within it write nothing. False for a replay (or an email gone).
+   */
+  async recordEngagement(
+    instanceId: string,
+    messageId: string,
+    marker: string,
+    window: number,
+    activity: ActivityToWrite,
+  ): Promise<boolean> {
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tables.emails,
+                Key: messageKey(instanceId, messageId),
+                UpdateExpression: 'SET #window = :window',
+                ConditionExpression:
+                  'attribute_exists(pk) AND (attribute_not_exists(#window) OR #window < :window)',
+                ExpressionAttributeNames: { '#window': `eng_${marker}` },
+                ExpressionAttributeValues: { ':window': window },
+              },
+            },
+            {
+              Put: { TableName: this.activitiesTable(), Item: activityItem(instanceId, activity) },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
   /** Appends an event (an open or a click), while the email has fewer than MAX_EVENTS. */
   async addEvent(instanceId: string, messageId: string, event: EmailEvent): Promise<void> {
     // A failed condition: the email moved on; nothing to do.
@@ -388,6 +482,35 @@ export class DynamoEmailStore implements EmailStore {
         UpdateExpression: 'SET events = list_append(events, :event)',
         ConditionExpression: 'attribute_exists(pk) AND size(events) < :max',
         ExpressionAttributeValues: { ':event': [event], ':max': MAX_EVENTS },
+      }),
+    );
+  }
+
+  /**
+   * SES's acceptance time (epoch ms) of the latest send whose `Send` event was applied
+   * (deliver.ts, `SendConfirmations`). Strongly consistent: a resend rests on it.
+   */
+  async sendEventsThrough(): Promise<number | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.emails,
+        Key: EVENTS_WATERMARK,
+        ConsistentRead: true,
+      }),
+    );
+    return typeof Item?.send_through === 'number' ? Item.send_through : undefined;
+  }
+
+  /** Moves the watermark to `at`, never back (a failed condition: it was already past it). */
+  async advanceSendEvents(at: number): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.tables.emails,
+        Key: EVENTS_WATERMARK,
+        UpdateExpression: 'SET send_through = :at',
+        ConditionExpression: 'attribute_not_exists(send_through) OR send_through < :at',
+        ExpressionAttributeValues: { ':at': at },
       }),
     );
   }

@@ -13,11 +13,13 @@ import {
   IDEMPOTENCY_TTL_SECONDS,
   type BeginResult,
   type IdempotencyStore,
+  type KeptRecord,
   type KeptResponse,
 } from '../http/idempotency.js';
 
 /**
- * Idempotency records in the requests table: `<inst>#IDEM#<sha256 of the key>` / `IDEM`,
+ * Idempotency records in the requests table: `<inst>#IDEM#<sha256 of the data source's name
+ * and the key>` / `IDEM` (records of before that scoping: of the key alone),
  * holding the request's fingerprint, the token of the request that holds the key and its
  * lease, and once answered the status and body; `expires_at` (epoch seconds) lets DynamoDB's
  * TTL remove them after 24 hours (and is checked on read, since TTL deletion lags).
@@ -131,6 +133,31 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     } catch (error) {
       if (!isConditionFailure(error)) throw error; // taken over after our lease ran out
     }
+  }
+
+  async peek(instanceId: string, keyHash: string): Promise<KeptRecord | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: idempotencyKey(instanceId, keyHash),
+        ConsistentRead: true,
+      }),
+    );
+    if (!Item) return undefined;
+    const record = Record.parse(Item);
+    // TTL deletion lags: an expired record answers for nothing.
+    if (record.expires_at < Math.floor(this.now() / 1000)) return undefined;
+    return {
+      fingerprint: record.fingerprint,
+      ...(record.status === 'done'
+        ? {
+            response: {
+              statusCode: record.response_status ?? 200,
+              body: record.response_body ?? '{}',
+            },
+          }
+        : {}),
+    };
   }
 
   async release(instanceId: string, keyHash: string, token: string) {

@@ -7,7 +7,12 @@ import {
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { z } from 'zod';
 import { ServiceUnavailableError } from '../domain/errors.js';
-import { IngestMessage, MaybeQueuedError, type IngestQueue } from '../domain/ingest/ingest.js';
+import {
+  IngestMessage,
+  MaybeQueuedError,
+  PayloadLostError,
+  type IngestQueue,
+} from '../domain/ingest/ingest.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { classifyStoreError } from './dynamo-resilience.js';
@@ -182,9 +187,13 @@ export class SqsIngestQueue implements IngestQueue {
   async open(raw: string): Promise<IngestMessage> {
     const { payload, ...rest } = this.envelope(raw);
     if (!payload) return IngestMessage.parse(rest);
-    const object = await this.s3.send(
-      new GetObjectCommand({ Bucket: this.bucket, Key: payload.key }),
-    );
+    const object = await this.s3
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: payload.key }))
+      .catch((error: unknown) => {
+        throw (error as { name?: string }).name === 'NoSuchKey'
+          ? new PayloadLostError(payload.key)
+          : error;
+      });
     const text = (await object.Body?.transformToString('utf8')) ?? '';
     return IngestMessage.parse({ ...rest, body: JSON.parse(text) as unknown });
   }

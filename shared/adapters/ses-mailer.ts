@@ -1,32 +1,50 @@
 import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
-import { MailerError, type Mailer } from '../domain/email/deliver.js';
+import {
+  MailerError,
+  PROBE_TAG,
+  RECORD_MARGIN_MS,
+  type Mailer,
+  type PreparedEmail,
+} from '../domain/email/deliver.js';
+import { textOf } from '../domain/email/html.js';
 import type { OutgoingEmail } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, sleep } from '../lib/time-budget.js';
 
 /**
  * Sending through SES v2 with raw MIME built by nodemailer's composer (HTML and text parts,
- * attachments, cc, Reply-To, the List-Unsubscribe headers). Throttling is retried here with
- * backoff while the invocation has time; after that the email goes back to its queue.
+ * attachments, cc, Reply-To, the List-Unsubscribe headers). Only refusals SES is known not to
+ * have acted on (throttling, sending paused, no connection made) are retried here, with
+ * backoff; any other failure of a call leaves its outcome unknown (deliver.ts), since SES may
+ * have taken the email before the answer was lost.
  */
+const CONNECT_TIMEOUT_MS = 3_000;
+const ANSWER_TIMEOUT_MS = 15_000;
+
 export function createSesClient(): SESv2Client {
   // Our retries only: the SDK's would repeat a send whose outcome is unknown.
   return new SESv2Client({
     maxAttempts: 1,
-    requestHandler: { connectionTimeout: 3_000, requestTimeout: 15_000 },
+    requestHandler: {
+      connectionTimeout: CONNECT_TIMEOUT_MS,
+      requestTimeout: ANSWER_TIMEOUT_MS,
+      // Without it the SDK only warns, and a call that gets no answer waits for the socket.
+      throwOnRequestTimeout: true,
+    },
   });
 }
 
-/** SES refused the call; nothing was sent. */
+/** The longest a call can take: a connection, the answer, and reading it. */
+export const SES_CALL_MAX_MS = CONNECT_TIMEOUT_MS + ANSWER_TIMEOUT_MS + 2_000;
+
+/** SES refused the call before acting on it; nothing was sent. */
 const REFUSED = new Set([
   'TooManyRequestsException',
   'LimitExceededException',
   'ThrottlingException',
   'Throttling',
   'SendingPausedException',
-  'ServiceUnavailable',
-  'InternalFailure',
 ]);
 /** The email can never be sent as it is. */
 const REJECTED = new Set([
@@ -45,6 +63,12 @@ const UNREACHED = new Set([
   'ENETUNREACH',
 ]);
 
+/**
+ * What a failed `SendEmail` says about the email. A 5xx (`InternalFailure`,
+ * `ServiceUnavailable`, a gateway's 502 or 504), a timeout waiting for the answer or a
+ * connection cut after the request went out is **unknown**: AWS does not promise that a
+ * request answered so was not acted on.
+ */
 export function classifySesError(error: unknown): MailerError {
   const failure = error as {
     name?: string;
@@ -55,32 +79,56 @@ export function classifySesError(error: unknown): MailerError {
   const name = failure.name ?? 'Error';
   const status = failure.$metadata?.httpStatusCode;
   const message = `SES: ${name}${failure.message ? `: ${failure.message}` : ''}`;
-  if (REFUSED.has(name) || (status !== undefined && status >= 500) || status === 429) {
+  if (REFUSED.has(name) || status === 429) return new MailerError('refused', message);
+  if (UNREACHED.has(failure.code ?? '') || neverConnected(failure)) {
     return new MailerError('refused', message);
   }
-  if (UNREACHED.has(failure.code ?? '')) return new MailerError('refused', message);
+  if (status !== undefined && status >= 500) return new MailerError('unknown', message);
   if (REJECTED.has(name) || (status !== undefined && status >= 400)) {
     return new MailerError('rejected', message);
   }
   return new MailerError('unknown', message);
 }
 
+/** The SDK's connection timeout: the socket never connected, so no request was written. */
+function neverConnected(failure: { name?: string; message?: string }): boolean {
+  return (
+    failure.name === 'TimeoutError' &&
+    (failure.message ?? '').includes('did not establish a connection')
+  );
+}
+
 export class SesMailer implements Mailer {
+  readonly callMaxMs = SES_CALL_MAX_MS;
+
   constructor(
     private readonly ses: SESv2Client,
     private readonly attachment: (key: string) => Promise<Buffer>,
     private readonly configurationSet?: string,
   ) {}
 
-  async send(email: OutgoingEmail, tags: Record<string, string>): Promise<string> {
-    const raw = await buildMime(email, this.attachment);
+  async prepare(email: OutgoingEmail): Promise<PreparedEmail> {
+    return {
+      raw: await buildMime(email, this.attachment),
+      from: email.from.address,
+      to: email.to,
+      cc: email.cc,
+    };
+  }
+
+  async send(email: PreparedEmail, tags: Record<string, string>): Promise<string> {
     for (let attempt = 0; ; attempt += 1) {
+      // A call is only started if it can end, and its outcome be recorded, before the
+      // deadline: one cut short by the end of the invocation would leave it unknown.
+      if (!canWait(this.callMaxMs + RECORD_MARGIN_MS)) {
+        throw new MailerError('refused', 'SES was not called: too little time was left for a call');
+      }
       try {
         const result = await this.ses.send(
           new SendEmailCommand({
-            FromEmailAddress: email.from.address,
+            FromEmailAddress: email.from,
             Destination: { ToAddresses: [email.to], CcAddresses: email.cc },
-            Content: { Raw: { Data: raw } },
+            Content: { Raw: { Data: email.raw } },
             EmailTags: Object.entries(tags).map(([Name, Value]) => ({ Name, Value })),
             ...(this.configurationSet ? { ConfigurationSetName: this.configurationSet } : {}),
           }),
@@ -90,12 +138,39 @@ export class SesMailer implements Mailer {
       } catch (error) {
         const failure = error instanceof MailerError ? error : classifySesError(error);
         const wait = backoffMs(attempt, 200, 5_000);
-        if (failure.outcome !== 'refused' || !canWait(wait)) throw failure;
+        if (failure.outcome !== 'refused' || !canWait(wait + this.callMaxMs + RECORD_MARGIN_MS)) {
+          throw failure;
+        }
         logger.info('SES refused a send; retrying', { attempt, error: failure.message });
         await sleep(wait);
       }
     }
   }
+}
+
+/** The mailbox simulator's address that accepts and delivers, counted in no quota or rate. */
+export const PROBE_RECIPIENT = 'success@simulator.amazonses.com';
+
+/**
+ * A probe: a tiny email to the mailbox simulator through the configuration set, so that SES
+ * publishes a `Send` event now (deliver.ts, `SendConfirmations`).
+ */
+export async function sendProbe(
+  mailer: SesMailer,
+  fromDomain: string,
+  now: () => number = Date.now,
+): Promise<void> {
+  const email = await mailer.prepare({
+    from: { address: `delivery-probe@${fromDomain}` },
+    to: PROBE_RECIPIENT,
+    cc: [],
+    subject: 'Delivery probe',
+    html: "<p>A probe of this deployment's SES events. No one reads it.</p>",
+    text: "A probe of this deployment's SES events. No one reads it.",
+    headers: {},
+    attachments: [],
+  });
+  await mailer.send(email, { [PROBE_TAG]: String(now()) });
 }
 
 /** The raw MIME message of an email. */
@@ -119,7 +194,7 @@ export async function buildMime(
     ...(email.reply_to ? { replyTo: email.reply_to } : {}),
     subject: email.subject,
     html: email.html,
-    text: email.text,
+    text: email.text ?? textOf(email.html),
     headers: email.headers,
     attachments,
   });

@@ -446,6 +446,10 @@ export const EmailEventView = z
     at: z.string(),
     url: z.string().optional(),
     detail: z.string().optional(),
+    recipient: z.string().optional().meta({
+      description:
+        'The address a delivery, bounce or complaint is about: the recipient, or a cc address',
+    }),
   })
   .meta({ id: 'EmailEvent' });
 

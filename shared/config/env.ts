@@ -33,6 +33,12 @@ export const ApiEnv = z.object({
    * 5 s). `admin apply --settle` waits this long before its second pass of claims.
    */
   CDP_CONFIG_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(60_000),
+  /** How often a container reads the keys version (a key revoked reaches it that fast). */
+  CDP_KEYS_CHECK_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
+  /** Unknown API keys one address may try a minute before it is refused (429). */
+  CDP_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  /** The region's KMS key wrapping the signing keys (AWS); absent, the local wrapper. */
+  SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   BASE_URL_DEFAULT: z.url(),
   BASE_URL_AU: z.url(),
   BASE_URL_EU: z.url(),
@@ -122,6 +128,16 @@ export const EmailWorkerEnv = z.object({
   SES_MAX_SEND_RATE: z.coerce.number().min(0.1).max(10_000).default(14),
   /** A message that failed comes back after `base · 2^(receives − 1)` seconds. */
   EMAIL_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(300).default(10),
+  /**
+   * How long a send whose outcome is unknown waits for SES's event before SES's events can
+   * prove it was not sent (deliver.ts). It must outlast the events worker's own retries
+   * (`EMAIL_EVENTS_RETRY_BASE_SECONDS` · 15).
+   */
+  EMAIL_CONFIRM_WINDOW_SECONDS: z.coerce.number().min(1).max(3_600).default(600),
+  /** The SES events' dead-letter queue: an event waiting there forbids any proof. */
+  EMAIL_EVENTS_DLQ_URL: z.url().optional(),
+  /** The fallback sending domain (a verified identity): the From of delivery probes. */
+  EMAIL_FALLBACK_DOMAIN: EmailApiEnv.shape.EMAIL_FALLBACK_DOMAIN,
 });
 
 /** The public email links (click, open, unsubscribe) and the SES events worker. */
@@ -134,6 +150,8 @@ export const EmailLinksEnv = z.object({
 export const EmailEventsWorkerEnv = EmailLinksEnv.extend({
   CONFIG_TABLE: tableName,
   EMAIL_EVENTS_QUEUE_URL: z.url(),
+  /** A failed SES event comes back after `base · 2^(receives − 1)` seconds (10, 20, 40, 80). */
+  EMAIL_EVENTS_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(10),
 }).extend(PeopleEnv.shape);
 
 /** Functions that read or change audiences (docs/audiences.md). */

@@ -68,8 +68,8 @@ export interface ConfigurationWriter {
   /** Moves a unique field of a stored instance to `state`. */
   setKeyFieldState(instanceId: string, field: string, state: KeyFieldState): Promise<void>;
   putForeignKeyMarkers(here: Region, markers: ApiKeyRecord[]): Promise<void>;
-  /** Creates the deployment's signing secret (cursors, links) if it has none. */
-  ensureSigningSecret(): Promise<void>;
+  /** Creates the deployment's signing keyring (cursors, links) if it has none. */
+  ensureSigningKeys(): Promise<void>;
 }
 
 /** Applies an instance's `audiences` (its audience store and build queue in the region). */
@@ -120,7 +120,7 @@ export async function applyConfiguration(
   writer: ConfigurationWriter,
   options: ApplyOptions = {},
 ): Promise<ApplySummary> {
-  await writer.ensureSigningSecret();
+  await writer.ensureSigningKeys();
   const markers: ApiKeyRecord[] = [];
   const applied: string[] = [];
   const claiming: { instance: string; field: string }[] = [];

@@ -148,6 +148,14 @@ export class RateLimitedError extends CdpError {
   }
 }
 
+/** An address that tried too many keys no one holds: refused for a while (429). */
+export class TooManyUnknownKeysError extends RateLimitedError {
+  constructor(retryAfterSeconds: number, limit: { requests_per_second: number; burst: number }) {
+    super(retryAfterSeconds, limit);
+    this.message = `Too many requests with unknown API keys from this address: retry after ${plural(retryAfterSeconds, 'second')}`;
+  }
+}
+
 function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

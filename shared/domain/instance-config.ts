@@ -64,7 +64,18 @@ const hexId = z.string().regex(ID_PATTERN, 'expected 24 lowercase hexadecimal ch
 
 const DataSource = z.strictObject({
   name: z.string().trim().min(1).max(100),
-  api_key: z.string().min(1).max(256).optional(),
+  /**
+   * A key given in the file (local and test use; `admin key create` mints real ones): at
+   * least 32 characters, so that it cannot be guessed in any number of tries.
+   */
+  api_key: z
+    .string()
+    .min(
+      32,
+      'expected an API key of at least 32 characters (npm run admin -- key create mints one)',
+    )
+    .max(256)
+    .optional(),
   merge_by: z.array(z.string()).min(1).max(2).default(['str::email']),
   merge_strategy: z.union([z.literal(1), z.literal(2), z.literal(3)]).default(2),
   find_strategy: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(0),

@@ -235,6 +235,53 @@ export class RateLimiter {
     this.maxKeys = options.maxKeys ?? 10_000;
   }
 
+  /**
+   * How long this container already knows the bucket to be empty (0: not known so), without
+   * touching the store: for refusing work before it is done.
+   */
+  knownEmptyMs(bucket: BucketKey): number {
+    const state = this.keys.get(`${bucket.instanceId}\u0000${bucket.keyId}`);
+    return state ? Math.max(0, state.emptyUntilMs - this.now()) : 0;
+  }
+
+  /**
+   * Charges `tokens` more to the key for work its request has done (its time beyond what the
+   * admission token paid for): from this container's lease first, then in the shared bucket,
+   * past empty if need be (a debt the key's next requests wait out). It refuses nothing, the
+   * work being done; a store that fails leaves the charge unpaid (logged by the caller).
+   */
+  async charge(bucket: BucketKey, limit: RateLimit, tokens: number): Promise<void> {
+    if (tokens <= 0) return;
+    const math = new Bucket(limit);
+    const state = this.stateOf(bucket);
+    const fromLease = Math.min(state.leased, tokens);
+    state.leased -= fromLease;
+    const owed = tokens - fromLease;
+    if (owed <= 0) return;
+    const nowMs = this.now();
+    const nowUs = Math.floor(nowMs * US_PER_MS);
+    const costUs = math.cost(owed);
+    for (let attempt = 0; attempt < this.maxAttempts; attempt += 1) {
+      const full = state.tatUs === undefined || state.tatUs <= nowUs;
+      const result = await this.store.take(bucket, {
+        from: full ? 'full' : 'partial',
+        nowUs,
+        costUs,
+        maxTatUs: Number.MAX_SAFE_INTEGER,
+        forgetAfterUs: Math.max(nowUs, state.tatUs ?? 0) + costUs + math.windowUs,
+      });
+      state.tatUs = result.tatUs;
+      if (result.taken) {
+        // In debt: refused here without a write until it is paid.
+        if (math.available(state.tatUs, nowUs) < 1) {
+          state.emptyUntilMs =
+            nowMs + Math.ceil(math.untilOneToken(state.tatUs, nowUs) / US_PER_MS);
+        }
+        return;
+      }
+    }
+  }
+
   /** Admits a request of the key or throws `RateLimitedError` (429 with `Retry-After`). */
   async admit(bucket: BucketKey, limit: RateLimit): Promise<void> {
     const admission = await this.check(bucket, limit);

@@ -25,7 +25,8 @@ import { json, type HttpResponse } from './responses.js';
  * authentication, the JSON body parser, security headers, and the error envelope last
  * (so its `onError` runs first and every later `onError` sees a response).
  */
-export type Authenticator = (apiKey: string | undefined) => Promise<Tenant>;
+/** Resolves a request's key to its tenant; `sourceIp` limits the unknown keys an address tries. */
+export type Authenticator = (apiKey: string | undefined, sourceIp?: string) => Promise<Tenant>;
 
 interface ApiContext extends Context {
   tenant?: Tenant;
@@ -141,7 +142,10 @@ function jsonDepthGuard(): Middleware {
 function authentication(authenticate: Authenticator): Middleware {
   return {
     before: async (request) => {
-      request.context.tenant = await authenticate(request.event.headers['x-api-key']);
+      request.context.tenant = await authenticate(
+        request.event.headers['x-api-key'],
+        request.event.requestContext.identity.sourceIp,
+      );
     },
   };
 }
@@ -236,6 +240,8 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
     body: S;
     response?: R;
     idempotency?: IdempotencyStore;
+    /** Charges the tenant's key for the time its request took (rate-limit.ts, `charge`). */
+    charge?: (tenant: Tenant, elapsedMs: number) => Promise<void>;
   },
   run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult<z.infer<R>>>,
 ): HttpHandler {
@@ -253,10 +259,16 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
     }
     if (raw) checkWellFormedText(raw);
     const requestId = requestIdOf(event);
+    const started = Date.now();
     const answer = async () => {
       const body = parseWith(options.body, raw ?? {}, 'request body');
-      const result = await run({ body, tenant, requestId });
-      return json(result.status ?? 200, result.body, result.headers);
+      try {
+        const result = await run({ body, tenant, requestId });
+        return json(result.status ?? 200, result.body, result.headers);
+      } finally {
+        // What the request cost, whatever it answered; a replayed answer costs nothing more.
+        await options.charge?.(tenant, Date.now() - started);
+      }
     };
     const key = route.method === 'GET' ? undefined : idempotencyKeyOf(event.headers);
     if (key === undefined || !options.idempotency) return answer();
@@ -264,6 +276,7 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
       {
         store: options.idempotency,
         instanceId: tenant.instance.id,
+        dataSource: tenant.dataSource.name,
         key,
         route: routeKey(route),
         body: raw,

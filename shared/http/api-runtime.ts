@@ -28,11 +28,23 @@ import { DynamoEmailStore } from '../adapters/email-store.js';
 import { LinkSigner, messageLinks } from '../domain/email/link-tokens.js';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { authenticate } from '../domain/tenancy.js';
-import { RateLimiter, rateLimitOf } from '../domain/rate-limit.js';
+import { authenticate, type AuthenticationSettings, type Tenant } from '../domain/tenancy.js';
+import { TooManyUnknownKeysError, UnknownApiKeyError } from '../domain/errors.js';
+import { hashApiKey } from '../domain/api-keys.js';
+import { createHash } from 'node:crypto';
+import { RateLimiter, rateLimitOf, type RateLimit } from '../domain/rate-limit.js';
 import { logger } from '../lib/logger.js';
 import { cursorCodec, type CursorCodec } from '../domain/cursor.js';
 import { TtlCache } from '../lib/ttl-cache.js';
+import { VersionWatch } from '../lib/version-watch.js';
+import { createKeyWrapper } from '../adapters/key-wrappers.js';
+import {
+  KEYRING_CACHE_MS,
+  openKeyring,
+  singleKeyring,
+  type KeyWrapper,
+  type Keyring,
+} from '../domain/signing-keys.js';
 import type { Authenticator } from './api-handler.js';
 
 /**
@@ -45,37 +57,129 @@ import type { Authenticator } from './api-handler.js';
 export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const db = createDocumentClient();
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  // Key and signing-key changes reach this container within seconds (docs/api.md).
+  const versions = new VersionWatch(() => config.keysVersion(), env.CDP_KEYS_CHECK_MS);
   const directory = new CachedTenantDirectory(
     config,
     env.CDP_CONFIG_CACHE_MS,
-    Math.min(env.CDP_CONFIG_CACHE_MS, 5_000),
+    Math.min(env.CDP_CONFIG_CACHE_MS, 300_000),
+    versions,
   );
   const baseUrls = { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU };
   const limiter = env.REQUESTS_TABLE ? createRateLimiter(db, env.REQUESTS_TABLE) : undefined;
-  // Every request with a key is admitted by the limiter as soon as the key is known, before
-  // its body is parsed (limits are enforced before any work): see docs/api.md, Rate limits.
-  const authenticator: Authenticator = async (apiKey) => {
-    const tenant = await authenticate(apiKey, { region: env.CDP_REGION, baseUrls, directory });
-    if (!limiter) {
+  const unknownKeys = env.REQUESTS_TABLE ? createRateLimiter(db, env.REQUESTS_TABLE) : undefined;
+  const authenticator: Authenticator = async (apiKey, sourceIp) => {
+    if (!limiter || !unknownKeys) {
       throw new Error('Authenticated routes need REQUESTS_TABLE (rate-limit buckets)');
     }
-    const { bucket, limit } = rateLimitOf(tenant);
-    await limiter.admit(bucket, limit);
-    return tenant;
+    return authenticateLimited(apiKey, sourceIp, {
+      settings: { region: env.CDP_REGION, baseUrls, directory },
+      directory,
+      limiter,
+      unknownKeys,
+      unknownKeyLimit: unknownKeyLimit(env.CDP_UNKNOWN_KEYS_PER_MINUTE),
+    });
   };
-  const signingSecret = signingSecrets(config);
+  const signingKeys = signingKeyrings(config, createKeyWrapper(env.SIGNING_KMS_KEY_ID), versions);
   const idempotency = env.REQUESTS_TABLE
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
     : undefined;
+  const charge = async (tenant: Tenant, elapsedMs: number) => {
+    const extra = extraCost(elapsedMs);
+    if (!limiter || extra === 0) return;
+    const { bucket, limit } = rateLimitOf(tenant);
+    logger.info('Request cost', {
+      instanceId: tenant.instance.id,
+      dataSource: tenant.dataSource.name,
+      tokens: 1 + extra,
+      elapsedMs,
+    });
+    await limiter.charge(bucket, limit, extra).catch((error: unknown) => {
+      logger.warn('Could not charge a request to its key', { error: error as Error });
+    });
+  };
   return {
     env,
     db,
     authenticate: authenticator,
-    http: { authenticate: authenticator, ...(idempotency ? { idempotency } : {}) },
+    http: { authenticate: authenticator, charge, ...(idempotency ? { idempotency } : {}) },
     config,
-    signingSecret,
+    signingKeys,
     cursors: async (instanceId: string): Promise<CursorCodec> =>
-      cursorCodec(await signingSecret(), instanceId),
+      cursorCodec(await signingKeys(), instanceId),
+  };
+}
+
+/**
+ * What a request costs its key beyond its admission token: one token per further started
+ * `REQUEST_COST_MS` of the function's time (docs/api.md, Rate limits). A key's requests can
+ * so take at most `requests_per_second × REQUEST_COST_MS` of function time a second: with
+ * the default 100 a second, 25 s a second, about 25 functions busy, whatever its requests do.
+ */
+export const REQUEST_COST_MS = 250;
+
+export function extraCost(elapsedMs: number): number {
+  return Math.max(0, Math.ceil(elapsedMs / REQUEST_COST_MS) - 1);
+}
+
+/**
+ * Unknown keys an address may try (`CDP_UNKNOWN_KEYS_PER_MINUTE`, 60 by default: a minute's
+ * worth at once, then one a second). Each costs a strongly consistent read of the config
+ * table; past this, the address is refused (429) for any key the container does not already
+ * know, without a read, until its next token. Keys are 256 random bits (minted) or at least
+ * 32 characters (files): the limit bounds the cost of guessing, not its odds.
+ */
+export function unknownKeyLimit(perMinute: number): RateLimit {
+  return { requests_per_second: perMinute / 60, burst: perMinute };
+}
+
+export interface LimitedAuthentication {
+  settings: AuthenticationSettings;
+  directory: Pick<CachedTenantDirectory, 'knows'>;
+  /** Each key's requests. */
+  limiter: RateLimiter;
+  /** Each address's unknown keys. */
+  unknownKeys: RateLimiter;
+  unknownKeyLimit: RateLimit;
+}
+
+/**
+ * A request's key resolved to its tenant, and admitted by the key's rate limit as soon as
+ * the key is known, before the body is parsed (docs/api.md, Rate limits). An address that
+ * keeps presenting keys no one holds is refused for keys this container does not know.
+ */
+export async function authenticateLimited(
+  apiKey: string | undefined,
+  sourceIp: string | undefined,
+  ports: LimitedAuthentication,
+): Promise<Tenant> {
+  const address = sourceIp ? unknownKeyBucket(sourceIp) : undefined;
+  const blockedMs = address ? ports.unknownKeys.knownEmptyMs(address) : 0;
+  if (blockedMs > 0 && !(apiKey && ports.directory.knows(hashApiKey(apiKey.trim())))) {
+    throw new TooManyUnknownKeysError(Math.ceil(blockedMs / 1000), ports.unknownKeyLimit);
+  }
+  let tenant: Tenant;
+  try {
+    tenant = await authenticate(apiKey, ports.settings);
+  } catch (error) {
+    if (error instanceof UnknownApiKeyError && address) {
+      const admission = await ports.unknownKeys.check(address, ports.unknownKeyLimit);
+      if (!admission.admitted) {
+        throw new TooManyUnknownKeysError(admission.retryAfterSeconds, ports.unknownKeyLimit);
+      }
+    }
+    throw error;
+  }
+  const { bucket, limit } = rateLimitOf(tenant);
+  await ports.limiter.admit(bucket, limit);
+  return tenant;
+}
+
+/** The bucket of an address's unknown keys (the address hashed; no instance's). */
+function unknownKeyBucket(sourceIp: string) {
+  return {
+    instanceId: '#UNKNOWN-KEYS',
+    keyId: createHash('sha256').update(sourceIp).digest('hex'),
   };
 }
 
@@ -95,22 +199,36 @@ export function createRateLimiter(db: DynamoDBDocumentClient, table: string): Ra
 }
 
 /**
- * The deployment's signing secret (cursors, email links), read once and kept for five
- * minutes. Applying a configuration creates it; a deployment without one cannot sign (a 500
- * that says what to run, in the log).
+ * The deployment's signing keyring (cursors, email links), unwrapped (KMS on AWS) and kept
+ * for `KEYRING_CACHE_MS`, or until the keys version moves (a rotation, a retirement). A
+ * deployment whose keyring `admin apply` has not created yet signs with its legacy plain
+ * secret, as the `k0` it will become; one with neither cannot sign (a 500 that says what to
+ * run, in the log).
  */
-export function signingSecrets(config: Pick<DynamoConfigStore, 'getSigningSecret'>) {
-  const cache = new TtlCache<string>(1);
-  return () =>
-    cache.getOrLoad('secret', 300_000, async () => {
-      const found = await config.getSigningSecret();
-      if (!found) {
-        throw new Error(
-          'This deployment has no signing secret: run `npm run admin -- apply <file>`',
-        );
+export function signingKeyrings(
+  config: Pick<DynamoConfigStore, 'getSigningKeys' | 'getLegacySigningSecret'>,
+  wrapper: KeyWrapper,
+  versions?: VersionWatch,
+) {
+  const cache = new TtlCache<Keyring>(1);
+  versions?.onChange(() => {
+    cache.clear();
+  });
+  return async (): Promise<Keyring> => {
+    await versions?.check();
+    return cache.getOrLoad('keyring', KEYRING_CACHE_MS, async () => {
+      const stored = await config.getSigningKeys();
+      if (stored) return openKeyring(stored.keyring, wrapper);
+      const legacy = await config.getLegacySigningSecret();
+      if (legacy) {
+        logger.warn('No signing keyring yet: signing with the legacy secret as k0');
+        return singleKeyring(legacy);
       }
-      return found;
+      throw new Error(
+        'This deployment has no signing keyring: run `npm run admin -- apply <file>`',
+      );
     });
+  };
 }
 
 /** The people store of functions that work on people (tables from `PeopleEnv`). */
@@ -219,25 +337,25 @@ export function createIngestPorts(db: DynamoDBDocumentClient) {
 /** Email links of the region: signed with the deployment's secret, on its public address. */
 export function emailLinks(
   env: ApiEnv,
-  signingSecret: () => Promise<string>,
+  signingKeys: () => Promise<Keyring>,
   publicBaseUrl: string | undefined,
 ) {
   const publicUrl =
     publicBaseUrl ??
     { default: env.BASE_URL_DEFAULT, au: env.BASE_URL_AU, eu: env.BASE_URL_EU }[env.CDP_REGION];
-  const signer = linkSigners(signingSecret);
+  const signer = linkSigners(signingKeys);
   return async (instanceId: string) => {
     const current = await signer();
     return (messageId: string) => messageLinks(publicUrl, current, instanceId, messageId);
   };
 }
 
-/** The link signer of the deployment's current secret. */
-export function linkSigners(signingSecret: () => Promise<string>) {
-  let signer: { secret: string; signer: LinkSigner } | undefined;
+/** The link signer of the deployment's keyring (one per keyring read). */
+export function linkSigners(signingKeys: () => Promise<Keyring>) {
+  let signer: { keyring: Keyring; signer: LinkSigner } | undefined;
   return async () => {
-    const secret = await signingSecret();
-    if (signer?.secret !== secret) signer = { secret, signer: new LinkSigner(secret) };
+    const keyring = await signingKeys();
+    if (signer?.keyring !== keyring) signer = { keyring, signer: new LinkSigner(keyring) };
     return signer.signer;
   };
 }

@@ -11,7 +11,9 @@ import type { HttpResponse } from './responses.js';
 
 /**
  * `Idempotency-Key` on every `POST`/`PUT` under `/v1` (DESIGN.md, Contracts): the first
- * answer (status and body) is kept 24 hours per instance and key; a repeat with the same
+ * answer (status and body) is kept 24 hours per instance, data source and key (each data
+ * source is a client of its own, with its own keys: the IETF draft scopes a key to its
+ * client, so two data sources' requests never answer for each other); a repeat with the same
  * request gets it again with `Idempotent-Replayed: true` and changes nothing; the same key
  * with another request (another body or endpoint) is a 422; a repeat while the first is
  * still running is a 409.
@@ -62,6 +64,14 @@ export interface IdempotencyStore {
   ): Promise<void>;
   /** Gives the key up (if it is still this request's), so that a repeat runs again. */
   release(instanceId: string, keyHash: string, token: string): Promise<void>;
+  /** The record of a key, if any (strongly consistent). */
+  peek(instanceId: string, keyHash: string): Promise<KeptRecord | undefined>;
+}
+
+/** What a record says: the request it is for and, once answered, the answer. */
+export interface KeptRecord {
+  fingerprint: string;
+  response?: KeptResponse;
 }
 
 /** JSON with object keys sorted at every level: the same request, however it is spelled. */
@@ -94,6 +104,8 @@ export function idempotencyKeyOf(headers: Record<string, string | undefined>): s
 export interface IdempotentCall {
   store: IdempotencyStore;
   instanceId: string;
+  /** The data source of the request's API key: keys are its own. */
+  dataSource: string;
   key: string;
   /** The route and the parsed body: what makes two requests "the same". */
   route: string;
@@ -124,7 +136,26 @@ function isKept(error: unknown): error is CdpError {
 }
 
 /**
- * Runs `answer` at most once per instance and key. `answer` returns the HTTP response;
+ * Records kept before keys were scoped to their data source (keyed by the key alone) still
+ * answer their repeats until they expire (24 hours after the upgrade): a repeat of the same
+ * request finds its answer there (or that it still runs), so a retry across the upgrade is
+ * not applied twice. A record of another request under that key is another data source's,
+ * and no longer in this one's way.
+ */
+async function keptBeforeScoping(
+  call: IdempotentCall,
+  keyHash: string,
+  fingerprint: string,
+  token: string,
+): Promise<BeginResult> {
+  const legacy = await call.store.peek(call.instanceId, sha256(call.key));
+  if (legacy?.fingerprint !== fingerprint) return { kind: 'started', token };
+  await call.store.release(call.instanceId, keyHash, token);
+  return legacy.response ? { kind: 'replay', response: legacy.response } : { kind: 'in_progress' };
+}
+
+/**
+ * Runs `answer` at most once per instance, data source and key. `answer` returns the HTTP response;
  * domain errors it throws are kept like answers (below 500) or forgotten (5xx), then thrown
  * on to the error mapper.
  */
@@ -132,16 +163,11 @@ export async function runIdempotent(
   call: IdempotentCall,
   answer: () => Promise<HttpResponse>,
 ): Promise<HttpResponse> {
-  const keyHash = sha256(call.key);
+  const keyHash = sha256(`${call.dataSource}\n${call.key}`);
   const fingerprint = sha256(`${call.route}\n${canonicalJson(call.body)}`);
   const token = randomUUID();
-  const begun = await call.store.begin(
-    call.instanceId,
-    keyHash,
-    fingerprint,
-    token,
-    call.leaseUntil,
-  );
+  let begun = await call.store.begin(call.instanceId, keyHash, fingerprint, token, call.leaseUntil);
+  if (begun.kind === 'started') begun = await keptBeforeScoping(call, keyHash, fingerprint, token);
   if (begun.kind === 'mismatch') {
     throw new IdempotencyKeyReusedError(
       'Idempotency-Key: this key was already used with a different request (another body or endpoint); use a new key for a new request',

@@ -6,10 +6,10 @@ import { createApiRuntime, createPeopleWriters, linkSigners } from './api-runtim
 
 /**
  * The composition root of the public email links: the emails table, activities, the
- * deployment's signing secret, and (for unsubscribing) the people writers.
+ * deployment's signing keyring, and (for unsubscribing) the people writers.
  */
 export function createLinkRuntime(options: { people?: boolean } = {}) {
-  const { db, config, signingSecret } = createApiRuntime();
+  const { db, config, signingKeys } = createApiRuntime();
   // The unsubscribe page reads emails only (it records nothing).
   const env = readEnv(EmailLinksEnv.partial({ ACTIVITIES_TABLE: true }));
   const store = new DynamoEmailStore(db, {
@@ -23,7 +23,7 @@ export function createLinkRuntime(options: { people?: boolean } = {}) {
         location: writers.location,
       })
     : () => Promise.resolve(false);
-  const signer = linkSigners(signingSecret);
+  const signer = linkSigners(signingKeys);
   return async (): Promise<LinkPorts> => ({
     signer: await signer(),
     store,

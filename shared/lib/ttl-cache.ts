@@ -21,6 +21,11 @@ export class TtlCache<V> {
     return entry.value;
   }
 
+  /** Forgets every entry (loads under way still land). */
+  clear(): void {
+    this.entries.clear();
+  }
+
   set(key: string, value: V, ttlMs: number): void {
     this.entries.delete(key);
     if (this.entries.size >= this.maxEntries) {

@@ -3,7 +3,8 @@ import { createDocumentClient, createS3Client, createSqsClient } from '../adapte
 import { DynamoConfigStore } from '../adapters/config-store.js';
 import { SqsEmailQueue } from '../adapters/email-queue.js';
 import { DynamoEmailStore } from '../adapters/email-store.js';
-import { createSesClient, SesMailer } from '../adapters/ses-mailer.js';
+import { SesSendConfirmations, watermarkAdvancer } from '../adapters/send-confirmations.js';
+import { createSesClient, SesMailer, sendProbe } from '../adapters/ses-mailer.js';
 import { EmailEventsWorkerEnv, EmailWorkerEnv, readEnv } from '../config/env.js';
 import { deliverEmail, settleUndelivered } from '../domain/email/deliver.js';
 import { applySesEvent, parseSesEvent } from '../domain/email/delivery-events.js';
@@ -39,6 +40,21 @@ export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
   const batches = WORKERS.find((worker) => worker.queue === 'email')?.maxConcurrency ?? 1;
   const pacer = new Pacer(env.SES_MAX_SEND_RATE / batches);
   const maxReceiveCount = maxReceives('email');
+  const confirmWindowMs = env.EMAIL_CONFIRM_WINDOW_SECONDS * 1000;
+  const confirmations = new SesSendConfirmations(
+    store,
+    sqs,
+    env.EMAIL_EVENTS_DLQ_URL,
+    () => sendProbe(mailer, env.EMAIL_FALLBACK_DOMAIN),
+    Math.min(60_000, confirmWindowMs),
+  );
+  const ports = {
+    store,
+    mailer,
+    pace: () => pacer.wait(),
+    confirmations,
+    confirmWindowMs,
+  };
   return sqsWorker({
     sqs,
     queueUrl: env.EMAIL_QUEUE_URL,
@@ -47,14 +63,14 @@ export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
     parallel: true,
     process: async (record: SQSRecord) => {
       const job = await queue.open(record.body);
-      const outcome = await deliverEmail(job, { store, mailer, pace: () => pacer.wait() });
+      const outcome = await deliverEmail(job, ports);
       logger.info('Email delivered', { messageId: job.message_id, outcome });
     },
     onLastFailure: async (record: SQSRecord, error: unknown) => {
       const job = queue.envelope(record.body);
       return settleUndelivered(
         job,
-        store,
+        ports,
         `could not be sent after ${maxReceiveCount} attempts (${
           error instanceof Error ? error.message : 'error'
         })`,
@@ -76,12 +92,13 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
   });
   const { people, location } = createPeopleWriters(db);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const watermark = watermarkAdvancer(store);
   return sqsWorker({
     sqs,
     queueUrl: env.EMAIL_EVENTS_QUEUE_URL,
     maxReceiveCount: maxReceives('email-events'),
-    // 10, 20, 40, 80 s: past a send attempt's lease, for a Send event that came too early.
-    backoffBaseSeconds: 10,
+    // 10, 20, 40, 80 s by default: all within the email worker's confirmation window.
+    backoffBaseSeconds: env.EMAIL_EVENTS_RETRY_BASE_SECONDS,
     process: async (record: SQSRecord) => {
       const outcome = await applySesEvent(parseSesEvent(record.body), {
         store,
@@ -89,6 +106,7 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
           await store.recordActivity(instanceId, activity);
         },
         unsubscribe: unsubscriber(config, 'Email events', { store: people, location }),
+        sendApplied: watermark,
       });
       logger.info('SES event applied', { messageId: record.messageId, outcome });
     },

@@ -11,7 +11,12 @@ import {
   ActivitiesCreateRequest,
   recordActivities,
 } from '../domain/activities/record-activities.js';
-import { applyIngest, type IngestPorts } from '../domain/ingest/ingest.js';
+import {
+  applyIngest,
+  PayloadLostError,
+  recordLostPayload,
+  type IngestPorts,
+} from '../domain/ingest/ingest.js';
 import {
   ACCOUNT_NAMES,
   AccountMergeRequest,
@@ -197,7 +202,14 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
     queueUrl: env.INGEST_QUEUE_URL,
     maxReceiveCount,
     backoffBaseSeconds: env.INGEST_RETRY_BASE_SECONDS,
-    process: async (record: SQSRecord) => applyIngest(await queue.open(record.body), ports),
+    process: async (record: SQSRecord) => {
+      const message = await queue.open(record.body).catch(async (error: unknown) => {
+        if (!(error instanceof PayloadLostError)) throw error;
+        await recordLostPayload(queue.envelope(record.body), error.key, requests);
+        return undefined;
+      });
+      if (message) await applyIngest(message, ports);
+    },
     onLastFailure: async (record: SQSRecord, error: unknown) => {
       const message = queue.envelope(record.body);
       const state = await requests.start(message.instance_id, {

@@ -5,6 +5,10 @@ import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { buildApp } from '../../infra/bin/app.js';
 import { REGIONS } from '../../shared/domain/regions.js';
 import type { Region } from '../../shared/domain/regions.js';
+import {
+  SHORT_KEY_REQUESTS_PER_5_MIN,
+  TRACKING_REQUESTS_PER_5_MIN,
+} from '../../infra/constructs/abuse-limits.js';
 import { EDGE_ERRORS, EDGE_MAX_BODY_BYTES, STAGE_NAME, numbersAbove } from '../../shared/edge.js';
 import {
   QUEUES,
@@ -162,23 +166,31 @@ function touchesOf(statements: Statement[]): string[] {
           text,
         );
       const queue =
-        /FnGetAtt(ingest|emailevents|email|audiencejobs)queue/.exec(text) ??
-        /FnGetAtt(streamfailures)/.exec(text);
-      const target = table
-        ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
-        : queue
-          ? `queue:${{ emailevents: 'email-events', audiencejobs: 'audience-jobs', streamfailures: 'stream-failures' }[queue[1] ?? ''] ?? queue[1]}`
-          : text.includes('payloadsbucket')
-            ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
-            : text.includes(':identity/')
-              ? `ses:identity/${/:identity\/([^"]+)"/.exec(text)?.[1] ?? '?'}`
-              : text.includes(':configuration-set/')
-                ? 'ses:configuration-set'
-                : text.includes('placeindex')
-                  ? 'geo:place-index'
-                  : resource === '*'
-                    ? '*'
-                    : text;
+        /FnGetAtt(ingest|emailevents|email|audiencejobs)(queue|dlq)/.exec(text) ??
+        /FnGetAtt(streamfailures)()/.exec(text);
+      const kms = /signingkey/.test(text);
+      const queueNames: Record<string, string> = {
+        emailevents: 'email-events',
+        audiencejobs: 'audience-jobs',
+        streamfailures: 'stream-failures',
+      };
+      const target = kms
+        ? 'kms:signing-key'
+        : table
+          ? `table:${table[1]}${text.includes('/index/*') ? '/index' : ''}`
+          : queue
+            ? `queue:${queueNames[queue[1] ?? ''] ?? queue[1]}${queue[2] === 'dlq' ? ':dlq' : ''}`
+            : text.includes('payloadsbucket')
+              ? `bucket:${/\/(\w+)\/\*/.exec(text)?.[1] ?? '?'}`
+              : text.includes(':identity/')
+                ? `ses:identity/${/:identity\/([^"]+)"/.exec(text)?.[1] ?? '?'}`
+                : text.includes(':configuration-set/')
+                  ? 'ses:configuration-set'
+                  : text.includes('placeindex')
+                    ? 'geo:place-index'
+                    : resource === '*'
+                      ? '*'
+                      : text;
       for (const action of actionsOf([statement])) touches.add(`${action} ${target}`);
     }
   }
@@ -221,6 +233,10 @@ function expectedTouches(
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
       }
+    } else if (need === 'signing') {
+      touches.add('kms:Decrypt kms:signing-key');
+    } else if (need === 'queue:email-events:dead-letters') {
+      touches.add('sqs:GetQueueAttributes queue:email-events:dlq');
     } else if (need.startsWith('queue:') && need.endsWith(':retry')) {
       touches.add(`sqs:ChangeMessageVisibility queue:${need.slice(6, -6)}`);
     } else if (need === 'ses:send') {
@@ -543,7 +559,54 @@ describe('the CDK app', () => {
             },
             VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
           }),
+          // Issue 23: per-address rate rules, answered 429 in the error envelope.
+          Match.objectLike({
+            Name: 'tracking-links-per-address',
+            Action: {
+              Block: {
+                CustomResponse: Match.objectLike({
+                  ResponseCode: 429,
+                  ResponseHeaders: [{ Name: 'Retry-After', Value: '60' }],
+                }),
+              },
+            },
+            Statement: {
+              RateBasedStatement: Match.objectLike({
+                Limit: TRACKING_REQUESTS_PER_5_MIN,
+                AggregateKeyType: 'IP',
+                EvaluationWindowSec: 300,
+                ScopeDownStatement: {
+                  ByteMatchStatement: Match.objectLike({
+                    FieldToMatch: { UriPath: {} },
+                    SearchString: '/t/',
+                  }),
+                },
+              }),
+            },
+          }),
+          Match.objectLike({
+            Name: 'short-keys-per-address',
+            Statement: {
+              RateBasedStatement: Match.objectLike({
+                Limit: SHORT_KEY_REQUESTS_PER_5_MIN,
+                AggregateKeyType: 'IP',
+                ScopeDownStatement: {
+                  SizeConstraintStatement: Match.objectLike({
+                    FieldToMatch: { SingleHeader: { Name: 'x-api-key' } },
+                    ComparisonOperator: 'LT',
+                    Size: 32,
+                  }),
+                },
+              }),
+            },
+          }),
         ],
+        CustomResponseBodies: {
+          'too-many': Match.objectLike({
+            ContentType: 'APPLICATION_JSON',
+            Content: Match.stringLikeRegexp('"code":429'),
+          }),
+        },
         // Sampled requests would keep X-Api-Key headers in WAF for hours.
         VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
       });
@@ -553,6 +616,47 @@ describe('the CDK app', () => {
           'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/stages/')])],
         }),
       });
+    });
+
+    it('reserves concurrency for the routes that can run for seconds (issue 23, item 13)', () => {
+      const lambdas = functions.findResources('AWS::Lambda::Function');
+      for (const spec of SPECS) {
+        const found = Object.entries(lambdas).find(([id]) =>
+          id.startsWith(`${idOf(spec.name)}function`),
+        );
+        const reserved = (found?.[1] as { Properties: { ReservedConcurrentExecutions?: number } })
+          .Properties.ReservedConcurrentExecutions;
+        expect({ function: spec.name, reserved }).toEqual({
+          function: spec.name,
+          reserved: spec.reservedConcurrency,
+        });
+      }
+      expect(
+        Object.fromEntries(
+          SPECS.filter((spec) => spec.reservedConcurrency).map((spec) => [
+            spec.name,
+            spec.reservedConcurrency,
+          ]),
+        ),
+      ).toEqual({
+        'transactional-send': 50,
+        'person-merge': 100,
+        'activities-create': 100,
+        'organizations-merge': 50,
+        'person-get': 50,
+      });
+      const total = SPECS.reduce((sum, spec) => sum + (spec.reservedConcurrency ?? 0), 0);
+      // AWS keeps 100 of an account's 1,000 unreserved; the rest is for everything else.
+      expect(total).toBeLessThanOrEqual(500);
+    });
+
+    it('wraps the signing keys with a KMS key of the region, rotated, retained (issue 23, item 17)', () => {
+      data.hasResourceProperties('AWS::KMS::Key', {
+        EnableKeyRotation: true,
+        Description: Match.stringLikeRegexp('signing keys'),
+      });
+      data.hasResourceProperties('AWS::KMS::Alias', { AliasName: `alias/cdp-${region}-signing` });
+      data.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
     });
 
     it('alarms on dead letters, queue age, 5xx, function errors and throttles, table throttles and SES rates, on a dashboard', () => {

@@ -14,8 +14,8 @@ import { call } from './stack.js';
  * and `/v1/organizations/get-by-ids` their by-ID lookup. One implementation: what one set of
  * names writes, the other reads.
  */
-const KEY = 'test-key-accounts';
-const KEY_OTHER = 'test-key-accounts-other';
+const KEY = 'test-key-32-characters-or-more-accounts';
+const KEY_OTHER = 'test-key-32-characters-or-more-accounts-other';
 const stamp = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
 
 const CONFIG = {

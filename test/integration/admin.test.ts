@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { createHash } from 'node:crypto';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
 import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
@@ -57,6 +58,102 @@ describe('npm run admin -- key create', () => {
   });
 });
 
+describe('npm run admin -- key list | revoke (item 16)', () => {
+  it('lists the keys of an instance by hash, and revokes one so that it stops working at once', async () => {
+    const minted = lastLine(
+      (await admin('key', 'create', '--instance', 'globex', '--data-source', 'CRM')).stdout,
+    );
+    expect((await call('/v1/person/get', { key: minted, body: {} })).status).toBe(200);
+    const hash = createHash('sha256').update(minted).digest('hex');
+    const listed = await admin('key', 'list', '--instance', 'globex');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`${hash.slice(0, 16)}  CRM  minted`);
+    expect(listed.stdout).not.toContain(minted);
+
+    const revoked = await admin(
+      'key',
+      'revoke',
+      '--instance',
+      'globex',
+      '--key-hash',
+      hash.slice(0, 16),
+    );
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toContain(`Revoked ${hash.slice(0, 16)}`);
+    expect((await call('/v1/person/get', { key: minted, body: {} })).status).toBe(401);
+    expect((await admin('key', 'list', '--instance', 'globex')).stdout).toMatch(
+      new RegExp(`${hash.slice(0, 16)}  CRM  minted.*REVOKED`),
+    );
+    // The other keys of the instance keep working.
+    expect((await call('/v1/person/get', { key: KEYS.globex, body: {} })).status).toBe(200);
+  });
+
+  it('keeps a revoked file key from coming back with the next apply', async () => {
+    const fileKey = `lumon-key-${'q'.repeat(32)}`;
+    const file = configFile({
+      instances: [
+        { id: 'lumon', name: 'Lumon', data_sources: [{ name: 'App', api_key: fileKey }] },
+      ],
+    });
+    expect((await admin('apply', file)).code).toBe(0);
+    expect((await call('/v1/person/get', { key: fileKey, body: {} })).status).toBe(200);
+    expect((await admin('key', 'revoke', '--instance', 'lumon', '--key', fileKey)).code).toBe(0);
+    expect((await call('/v1/person/get', { key: fileKey, body: {} })).status).toBe(401);
+    const again = await admin('apply', file);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(
+      'instance lumon: the api_key of data source "App" was revoked (npm run admin -- key revoke): put a new key in the file',
+    );
+    expect((await call('/v1/person/get', { key: fileKey, body: {} })).status).toBe(401);
+  });
+
+  it('refuses a key of fewer than 32 characters in a file', async () => {
+    const file = configFile({
+      instances: [
+        { id: 'shorty', name: 'Shorty', data_sources: [{ name: 'App', api_key: 'short-key' }] },
+      ],
+    });
+    const result = await admin('apply', file);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('instances[0].data_sources[0].api_key');
+    expect(result.stderr).toContain('at least 32 characters');
+    expect((await call('/v1/person/get', { key: 'short-key', body: {} })).status).toBe(401);
+  });
+});
+
+describe('npm run admin -- signing-key (item 17)', () => {
+  it('keeps no signing secret in plain form, and rotates with an overlap: old cursors keep working', async () => {
+    const { db } = stackDb();
+    const table = tableName('default', 'config');
+    const plain = await db.send(
+      new GetCommand({ TableName: table, Key: { pk: 'DEPLOYMENT', sk: 'SIGNING_SECRET' } }),
+    );
+    expect(plain.Item).toBeUndefined();
+    const ring = await db.send(
+      new GetCommand({ TableName: table, Key: { pk: 'DEPLOYMENT', sk: 'SIGNING_KEYS' } }),
+    );
+    const keys = (ring.Item?.keyring as { keys: { kid: string; wrapped: string }[] }).keys;
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key.wrapped).toMatch(/^(local|kms):/);
+
+    const first = await call('/v1/person/get', { key: KEYS.pager, body: { limit: 1 } });
+    const cursor = String(first.body.cursor_id);
+    const kid = cursor.split('.')[0] ?? '';
+    expect(kid).toMatch(/^k[0-9a-z]+$/);
+    const rotated = await admin('signing-key', 'rotate');
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(/^New signing key k[0-9a-z]+: signs from /m);
+    const listed = (await admin('signing-key', 'list')).stdout;
+    expect(listed).toMatch(new RegExp(`${kid}  signing .*retires `));
+    // The cursor of the key being replaced still pages.
+    const next = await call('/v1/person/get', {
+      key: KEYS.pager,
+      body: { limit: 1, cursor_id: cursor },
+    });
+    expect(next.status).toBe(200);
+  });
+});
+
 describe('npm run admin -- apply', () => {
   const initech = (sources: { name: string; api_key: string }[]) => ({
     instances: [{ id: 'initech', name: 'Initech', region: 'default', data_sources: sources }],
@@ -65,22 +162,36 @@ describe('npm run admin -- apply', () => {
   it('applies a file idempotently and revokes the keys of data sources it drops', async () => {
     const both = configFile(
       initech([
-        { name: 'A', api_key: 'initech-key-a' },
-        { name: 'B', api_key: 'initech-key-b' },
+        { name: 'A', api_key: 'initech-key-32-characters-or-more-a' },
+        { name: 'B', api_key: 'initech-key-32-characters-or-more-b' },
       ]),
     );
     const first = await admin('apply', both);
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/Applied to region default: 1 instance\(s\) \(initech\)/);
-    expect((await call('/v1/person/get', { key: 'initech-key-a', body: {} })).status).toBe(200);
+    expect(
+      (await call('/v1/person/get', { key: 'initech-key-32-characters-or-more-a', body: {} }))
+        .status,
+    ).toBe(200);
 
     expect((await admin('apply', both)).code).toBe(0);
-    expect((await call('/v1/person/get', { key: 'initech-key-a', body: {} })).status).toBe(200);
+    expect(
+      (await call('/v1/person/get', { key: 'initech-key-32-characters-or-more-a', body: {} }))
+        .status,
+    ).toBe(200);
 
-    const onlyA = configFile(initech([{ name: 'A', api_key: 'initech-key-a' }]));
+    const onlyA = configFile(
+      initech([{ name: 'A', api_key: 'initech-key-32-characters-or-more-a' }]),
+    );
     expect((await admin('apply', onlyA)).code).toBe(0);
-    expect((await call('/v1/person/get', { key: 'initech-key-b', body: {} })).status).toBe(401);
-    expect((await call('/v1/person/get', { key: 'initech-key-a', body: {} })).status).toBe(200);
+    expect(
+      (await call('/v1/person/get', { key: 'initech-key-32-characters-or-more-b', body: {} }))
+        .status,
+    ).toBe(401);
+    expect(
+      (await call('/v1/person/get', { key: 'initech-key-32-characters-or-more-a', body: {} }))
+        .status,
+    ).toBe(200);
     // Instances the file does not name are left alone.
     expect((await call('/v1/person/get', { key: KEYS.globex, body: {} })).status).toBe(200);
   });
@@ -92,13 +203,17 @@ describe('npm run admin -- apply', () => {
           id: 'wombat',
           name: 'Wombat',
           region: 'au',
-          data_sources: [{ name: 'X', api_key: 'wombat-key' }],
+          data_sources: [{ name: 'X', api_key: 'wombat-key-32-characters-or-more-x' }],
         },
       ],
     });
     const result = await admin('apply', file, '--region', 'eu');
     expect(result.stdout).toMatch(/0 instance\(s\), 1 key\(s\) of other regions/);
-    const response = await call('/v1/person/get', { key: 'wombat-key', region: 'eu', body: {} });
+    const response = await call('/v1/person/get', {
+      key: 'wombat-key-32-characters-or-more-x',
+      region: 'eu',
+      body: {},
+    });
     expect(response.status).toBe(421);
     expect(response.body.error).toContain(`:${TEST_STACK.port + 1}`);
   });
@@ -109,7 +224,7 @@ describe('npm run admin -- apply', () => {
         {
           id: 'broken',
           name: 'Broken',
-          data_sources: [{ name: 'X', api_key: 'broken-key' }],
+          data_sources: [{ name: 'X', api_key: 'broken-key-32-characters-or-more-x' }],
           person_fields: [
             { id: 'str:cm:ok', name: 'Ok' },
             { id: 'nope', name: 'Bad' },
@@ -120,7 +235,10 @@ describe('npm run admin -- apply', () => {
     const result = await admin('apply', file);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('instances[0].person_fields[1].id');
-    expect((await call('/v1/person/get', { key: 'broken-key', body: {} })).status).toBe(401);
+    expect(
+      (await call('/v1/person/get', { key: 'broken-key-32-characters-or-more-x', body: {} }))
+        .status,
+    ).toBe(401);
   });
 
   it('explains its usage', async () => {
@@ -137,7 +255,9 @@ describe('unique fields (merge keys by declaration)', () => {
         id: 'claims',
         name: 'Claims',
         region: 'default',
-        data_sources: [{ name: 'Web', api_key: 'claims-key', merge_by: mergeBy }],
+        data_sources: [
+          { name: 'Web', api_key: 'claims-key-32-characters-or-more-x', merge_by: mergeBy },
+        ],
         person_fields: [
           { id: 'str:cm:member-no', name: 'Member number', ...(unique ? { unique } : {}) },
         ],
@@ -145,7 +265,7 @@ describe('unique fields (merge keys by declaration)', () => {
     ],
   });
   const mergeClaims = (body: Record<string, unknown>) =>
-    call('/v1/person/merge', { key: 'claims-key', body });
+    call('/v1/person/merge', { key: 'claims-key-32-characters-or-more-x', body });
 
   it('refuses a data source that merges by a field that is not unique, saying why', async () => {
     const result = await admin('apply', configFile(claims(false, ['str:cm:member-no'])));

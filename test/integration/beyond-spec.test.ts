@@ -13,9 +13,9 @@ import { call } from './stack.js';
  * on every merge. The instances are applied here (the admin CLI), so that the schema they
  * answer is exactly this file's.
  */
-const KEY = 'test-key-beyond';
-const KEY_ALL = 'test-key-beyond-all';
-const KEY_OTHER = 'test-key-beyond-other';
+const KEY = 'test-key-32-characters-or-more-beyond';
+const KEY_ALL = 'test-key-32-characters-or-more-beyond-all';
+const KEY_OTHER = 'test-key-32-characters-or-more-beyond-other';
 
 const CONFIG = {
   instances: [

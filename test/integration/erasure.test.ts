@@ -27,8 +27,8 @@ import { call, stackDb, type ApiResponse } from './stack.js';
 const stamp = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
 const INSTANCE = `erasure-${stamp}`;
 const BULK = `erasure-bulk-${stamp}`;
-const KEY = `test-key-erasure-${stamp}`;
-const BULK_KEY = `test-key-erasure-bulk-${stamp}`;
+const KEY = `test-key-32-characters-or-more-erasure-${stamp}`;
+const BULK_KEY = `test-key-32-characters-or-more-erasure-bulk-${stamp}`;
 
 function instance(id: string, key: string) {
   return {

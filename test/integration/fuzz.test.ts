@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
 import { LinkSigner } from '../../shared/domain/email/link-tokens.js';
+import { singleKeyring } from '../../shared/domain/signing-keys.js';
 import { TIME_ZONES } from '../../shared/domain/timezones.js';
 import { TABLES, tableName } from '../../shared/resources.js';
 import { ROUTES, routeKey, type RouteDefinition } from '../../shared/routes.js';
@@ -25,7 +26,7 @@ import { checkedFetch } from '../contract.js';
  * other test files write to the same stack at the same time).
  */
 const INSTANCE = 'fuzz';
-const KEY = 'test-key-fuzz';
+const KEY = 'test-key-32-characters-or-more-fuzz';
 /** 200 per route keeps the file near 30 s; `CDP_FUZZ_RUNS` runs more (or fewer) locally. */
 const RUNS_PER_ROUTE = Number(process.env.CDP_FUZZ_RUNS ?? 200);
 
@@ -1245,7 +1246,7 @@ function encodeQueryValue(text: string): string {
 
 /** The public links: tokens malformed, forged (another secret) or of no email. */
 function linkCases(method: string): fc.Arbitrary<Case> {
-  const forger = new LinkSigner('not the deployment secret');
+  const forger = new LinkSigner(singleKeyring('not the deployment secret'));
   const purpose = fc.constantFrom('click' as const, 'open' as const, 'unsubscribe' as const);
   const token = fc.oneof(
     fc.string({ maxLength: 60 }),

@@ -251,14 +251,23 @@ describe('dead letters', () => {
   it('sends a poisoned message to the dead-letter queue after 5 receives while the rest of its batch lands, and redrive applies it once it can be', async () => {
     Object.assign(process.env, stackAwsEnv());
     const sqs = createSqsClient();
+    const s3 = createS3Client();
     const { QueueUrl } = await sqs.send(
       new GetQueueUrlCommand({ QueueName: queueName('default', 'ingest') }),
     );
     const good = [0, 1].map(() =>
       message('person-merge', { people: [{ fields: { 'str::email': email('good') } }] }, 1),
     );
+    // Its payload is in the bucket, but not JSON: every delivery fails until someone fixes it.
     const poisoned = message('person-merge', {}, 1);
     const payloadKey = `ingest/safety/${poisoned.request_id}.json`;
+    await s3.send(
+      new PutObjectCommand({
+        Bucket: localBucketName('default', 'payloads'),
+        Key: payloadKey,
+        Body: '{"people": [',
+      }),
+    );
     const { body: _body, ...envelope } = poisoned;
     for (const body of [good[0], { ...envelope, payload: { key: payloadKey } }, good[1]]) {
       await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: JSON.stringify(body) }));
@@ -278,12 +287,12 @@ describe('dead letters', () => {
       listed = (await admin('dlq', 'list')).stdout;
     }
     expect(listed).toContain(`request ${poisoned.request_id} (person-merge, instance safety`);
-    expect(listed).toContain('could not be applied after 5 attempts (NoSuchKey)');
+    expect(listed).toContain('could not be applied after 5 attempts (SyntaxError)');
     expect(await status(poisoned.request_id)).toMatchObject({ status: 'failed', code: 503 });
 
-    // Once its payload is there, a redrive applies it, once.
+    // Once its payload is right, a redrive applies it, once.
     const address = email('redriven');
-    await createS3Client().send(
+    await s3.send(
       new PutObjectCommand({
         Bucket: localBucketName('default', 'payloads'),
         Key: payloadKey,
@@ -304,6 +313,35 @@ describe('dead letters', () => {
     ]);
     expect(await claimOwner(address)).toBe(result.people[0]?.person_id);
     expect((await admin('dlq', 'list')).stdout).toContain('Dead letters of cdp-default-ingest: 0');
+  });
+
+  it('records a request whose payload is gone from the bucket as failed at once, saying what was lost, and does not retry it (item 10)', async () => {
+    Object.assign(process.env, stackAwsEnv());
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'ingest') }),
+    );
+    const lost = message('person-merge', {}, 2);
+    const payloadKey = `ingest/safety/${lost.request_id}.json`;
+    const { body: _body, ...envelope } = lost;
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl,
+        MessageBody: JSON.stringify({ ...envelope, payload: { key: payloadKey } }),
+      }),
+    );
+    const deadline = Date.now() + 30_000;
+    while ((await status(lost.request_id)).status !== 'failed' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const failed = await status(lost.request_id);
+    expect(failed).toMatchObject({ status: 'failed', code: 410 });
+    expect(failed.error).toContain(`its body (${payloadKey}) is no longer in the payloads bucket`);
+    expect(failed.error).toContain('nothing of it was applied');
+    // Recorded at the first receive (within the wait above, shorter than the first backoff
+    // and the retries after it), and not as a request that a redrive would apply.
+    expect(failed.error).not.toContain('redriven');
+    expect(failed.error).not.toContain('attempts');
   });
 });
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { localOnlyEnv, run } from './cli.js';
 import {
+  KEYS,
   SEED_FILE,
   baseUrl,
   stackEnv,
@@ -133,7 +134,7 @@ describe('npm start', () => {
       expect(stack.output()).toContain('DynamoDB faults injected (CDP_FAULTS): throttle=1');
       const response = await checkedFetch(`${baseUrl('default', PORTS)}/v1/person/merge`, {
         method: 'POST',
-        headers: { 'x-api-key': 'test-key-acme-website', 'content-type': 'application/json' },
+        headers: { 'x-api-key': KEYS.acme, 'content-type': 'application/json' },
         body: JSON.stringify({ people: [{ fields: { 'str::email': 'throttled@example.com' } }] }),
       });
       expect(response.status).toBe(503);

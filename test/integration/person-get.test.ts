@@ -77,6 +77,34 @@ describe('person get', () => {
     expect(result.meta.total_organizations).toBe(0);
   });
 
+  it('walks an offset of at most 10,000 without a cursor, and points to the cursor beyond it (item 15)', async () => {
+    const deepest = await page({ limit: 10, offset: 10_000 });
+    expect(deepest.contacts).toEqual([]);
+    const refused = await call('/v1/person/get', { key, body: { limit: 10, offset: 10_001 } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toBe(
+      'offset: at most 10000 without a cursor_id (an offset is walked from the start); page further with cursor_id, the cursor of the previous page, which costs the same at any depth',
+    );
+    expect(refused.body.details).toEqual([
+      { field: 'offset', error: 'over 10000 without a cursor_id' },
+    ]);
+    // With a cursor the offset only numbers the page: the cursor says where it starts.
+    const first = await page({ limit: 5, sort_order: 'asc' });
+    const next = await page({
+      limit: 5,
+      sort_order: 'asc',
+      offset: 50_000,
+      cursor_id: first.cursor_id,
+    });
+    expect(next.contacts.map((c) => c.id)).toEqual(created.slice(5, 10));
+    const organizations = await call('/v1/organizations/get', {
+      key,
+      body: { limit: 10, offset: 10_001 },
+    });
+    expect(organizations.status).toBe(400);
+    expect(organizations.body.error).toMatch(/^offset: at most 10000 without a cursor_id/);
+  });
+
   it('returns the requested fields, 50 people by default', async () => {
     const result = await page({ fields: ['str::first', 'tags'], sort_order: 'asc' });
     expect(result.contacts).toHaveLength(50);

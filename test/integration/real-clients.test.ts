@@ -17,10 +17,10 @@ import { call, stackDb } from './stack.js';
  * script and the PHP SDK that create fields before merging people, a Go client that defines
  * activities in the real shape, and the workflow tool's "new contact" trigger.
  */
-const KEY = 'test-key-realc';
-const KEY_OTHER = 'test-key-realc-other';
-const KEY_FULL = 'test-key-realc-full';
-const KEY_TAGS = 'test-key-realc-tags';
+const KEY = 'test-key-32-characters-or-more-realc';
+const KEY_OTHER = 'test-key-32-characters-or-more-realc-other';
+const KEY_FULL = 'test-key-32-characters-or-more-realc-full';
+const KEY_TAGS = 'test-key-32-characters-or-more-realc-tags';
 const FAST = { requests_per_second: 5000, burst: 10000 };
 
 const CONFIG = {

@@ -344,7 +344,7 @@ describe('security headers', () => {
 
 describe('the admin CLI and keys', () => {
   const admin = (...args: string[]) => run(['local/admin.ts', ...args], adminEnv());
-  const fileKey = 'test-key-cli-secret-file-key';
+  const fileKey = 'test-key-32-characters-or-more-cli-secret-file-key';
 
   it('prints no key but the one it mints, alone on the last line', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'cdp-security-')), 'config.json');

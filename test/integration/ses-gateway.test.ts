@@ -161,7 +161,7 @@ async function getJson(path: string): Promise<{ status: number; body: unknown }>
   return { status: response.status, body: await response.json() };
 }
 
-async function setFaults(faults: { throttle?: number; down?: boolean }): Promise<unknown> {
+async function setFaults(faults: Record<string, number | boolean>): Promise<unknown> {
   const response = await fetch(`${gateway.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -191,6 +191,8 @@ function mailOf(messageId: string, destination: string[], to: string[]) {
     },
   };
 }
+
+const NO_FAULTS = { throttle: 0, down: false, internal_error: 0, answer_lost: 0 };
 
 describe('the local SES gateway', () => {
   it('subscribes the email-events queue to the SES event topic once', async () => {
@@ -299,7 +301,7 @@ describe('the local SES gateway', () => {
 
   it('refuses the next n sends as SES does when the sending rate is exceeded', async () => {
     const before = Messages.parse((await getJson('/messages')).body).messages.length;
-    expect(await setFaults({ throttle: 2 })).toEqual({ throttle: 2, down: false });
+    expect(await setFaults({ throttle: 2 })).toEqual({ ...NO_FAULTS, throttle: 2 });
 
     const outcomes = [];
     for (let send = 0; send < 3; send += 1) {
@@ -320,12 +322,12 @@ describe('the local SES gateway', () => {
       });
     }
     expect(outcomes[2]).toBeUndefined();
-    expect((await getJson('/faults')).body).toEqual({ throttle: 0, down: false });
+    expect((await getJson('/faults')).body).toEqual(NO_FAULTS);
     expect(Messages.parse((await getJson('/messages')).body).messages).toHaveLength(before + 1);
   });
 
   it('refuses every send with a 503 while down', async () => {
-    expect(await setFaults({ down: true })).toEqual({ throttle: 0, down: true });
+    expect(await setFaults({ down: true })).toEqual({ ...NO_FAULTS, down: true });
     const error = await sendRaw(rawMessage({ To: 'person@example.com' })).then(
       () => undefined,
       (failure: unknown) => failure,
@@ -333,8 +335,27 @@ describe('the local SES gateway', () => {
     expect(error).toBeInstanceOf(SESv2ServiceException);
     expect(error).toMatchObject({ $fault: 'server', $metadata: { httpStatusCode: 503 } });
 
-    expect(await setFaults({ down: false })).toEqual({ throttle: 0, down: false });
+    expect(await setFaults({ down: false })).toEqual(NO_FAULTS);
     await expect(sendRaw(rawMessage({ To: 'person@example.com' }))).resolves.toBeDefined();
+  });
+
+  it('answers 500 without taking the send (internal_error), or after taking it (answer_lost)', async () => {
+    const before = Messages.parse((await getJson('/messages')).body).messages.length;
+    expect(await setFaults({ internal_error: 1, answer_lost: 1 })).toEqual({
+      ...NO_FAULTS,
+      internal_error: 1,
+      answer_lost: 1,
+    });
+    for (let send = 0; send < 2; send += 1) {
+      const error = await sendRaw(rawMessage({ To: 'person@example.com' })).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(error).toMatchObject({ name: 'InternalFailure', $metadata: { httpStatusCode: 500 } });
+    }
+    // The first was refused, the second taken (kept, and its events published).
+    expect(Messages.parse((await getJson('/messages')).body).messages).toHaveLength(before + 1);
+    expect((await getJson('/faults')).body).toEqual(NO_FAULTS);
   });
 
   it('logs a failed publication and keeps serving', async () => {

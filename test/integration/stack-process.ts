@@ -116,32 +116,32 @@ export function stackAwsEnv(ports: StackPorts = TEST_STACK): Record<string, stri
 export const SEED_FILE = 'test/fixtures/seed.json';
 
 export const KEYS = {
-  acme: 'test-key-acme-website',
-  acmeShop: 'test-key-acme-shop',
-  globex: 'test-key-globex',
-  koala: 'test-key-koala',
-  stroopwafel: 'test-key-stroopwafel',
-  people: 'test-key-people',
-  peopleByEi: 'test-key-people-ei',
-  peopleCareful: 'test-key-people-careful',
-  ledger: 'test-key-ledger',
-  race: 'test-key-race',
-  pager: 'test-key-pager',
-  finder: 'test-key-finder',
-  orgs: 'test-key-orgs',
-  members: 'test-key-members',
-  tracker: 'test-key-tracker',
-  trackerSkip: 'test-key-tracker-skip',
-  safety: 'test-key-safety',
-  wide: 'test-key-wide',
-  mailer: 'test-key-mailer',
-  nomail: 'test-key-nomail',
-  cheapmail: 'test-key-cheapmail',
-  ratelimited: 'test-key-ratelimited',
-  ratelimitedBackend: 'test-key-ratelimited-backend',
-  ratelimitedWorker: 'test-key-ratelimited-worker',
-  audiences: 'test-key-audiences',
-  audiencesOther: 'test-key-audiences-other',
+  acme: 'test-key-32-characters-or-more-acme-website',
+  acmeShop: 'test-key-32-characters-or-more-acme-shop',
+  globex: 'test-key-32-characters-or-more-globex',
+  koala: 'test-key-32-characters-or-more-koala',
+  stroopwafel: 'test-key-32-characters-or-more-stroopwafel',
+  people: 'test-key-32-characters-or-more-people',
+  peopleByEi: 'test-key-32-characters-or-more-people-ei',
+  peopleCareful: 'test-key-32-characters-or-more-people-careful',
+  ledger: 'test-key-32-characters-or-more-ledger',
+  race: 'test-key-32-characters-or-more-race',
+  pager: 'test-key-32-characters-or-more-pager',
+  finder: 'test-key-32-characters-or-more-finder',
+  orgs: 'test-key-32-characters-or-more-orgs',
+  members: 'test-key-32-characters-or-more-members',
+  tracker: 'test-key-32-characters-or-more-tracker',
+  trackerSkip: 'test-key-32-characters-or-more-tracker-skip',
+  safety: 'test-key-32-characters-or-more-safety',
+  wide: 'test-key-32-characters-or-more-wide',
+  mailer: 'test-key-32-characters-or-more-mailer',
+  nomail: 'test-key-32-characters-or-more-nomail',
+  cheapmail: 'test-key-32-characters-or-more-cheapmail',
+  ratelimited: 'test-key-32-characters-or-more-ratelimited',
+  ratelimitedBackend: 'test-key-32-characters-or-more-ratelimited-backend',
+  ratelimitedWorker: 'test-key-32-characters-or-more-ratelimited-worker',
+  audiences: 'test-key-32-characters-or-more-audiences',
+  audiencesOther: 'test-key-32-characters-or-more-audiences-other',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -157,6 +157,12 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).
     INGEST_RETRY_BASE_SECONDS: '0.5',
     EMAIL_RETRY_BASE_SECONDS: '0.5',
+    // SES events retried after 0.5 … 4 s, all within a confirmation window of 10 s.
+    EMAIL_EVENTS_RETRY_BASE_SECONDS: '0.5',
+    EMAIL_CONFIRM_WINDOW_SECONDS: '10',
+    // Every test speaks from 127.0.0.1, and some send unknown keys on purpose: the limit of
+    // unknown keys per address is tested on its own (test/unit/http/unknown-keys.test.ts).
+    CDP_UNKNOWN_KEYS_PER_MINUTE: '1000000',
     ...extra,
   };
 }

@@ -20,8 +20,8 @@ import { checkedFetch } from '../contract.js';
  * data, so that nothing but the data can make two answers differ.
  */
 const stamp = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-const KEY_A = 'test-key-iso-a';
-const KEY_B = 'test-key-iso-b';
+const KEY_A = 'test-key-32-characters-or-more-iso-a';
+const KEY_B = 'test-key-32-characters-or-more-iso-b';
 const ASSET_A = 'aaaaaaaaaaaaaaaaaaaaaa0a';
 const ASSET_B = 'bbbbbbbbbbbbbbbbbbbbbb0b';
 const CAMPAIGN_A = 'aaaaaaaaaaaaaaaaaaaaaac1';

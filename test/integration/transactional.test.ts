@@ -11,7 +11,17 @@ import {
   type Entry,
 } from './emails.js';
 import { activitiesOf, fieldsOf, uniqueEmail } from './people.js';
-import { KEYS, TEST_STACK } from './stack.js';
+import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { createSqsClient } from '../../shared/adapters/aws-clients.js';
+import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
+import { LocalKeyWrapper } from '../../shared/adapters/key-wrappers.js';
+import { LINK_TOKEN_DAYS, LinkSigner } from '../../shared/domain/email/link-tokens.js';
+import { signingKeyrings } from '../../shared/http/api-runtime.js';
+import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
+import { newId } from '../../shared/domain/ids.js';
+import { queueName, tableName } from '../../shared/resources.js';
+import { adminEnv, run } from './cli.js';
+import { KEYS, TEST_STACK, stackDb } from './stack.js';
 import { checkedFetch } from '../contract.js';
 
 /**
@@ -402,5 +412,190 @@ describe('SES delivery: events, suppression, throttling, status', () => {
     expect(await sentCount(entry?.message_id as string)).toBe(1);
     const faults = (await (await fetch(`${ses}/faults`)).json()) as { throttle: number };
     expect(faults.throttle).toBe(0);
+  });
+});
+
+async function sesFaults(faults: Record<string, number | boolean>): Promise<void> {
+  const response = await fetch(`${ses}/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(faults),
+  });
+  expect(response.status).toBe(200);
+}
+
+describe('delivery: outcomes SES leaves unknown, and events about other addresses', () => {
+  it('does not send again when SES took the email but its answer was a 500; its Send event marks it sent (item 1)', async () => {
+    await sesFaults({ answer_lost: 1 });
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail('lost-answer') } }],
+    });
+    const messageId = entry?.message_id as string;
+    await settledStatus(messageId, ['sent']);
+    // Long enough for a retry of the send (the worker's backoff here is half a second).
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await sentCount(messageId)).toBe(1);
+    const settled = await statusOf(messageId);
+    expect(settled.status).toBe('sent');
+    expect((settled.events as { type: string }[]).map((event) => event.type)).toEqual(
+      expect.arrayContaining(['send_unknown', 'sent']),
+    );
+  });
+
+  it("attributes a cc address's complaint and bounce to that address: the recipient is not unsubscribed, the email not bounced (item 9)", async () => {
+    const label = uniqueEmail('x').split('@')[0] as string;
+    const complainer = `complaint+${label}@simulator.amazonses.com`;
+    const bouncer = `bounce+${label}@simulator.amazonses.com`;
+    const [entry] = await sendOk({
+      asset: asset({ cc: [complainer, bouncer] }),
+      emails: [{ fields: { 'str::email': uniqueEmail('main') } }],
+    });
+    const messageId = entry?.message_id as string;
+    const personId = entry?.person_id as string;
+    const settled = await until('the cc events', async () => {
+      const status = await statusOf(messageId);
+      const types = (status.events as { type: string }[]).map((event) => event.type);
+      return types.includes('complained') && types.includes('bounced') ? status : undefined;
+    });
+    expect(settled.status).toBe('sent');
+    expect(settled.events).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'complained', recipient: complainer }),
+        expect.objectContaining({ type: 'bounced', recipient: bouncer }),
+      ]),
+    );
+    expect((await fieldsOf(key, personId, ['bol::p']))['bol::p']).toBe(true);
+    const activities = await activitiesOf(key, personId);
+    expect(activities.filter((activity) => activity.field_id === 'act::b')).toEqual([]);
+    expect(activities.filter((activity) => activity.field_id === 'act::u-all')).toEqual([]);
+    // The cc addresses themselves are suppressed.
+    const again = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': complainer } }, { fields: { 'str::email': bouncer } }],
+    });
+    expect(again.map((e) => e.email_status)).toEqual(['suppressed', 'suppressed']);
+  });
+});
+
+describe('delivery: an email left sending by a crash on its last receive (item 5)', () => {
+  it('is shown by the DLQ listing with its state, and a redrive sends it once SES proves it never went', async () => {
+    const { db } = stackDb();
+    const store = new DynamoEmailStore(db, { emails: tableName('default', 'emails') });
+    // What a worker killed mid-send on the fifth receive leaves: the email claimed by an
+    // attempt long gone, and its message moved to the dead-letter queue by the next receive.
+    const messageId = newId(Date.now());
+    // An hour ago: past the attempt's lease and any confirmation window.
+    const startedAt = Date.now() - 3_600_000;
+    const at = new Date(startedAt).toISOString();
+    await store.create(
+      [
+        {
+          instance_id: 'mailer',
+          message_id: messageId,
+          request_id: 'crashed',
+          person_id: 'f'.repeat(24),
+          email_name: 'crashed',
+          to: uniqueEmail('crashed'),
+          status: 'sending',
+          attempt: 'killed',
+          sending_at: startedAt,
+          links: [],
+          events: [{ type: 'queued', at }],
+          created_at: at,
+          updated_at: at,
+        },
+      ],
+      () => undefined,
+    );
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'email', true) }),
+    );
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl,
+        MessageBody: JSON.stringify({
+          v: 1,
+          instance_id: 'mailer',
+          message_id: messageId,
+          email: {
+            from: { address: 'team@mail.mailer.test' },
+            to: 'crashed@example.com',
+            cc: [],
+            subject: 's',
+            html: '<p>h</p>',
+            text: 'h',
+            headers: {},
+            attachments: [],
+          },
+        }),
+      }),
+    );
+    const admin = (...args: string[]) => run(['local/admin.ts', ...args], adminEnv());
+    const listed = (await admin('dlq', 'list', '--queue', 'email')).stdout;
+    expect(listed).toContain(
+      `email ${messageId} (instance mailer): sending since ${at}, its outcome unknown`,
+    );
+    const redriven = await admin('dlq', 'redrive', '--queue', 'email', '--message', messageId);
+    expect(redriven.stdout).toContain(`email ${messageId}`);
+    // SES's events (of later sends, or of the worker's probe) prove it never went: sent now,
+    // once.
+    const settled = await settledStatus(messageId, ['sent']);
+    expect((settled.events as { type: string }[]).map((event) => event.type)).toEqual(
+      expect.arrayContaining(['send_unknown', 'resending', 'sent']),
+    );
+    expect(await sentCount(messageId)).toBe(1);
+  });
+});
+
+describe('tracking links replayed (item 14)', () => {
+  it('records an open and a click once per window however often they are fetched, and answers each', async () => {
+    const [entry] = await sendOk({
+      asset: asset({ html_body: html('<p><a href="https://shop.example/replayed">Item</a></p>') }),
+      emails: [{ fields: { 'str::email': uniqueEmail('replay') } }],
+    });
+    const messageId = entry?.message_id as string;
+    const { mail } = await received(messageId);
+    const pixel = pixelIn(mail.html || '') as string;
+    const tracked = linksIn(mail.html || '').find((link) => link.includes('/t/c?t=')) as string;
+    for (let i = 0; i < 20; i += 1) {
+      const open = await checkedFetch(pixel);
+      expect(open.status).toBe(200);
+      await open.arrayBuffer();
+    }
+    for (let i = 0; i < 3; i += 1) {
+      const click = await checkedFetch(tracked, { redirect: 'manual' });
+      expect(click.status).toBe(302);
+      expect(click.headers.get('location')).toBe('https://shop.example/replayed');
+    }
+    const activities = await activitiesOf(key, entry?.person_id as string);
+    expect(activities.filter((activity) => activity.field_id === 'act::o')).toHaveLength(1);
+    expect(activities.filter((activity) => activity.field_id === 'act::c')).toHaveLength(1);
+    const events = (await statusOf(messageId)).events as { type: string }[];
+    expect(events.filter((event) => event.type === 'opened')).toHaveLength(1);
+    expect(events.filter((event) => event.type === 'clicked')).toHaveLength(1);
+  });
+
+  it('refuses a link whose token has expired, saying so', async () => {
+    const [entry] = await sendOk({
+      asset: asset(),
+      emails: [{ fields: { 'str::email': uniqueEmail('expired') } }],
+    });
+    const messageId = entry?.message_id as string;
+    await received(messageId);
+    // A token made more than LINK_TOKEN_DAYS ago, with the deployment's own key.
+    const { db } = stackDb();
+    const keyring = await signingKeyrings(
+      new DynamoConfigStore(db, tableName('default', 'config')),
+      new LocalKeyWrapper(),
+    )();
+    const old = new LinkSigner(keyring, () => Date.now() - (LINK_TOKEN_DAYS + 1) * 86_400_000);
+    const token = old.sign('open', { instanceId: 'mailer', messageId, index: 0 });
+    const response = await checkedFetch(
+      `http://127.0.0.1:${TEST_STACK.port}/t/o?t=${encodeURIComponent(token)}`,
+    );
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: string }).error).toBe('This link has expired');
   });
 });

@@ -197,16 +197,21 @@ describe('cursors', () => {
   it('refuses a forged or altered cursor with 400 naming cursor_id', async () => {
     const page = await call('/v1/person/get', { key, body: { limit: 1 } });
     const cursor = String(page.body.cursor_id);
-    const [payload = '', signature = ''] = cursor.split('.');
+    // The signing key's ID, the payload, its tag (docs/api.md, "Cursors").
+    const [kid = '', payload = '', signature = ''] = cursor.split('.');
+    expect(kid).toMatch(/^k[0-9a-z]+$/);
     const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<
       string,
       unknown
     >;
     const altered = Buffer.from(JSON.stringify({ ...decoded, after: '0' })).toString('base64url');
     for (const forged of [
-      `${altered}.${signature}`,
-      altered,
-      `${payload}.${signature.slice(1)}`,
+      `${kid}.${altered}.${signature}`,
+      `${kid}.${altered}`,
+      `${kid}.${payload}.${signature.slice(1)}`,
+      // Another key's ID, or none (a cursor of before key IDs is the legacy key's).
+      `k999.${payload}.${signature}`,
+      `${payload}.${signature}`,
       'not-a-cursor',
     ]) {
       const response = await call('/v1/person/get', { key, body: { limit: 1, cursor_id: forged } });

@@ -1428,6 +1428,8 @@ export interface components {
             at: string;
             url?: string;
             detail?: string;
+            /** @description The address a delivery, bounce or complaint is about: the recipient, or a cc address */
+            recipient?: string;
         };
         /** @description One entry per person sent, in order */
         PersonMergeResponse: {

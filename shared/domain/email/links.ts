@@ -11,13 +11,31 @@ import type { EmailEvent, EmailRecord } from './messages.js';
  * `act::c` and redirects to the destination stored with the email (never one from the URL);
  * an open records `act::o`; an unsubscribe (POST only) sets `bol::p` false. A token that is
  * not signed for this purpose, or names no email, is a 404 that leads nowhere, the same
- * whatever was wrong (no oracle for which instances or emails exist).
+ * whatever was wrong (no oracle for which instances or emails exist); an expired one says so.
+ *
+ * Links can be replayed (mail scanners, proxies that fetch every image, a reader clicking
+ * twice, or someone scripting a pixel): an open is recorded once per message, and a click
+ * once per message and link, per `ENGAGEMENT_WINDOW_MS` (a conditional write on the email:
+ * the window it was last recorded in). The redirect and the pixel are answered every time.
  */
+export const ENGAGEMENT_WINDOW_MS = 3_600_000;
+
 export interface LinkPorts {
   signer: LinkSigner;
   store: {
     get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>>;
     addEvent(instanceId: string, messageId: string, event: EmailEvent): Promise<void>;
+    /**
+     * Records an open or a click (`marker`: `o`, or `c<index>`) with its activity, unless one
+     * was recorded in this `window` already; answers whether it was.
+     */
+    recordEngagement(
+      instanceId: string,
+      messageId: string,
+      marker: string,
+      window: number,
+      activity: ActivityToWrite,
+    ): Promise<boolean>;
     recordEvent(
       instanceId: string,
       messageId: string,
@@ -35,6 +53,7 @@ const notFound = () => new NotFoundError('This link is not valid');
 async function emailOf(purpose: LinkPurpose, token: unknown, ports: LinkPorts) {
   const contents = ports.signer.verify(purpose, token);
   if (!contents) throw notFound();
+  if (contents.expired) throw new NotFoundError('This link has expired');
   const record = (await ports.store.get(contents.instanceId, [contents.messageId])).get(
     contents.messageId,
   );
@@ -42,23 +61,47 @@ async function emailOf(purpose: LinkPurpose, token: unknown, ports: LinkPorts) {
   return { record, index: contents.index };
 }
 
+/** What a `Location` header carries as it is: printable ASCII. */
+const HEADER_SAFE = /^[\u0021-\u007e]+$/;
+
+/**
+ * Records an open or a click once per window: the activity and the window, in one
+ * conditional write; then its event on the email (while it has room).
+ */
+async function recordEngagement(
+  record: EmailRecord,
+  marker: string,
+  activity: ActivityToWrite,
+  event: EmailEvent,
+  ports: LinkPorts,
+  at: Date,
+): Promise<void> {
+  const window = Math.floor(at.getTime() / ENGAGEMENT_WINDOW_MS);
+  const first = await ports.store.recordEngagement(
+    record.instance_id,
+    record.message_id,
+    marker,
+    window,
+    activity,
+  );
+  if (first) await ports.store.addEvent(record.instance_id, record.message_id, event);
+}
+
 /** A click: the destination to redirect to, once the click is recorded. */
 export async function followClick(token: unknown, ports: LinkPorts): Promise<string> {
   const { record, index } = await emailOf('click', token, ports);
   const url = record.links[index];
-  if (url === undefined) throw notFound();
+  // A destination stored before such links were refused cannot be redirected to.
+  if (url === undefined || !HEADER_SAFE.test(url)) throw notFound();
   const at = ports.now?.() ?? new Date();
-  await Promise.all([
-    ports.writeActivity(
-      record.instance_id,
-      emailActivity('clicked', record, at, randomUUID(), { 'str::url': url }),
-    ),
-    ports.store.addEvent(record.instance_id, record.message_id, {
-      type: 'clicked',
-      at: at.toISOString(),
-      url,
-    }),
-  ]).catch((error: unknown) => {
+  await recordEngagement(
+    record,
+    `c${index}`,
+    emailActivity('clicked', record, at, randomUUID(), { 'str::url': url }),
+    { type: 'clicked', at: at.toISOString(), url },
+    ports,
+    at,
+  ).catch((error: unknown) => {
     // The reader reaches the destination even if the click cannot be recorded.
     logger.warn('A click was not recorded', {
       messageId: record.message_id,
@@ -71,13 +114,14 @@ export async function followClick(token: unknown, ports: LinkPorts): Promise<str
 export async function recordOpen(token: unknown, ports: LinkPorts): Promise<void> {
   const { record } = await emailOf('open', token, ports);
   const at = ports.now?.() ?? new Date();
-  await Promise.all([
-    ports.writeActivity(record.instance_id, emailActivity('opened', record, at, randomUUID())),
-    ports.store.addEvent(record.instance_id, record.message_id, {
-      type: 'opened',
-      at: at.toISOString(),
-    }),
-  ]);
+  await recordEngagement(
+    record,
+    'o',
+    emailActivity('opened', record, at, randomUUID()),
+    { type: 'opened', at: at.toISOString() },
+    ports,
+    at,
+  );
 }
 
 /** The email an unsubscribe link belongs to (the confirmation page changes nothing). */

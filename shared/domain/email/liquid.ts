@@ -6,9 +6,28 @@ import type { Person } from '../people/person.js';
 /**
  * Liquid for email subjects and bodies (DESIGN.md, Transactional email). Templates are
  * customer input: no file system, no includes, unknown filters refused, and limits on what
- * one template may cost to parse and render (size, time, memory). A template that fails
- * fails its recipient, not the request.
+ * templates may cost: size and number of tags to parse, memory, and time. Time is one budget
+ * for the whole request (`RenderBudget`), spent by every render of every recipient, each
+ * render taking at most a slice of it, so that one request cannot hold a function for long,
+ * nor, on a shared process, stall other requests for more than a slice. A template that
+ * fails fails its recipient, not the request.
  */
+export const LIQUID_LIMITS = {
+  /** Of one template, in characters (html_body's own limit is in bytes). */
+  parseCharacters: 1_048_576,
+  /** Tags and outputs (`{% … %}`, `{{ … }}`) in one template: bounds the time to parse it. */
+  tags: 2_000,
+  /** Rendering time of one request, all recipients and templates together. */
+  requestMs: 3_000,
+  /**
+   * Rendering time of one render (one template for one recipient): also the longest a
+   * template holds a shared process (locally, every route of a region) from other requests.
+   */
+  renderMs: 25,
+  /** Memory one render may allocate (liquidjs's count). */
+  memory: 20_000_000,
+} as const;
+
 const limits = {
   strictFilters: true,
   strictVariables: false,
@@ -16,9 +35,9 @@ const limits = {
   // No file system: {% include %}, {% render %} and {% layout %} find nothing.
   relativeReference: false,
   templates: {},
-  parseLimit: 1_000_000,
-  renderLimit: 1_000,
-  memoryLimit: 20_000_000,
+  parseLimit: LIQUID_LIMITS.parseCharacters,
+  renderLimit: LIQUID_LIMITS.renderMs,
+  memoryLimit: LIQUID_LIMITS.memory,
 };
 /**
  * Bodies are HTML: every output is escaped (a person's name cannot inject markup or links);
@@ -36,8 +55,27 @@ export interface ParsedTemplate {
   templates: Template[];
 }
 
+/** How many tags and outputs a template holds (an upper bound: it counts their openings). */
+function tagCount(source: string): number {
+  let count = 0;
+  for (let at = source.indexOf('{'); at !== -1; at = source.indexOf('{', at + 1)) {
+    const next = source[at + 1];
+    if (next === '{' || next === '%') {
+      count += 1;
+      at += 1;
+    }
+  }
+  return count;
+}
+
 /** Parses a template once per request; the error says where the template is wrong. */
 export function parseTemplate(source: string, kind: keyof typeof engines = 'text'): ParsedTemplate {
+  const tags = tagCount(source);
+  if (tags > LIQUID_LIMITS.tags) {
+    throw new TemplateError(
+      `template error: the template holds ${tags} tags and outputs; at most ${LIQUID_LIMITS.tags} are allowed`,
+    );
+  }
   try {
     return { kind, templates: engines[kind].parse(source) };
   } catch (error) {
@@ -45,15 +83,61 @@ export function parseTemplate(source: string, kind: keyof typeof engines = 'text
   }
 }
 
-export async function renderTemplate(
+/**
+ * The rendering time of one request: each render takes what it needs, up to the slice and
+ * what is left; once it is spent, every render left fails at once.
+ */
+export class RenderBudget {
+  private spentMs = 0;
+
+  constructor(
+    readonly totalMs: number = LIQUID_LIMITS.requestMs,
+    readonly sliceMs: number = LIQUID_LIMITS.renderMs,
+    private readonly clock: () => number = () => performance.now(),
+  ) {}
+
+  get remainingMs(): number {
+    return Math.max(0, this.totalMs - this.spentMs);
+  }
+
+  async render(template: ParsedTemplate, variables: Record<string, unknown>): Promise<string> {
+    const allowed = Math.min(this.sliceMs, this.remainingMs);
+    if (allowed <= 0) {
+      throw new TemplateError(
+        `template error: not rendered: the request's templates took their ${this.totalMs} ms in all`,
+      );
+    }
+    // liquidjs renders without giving the event loop back: other requests of a shared
+    // process run between renders, so none waits for more than one slice.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const started = this.clock();
+    try {
+      return String(
+        await engines[template.kind].render(template.templates, variables, {
+          renderLimit: allowed,
+        }),
+      );
+    } catch (error) {
+      const took = this.clock() - started;
+      if (took >= allowed) {
+        throw new TemplateError(
+          `template error: rendering took longer than ${Math.round(allowed)} ms (a render may take ${this.sliceMs} ms, a request's templates ${this.totalMs} ms in all)`,
+        );
+      }
+      throw new TemplateError(`template error: ${(error as Error).message}`);
+    } finally {
+      this.spentMs += this.clock() - started;
+    }
+  }
+}
+
+/** Renders one template alone (a budget of its own). */
+export function renderTemplate(
   template: ParsedTemplate,
   variables: Record<string, unknown>,
+  budget: RenderBudget = new RenderBudget(),
 ): Promise<string> {
-  try {
-    return String(await engines[template.kind].render(template.templates, variables));
-  } catch (error) {
-    throw new TemplateError(`template error: ${(error as Error).message}`);
-  }
+  return budget.render(template, variables);
 }
 
 /** `First name` → `first-name`: the Liquid name of a built-in field. */

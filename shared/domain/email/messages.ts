@@ -22,6 +22,8 @@ export const EmailEvent = z.object({
   at: z.string(),
   url: z.string().optional(),
   detail: z.string().optional(),
+  /** The address a delivery, bounce or complaint is about (the recipient's, or a cc's). */
+  recipient: z.string().optional(),
 });
 export type EmailEvent = z.infer<typeof EmailEvent>;
 
@@ -44,6 +46,11 @@ export const EmailRecord = z.object({
   /** The send attempt holding `sending`, and since when (epoch ms). */
   attempt: z.string().optional(),
   sending_at: z.number().optional(),
+  /**
+   * When the attempt ended without learning SES's answer (epoch ms): the attempt is over, and
+   * only SES's own event can say whether the email went (deliver.ts).
+   */
+  unknown_at: z.number().optional(),
 });
 export type EmailRecord = z.infer<typeof EmailRecord>;
 
@@ -63,7 +70,8 @@ export const OutgoingEmail = z.object({
   cc: z.array(z.string()),
   subject: z.string(),
   html: z.string(),
-  text: z.string(),
+  /** The text part; absent, the worker derives it from `html` (off the request's time). */
+  text: z.string().optional(),
   headers: z.record(z.string(), z.string()),
   attachments: z.array(AttachmentRef),
 });
@@ -76,6 +84,11 @@ export const EmailJob = z.object({
   message_id: z.string(),
   email: OutgoingEmail.optional(),
   payload: z.object({ key: z.string() }).optional(),
+  /**
+   * The job is queued before its record is written (send.ts): until this moment (epoch ms,
+   * the sending request's deadline) a missing record may still come; after it, it never will.
+   */
+  record_by: z.number().optional(),
 });
 export type EmailJob = z.infer<typeof EmailJob>;
 
@@ -86,8 +99,6 @@ export interface EmailStore {
   /** Writes new records; `written` hears of each as soon as it is known to be stored. */
   create(records: EmailRecord[], written: (messageId: string) => void): Promise<void>;
   get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>>;
-  /** Marks queued records failed (they could not be queued); answers those it moved. */
-  markFailed(instanceId: string, messageIds: string[], error: string): Promise<Set<string>>;
 }
 
 /** The email queue and the bucket its large payloads and attachments go to. */

@@ -22,6 +22,10 @@ export const EMAIL_LIMITS = {
   trackedLinks: 200,
   /** The destinations of tracked links, all together (kept on the email's record). */
   trackedLinkBytes: 100_000,
+  /** Of `html_body` (UTF-8), the request's or the template's. */
+  htmlBodyBytes: 1 * MB,
+  /** How deep a body's HTML may nest (its text part is derived from the tree). */
+  htmlDepth: 200,
 } as const;
 
 /** An address as SES takes it: one mailbox, no display name, no line breaks. */

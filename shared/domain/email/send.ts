@@ -8,18 +8,20 @@ import {
 } from '../errors.js';
 import { newId } from '../ids.js';
 import { plainStatus } from '../merge/merge-engine.js';
+import { MaybeQueuedError } from '../ingest/ingest.js';
+import { canWait, currentDeadline } from '../../lib/time-budget.js';
 import type { AssetConfig, CampaignConfig } from '../instance-config.js';
 import { mergePeople, type MergeContext, type MergeResult } from '../people/merge-people.js';
 import { EMAIL, type Person } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
 import { parseWith } from '../validation.js';
-import { addOpenPixel, rewriteLinks, textOf } from './html.js';
+import { addOpenPixel, BadLinkError, rewriteLinks, scanHtml, yieldToEventLoop } from './html.js';
 import type { MessageLinks } from './link-tokens.js';
 import {
   jsonVariables,
   parseTemplate,
   personVariables,
-  renderTemplate,
+  RenderBudget,
   TemplateError,
   type ParsedTemplate,
 } from './liquid.js';
@@ -75,6 +77,8 @@ export interface SendContext {
   fallbackDomain: string;
   requestId: string;
   now?: () => Date;
+  /** The request's rendering budget: `LIQUID_LIMITS` unless given (tests give smaller). */
+  renderBudget?: RenderBudget;
 }
 
 const PAID_PLANS = new Set(['business', 'enterprise']);
@@ -220,64 +224,88 @@ export async function sendTransactional(
     [...new Set(addresses.values())].map((address) => address.toLowerCase()),
   );
 
-  // Each email: rendered, its links rewritten, then recorded and queued.
+  // Each email: rendered, its links rewritten, then queued and recorded, a chunk at a time,
+  // for as long as the request's deadline leaves time to queue and record what was built.
   const now = context.now?.() ?? new Date();
   const attachmentKeys = await storeAttachments(prepared, context);
-  const records: EmailRecord[] = [];
-  const jobs: EmailJob[] = [];
-  for (const [index, to] of addresses) {
-    const entry = results[index] as SendEntryResult;
-    const asset = prepared[index] as ResolvedAsset;
-    const messageId = newId(now.getTime());
-    const record: EmailRecord = {
-      instance_id: tenant.instance.id,
-      message_id: messageId,
-      request_id: context.requestId,
-      person_id: entry.person_id ?? '',
-      email_name: asset.email_name,
-      to,
-      status: 'queued',
-      links: [],
-      events: [{ type: 'queued', at: now.toISOString() }],
-      created_at: now.toISOString(),
-      updated_at: now.toISOString(),
-    };
-    if (suppressed.has(to.toLowerCase())) {
-      records.push({
-        ...record,
-        status: 'suppressed',
-        error: 'the address is on the suppression list (an earlier bounce or complaint)',
-        events: [{ type: 'suppressed', at: now.toISOString() }],
-      });
-      Object.assign(entry, { email_status: 'suppressed', message_id: messageId });
-      entry.email_name = asset.email_name;
-      continue;
-    }
-    try {
-      const person = people.get(entry.person_id ?? '') as Person;
-      const built = await buildEmail(
-        asset,
-        person,
-        to,
-        { request, index, messageId, attachmentKeys },
-        context,
-      );
-      records.push({ ...record, links: built.links });
-      jobs.push({
-        v: 1,
+  const budget = context.renderBudget ?? new RenderBudget();
+  // A request with a short budget (a function's short timeout) keeps a share of what is left.
+  const reserveMs = Math.min(QUEUE_RESERVE_MS, (currentDeadline() - Date.now()) / 4);
+  const outcome: Outcome = { queued: new Set(), written: new Set() };
+  const recipients = [...addresses];
+  let built = 0;
+  for (let start = 0; start < recipients.length; start += BUILD_CHUNK) {
+    const records: EmailRecord[] = [];
+    const jobs: EmailJob[] = [];
+    for (const [index, to] of recipients.slice(start, start + BUILD_CHUNK)) {
+      const entry = results[index] as SendEntryResult;
+      if (!canWait(reserveMs)) {
+        entry.email_status = 'invalid';
+        entry.error = `emails[${index}]: not built: the request ran out of time building its emails (${built} of ${recipients.length} were); send this one again`;
+        continue;
+      }
+      const asset = prepared[index] as ResolvedAsset;
+      const messageId = newId(now.getTime());
+      const record: EmailRecord = {
         instance_id: tenant.instance.id,
         message_id: messageId,
-        email: built.email,
-      });
-      Object.assign(entry, { email_status: 'queued', message_id: messageId });
-      entry.email_name = asset.email_name;
-    } catch (error) {
-      if (!(error instanceof TemplateError || error instanceof ValidationError)) throw error;
-      entry.email_status = 'invalid';
-      entry.error = error.message;
+        request_id: context.requestId,
+        person_id: entry.person_id ?? '',
+        email_name: asset.email_name,
+        to,
+        status: 'queued',
+        links: [],
+        events: [{ type: 'queued', at: now.toISOString() }],
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+      };
+      built += 1;
+      if (suppressed.has(to.toLowerCase())) {
+        records.push({
+          ...record,
+          status: 'suppressed',
+          error: 'the address is on the suppression list (an earlier bounce or complaint)',
+          events: [{ type: 'suppressed', at: now.toISOString() }],
+        });
+        Object.assign(entry, { email_status: 'suppressed', message_id: messageId });
+        entry.email_name = asset.email_name;
+        continue;
+      }
+      try {
+        const person = people.get(entry.person_id ?? '') as Person;
+        const email = await buildEmail(
+          asset,
+          person,
+          to,
+          { request, index, messageId, attachmentKeys, budget },
+          context,
+        );
+        records.push({ ...record, links: email.links });
+        jobs.push({
+          v: 1,
+          instance_id: tenant.instance.id,
+          message_id: messageId,
+          email: email.email,
+        });
+        Object.assign(entry, { email_status: 'queued', message_id: messageId });
+        entry.email_name = asset.email_name;
+      } catch (error) {
+        if (!(
+          error instanceof TemplateError ||
+          error instanceof ValidationError ||
+          error instanceof BadLinkError
+        )) {
+          throw error;
+        }
+        entry.email_status = 'invalid';
+        entry.error =
+          error instanceof BadLinkError ? `emails[${index}]: ${error.message}` : error.message;
+      }
+      // A long request leaves room for others on a shared process between emails.
+      await yieldToEventLoop();
     }
+    await queueAndRecord(records, jobs, results, context, outcome);
   }
-  await recordAndQueue(records, jobs, results, context);
   // People merged are written: then the answer says what became of each entry, even if no
   // email could be made; only a request that wrote nothing is a 400.
   if (results.every((entry) => entry.email_status === 'invalid' && !entry.person_id)) {
@@ -326,6 +354,12 @@ async function resolveAsset(
   if (html === undefined || html.trim() === '') {
     throw missing('html_body', 'required unless campaign_id or asset_id names a template with one');
   }
+  if (Buffer.byteLength(html) > EMAIL_LIMITS.htmlBodyBytes) {
+    throw new PayloadTooLargeError(
+      EMAIL_LIMITS.htmlBodyBytes,
+      asset.html_body === undefined ? `The html_body of ${path}'s template` : `${path}.html_body`,
+    );
+  }
   if (subject === undefined) throw missing('subject', 'required (here or in the template)');
   if (fromEmail === undefined) throw missing('from_email', 'required (here or in the template)');
   const liquid = asset.liquid_syntax_enabled ?? true;
@@ -351,10 +385,13 @@ async function resolveAsset(
   }
 }
 
-/** A built email's size, near enough: the parts, quoted-printable and base64 overheads. */
-function estimatedSize(asset: ResolvedAsset, rendered: string): number {
-  const html = typeof asset.html === 'string' ? asset.html.length : 0;
-  const body = Math.max(Buffer.byteLength(rendered), html);
+/**
+ * A built email's size, near enough: its HTML and text parts (the text bounded by what the
+ * HTML holds), quoted-printable and base64 overheads, its attachments.
+ */
+function estimatedSize(asset: ResolvedAsset, html: string, textLength = 0): number {
+  const template = typeof asset.html === 'string' ? asset.html.length : 0;
+  const body = Math.max(Buffer.byteLength(html) + textLength, template);
   const attachments = asset.attachments.reduce(
     (sum, attachment) => sum + Math.ceil(attachment.content.length * (78 / 76)) + 300,
     0,
@@ -386,6 +423,8 @@ interface EmailPlace {
   index: number;
   messageId: string;
   attachmentKeys: Map<string, string>;
+  /** The request's rendering time, shared by all its emails. */
+  budget: RenderBudget;
 }
 
 async function buildEmail(
@@ -395,7 +434,7 @@ async function buildEmail(
   at: EmailPlace,
   context: SendContext,
 ): Promise<{ email: OutgoingEmail; links: string[] }> {
-  const { request, index } = at;
+  const { request, index, budget } = at;
   const links = context.links(at.messageId);
   const unsubscribe = links.unsubscribe();
   const variables = {
@@ -404,18 +443,24 @@ async function buildEmail(
     urls: { unsubscribe },
   };
   const render = (template: ParsedTemplate | string) =>
-    typeof template === 'string' ? Promise.resolve(template) : renderTemplate(template, variables);
+    typeof template === 'string' ? Promise.resolve(template) : budget.render(template, variables);
   const subject = (await render(asset.subject)).replace(/[\r\n]+/g, ' ').trim();
   let html = await render(asset.html);
+  const scan = await scanHtml(html);
+  if (scan.depth > EMAIL_LIMITS.htmlDepth) {
+    throw new ValidationError(
+      `emails[${index}]: the HTML nests ${scan.depth} elements deep; at most ${EMAIL_LIMITS.htmlDepth} are allowed`,
+    );
+  }
   let destinations: string[] = [];
   if (asset.trackClicks) {
-    const rewritten = rewriteLinks(html, links.click, (url) => url === unsubscribe);
+    const rewritten = rewriteLinks(html, scan, links.click, (url) => url === unsubscribe);
     html = rewritten.html;
     destinations = rewritten.links;
   }
-  const text = textOf(html);
   if (asset.trackOpens) html = addOpenPixel(html, links.open());
-  const size = estimatedSize(asset, html + text);
+  // The text part is derived by the email worker, off the request; its size is bounded here.
+  const size = estimatedSize(asset, html, scan.textLength);
   if (size > EMAIL_LIMITS.emailBytes) {
     throw new ValidationError(
       `emails[${index}]: the built email would be about ${size} bytes, over the limit of ${EMAIL_LIMITS.emailBytes} bytes`,
@@ -435,7 +480,6 @@ async function buildEmail(
       cc: asset.cc,
       subject,
       html,
-      text,
       headers: {
         'List-Unsubscribe': `<${unsubscribe}>`,
         'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click',
@@ -469,56 +513,91 @@ function splitAddress(address: string): [string, string] {
   return [address.slice(0, at), address.slice(at + 1).toLowerCase()];
 }
 
+/** What the queue confirmed and the emails table stored, over all chunks of a request. */
+interface Outcome {
+  queued: Set<string>;
+  written: Set<string>;
+}
+
+/** Emails built, then queued and recorded together (2-3 queue batches, 2 table batches). */
+const BUILD_CHUNK = 25;
 /**
- * Records every email, then queues those to send. A failure part-way answers 503 with what
- * happened to each entry; emails recorded but not queued are marked failed.
+ * Time kept to queue and record the last chunk: no email is built past it (or past the last
+ * quarter of the time left when building starts, if that is less).
  */
-async function recordAndQueue(
+const QUEUE_RESERVE_MS = 5_000;
+
+/** The error of an email whose message the queue may hold but never confirmed. */
+export const NOT_QUEUED =
+  'the email queue did not confirm this email: it is not sent (send it again)';
+
+/**
+ * Queues the emails to send, then records every email: a record says `queued` only once its
+ * message is in the queue, so that no email is left `queued` with nothing behind it, whatever
+ * fails. A message whose queueing is uncertain (the queue's answer was lost) is recorded
+ * `failed`, which its message, if it exists, then finds and does not send; a message whose
+ * record cannot be written is dropped by the worker once `record_by` (this request's
+ * deadline) has passed. A failure part-way answers 503 with what happened to each entry.
+ */
+async function queueAndRecord(
   records: EmailRecord[],
   jobs: EmailJob[],
   results: SendEntryResult[],
   context: SendContext,
+  { queued, written }: Outcome,
 ): Promise<void> {
-  const instanceId = context.tenant.instance.id;
-  const stored = new Set<string>();
-  const queued = new Set<string>();
-  try {
-    await context.emails.create(records, (id) => stored.add(id));
-    await context.queue.send(
-      jobs.filter((job) => stored.has(job.message_id)),
+  if (records.length === 0) return;
+  let failure: unknown;
+  const recordBy = currentDeadline();
+  await context.queue
+    .send(
+      jobs.map((job) => ({ ...job, record_by: recordBy })),
       (id) => queued.add(id),
-    );
-  } catch (error) {
-    const lost = records
-      .filter((record) => record.status === 'queued' && stored.has(record.message_id))
-      .map((record) => record.message_id)
-      .filter((id) => !queued.has(id));
-    // An email already taken by the worker (it was queued after all) stays queued.
-    const failed = await context.emails
-      .markFailed(instanceId, lost, 'the email could not be queued')
-      .catch(() => new Set<string>());
-    for (const id of lost) if (!failed.has(id)) queued.add(id);
-    const details = results.map((entry, index): ErrorDetail => {
-      const done =
-        entry.message_id !== undefined &&
-        (queued.has(entry.message_id) ||
-          (entry.email_status === 'suppressed' && stored.has(entry.message_id)));
-      const status = done ? entry.email_status : entry.person_id ? 'not_applied' : 'invalid';
-      return {
-        index,
-        status,
-        ...(entry.person_id ? { person_id: entry.person_id } : {}),
-        ...(done && entry.message_id ? { message_id: entry.message_id } : {}),
-      };
+    )
+    .catch((error: unknown) => {
+      failure = error;
     });
-    if (error instanceof ServiceUnavailableError || !(error instanceof CdpError)) {
-      throw new ServiceUnavailableError(
-        'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
-        details,
-      );
-    }
-    throw error;
+  const uncertain = failure instanceof MaybeQueuedError;
+  const at = (context.now?.() ?? new Date()).toISOString();
+  const toWrite = records.flatMap((record): EmailRecord[] => {
+    if (record.status !== 'queued' || queued.has(record.message_id)) return [record];
+    if (!uncertain) return [];
+    return [
+      {
+        ...record,
+        status: 'failed',
+        error: NOT_QUEUED,
+        events: [...record.events, { type: 'failed', at, detail: NOT_QUEUED }],
+      },
+    ];
+  });
+  await context.emails
+    .create(toWrite, (id) => written.add(id))
+    .catch((error: unknown) => {
+      failure ??= error;
+    });
+  if (failure === undefined) return;
+  const details = results.map((entry, index): ErrorDetail => {
+    const id = entry.message_id;
+    const done =
+      id !== undefined &&
+      written.has(id) &&
+      (entry.email_status === 'suppressed' || (entry.email_status === 'queued' && queued.has(id)));
+    const status = done ? entry.email_status : entry.person_id ? 'not_applied' : 'invalid';
+    return {
+      index,
+      status,
+      ...(entry.person_id ? { person_id: entry.person_id } : {}),
+      ...(done && id ? { message_id: id } : {}),
+    };
+  });
+  if (failure instanceof ServiceUnavailableError || !(failure instanceof CdpError)) {
+    throw new ServiceUnavailableError(
+      'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
+      details,
+    );
   }
+  throw failure;
 }
 
 function everyEntryInvalid(results: SendEntryResult[]): ValidationError {

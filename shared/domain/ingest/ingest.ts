@@ -56,6 +56,53 @@ export interface IngestQueue {
 /** The queue never confirmed a send that may nevertheless have been queued. */
 export class MaybeQueuedError extends ServiceUnavailableError {}
 
+/**
+ * A queued request's body is gone from the payloads bucket (its lifecycle rule removed it
+ * after 30 days, or someone deleted it). The API writes a payload before it queues its
+ * message, so it was never "not there yet": no later delivery can find it.
+ */
+export class PayloadLostError extends Error {
+  constructor(readonly key: string) {
+    super(`the payload ${key} is no longer in the payloads bucket`);
+    this.name = 'PayloadLostError';
+  }
+}
+
+/**
+ * Records, once, that a queued request cannot be applied because its body is lost: what an
+ * earlier delivery applied (in details), and that the rest never will be. The message is
+ * then done: retrying it, or a redrive, could only fail the same way.
+ */
+export async function recordLostPayload(
+  message: Omit<IngestMessage, 'body'>,
+  key: string,
+  requests: RequestStore,
+): Promise<void> {
+  const summary = {
+    request_id: message.request_id,
+    kind: message.kind,
+    records: message.records,
+    accepted_at: message.accepted_at,
+  };
+  if ((await requests.start(message.instance_id, summary)) === 'done') return;
+  const applied = [...(await requests.ledger(message.instance_id, message.request_id).recorded())]
+    .filter(([, outcome]) => outcome.id !== undefined)
+    .map(([index, outcome]) => ({
+      index,
+      status: outcome.status,
+      [ID_MEMBERS[message.kind]]: outcome.id,
+    }));
+  const lost = `its body (${key}) is no longer in the payloads bucket (removed 30 days after the request, or deleted)`;
+  await requests.fail(message.instance_id, message.request_id, {
+    error:
+      applied.length === 0
+        ? `The request cannot be applied: ${lost}; nothing of it was applied. Send it again`
+        : `The request cannot be applied further: ${lost}; the records in details were applied by an earlier attempt, the others were not and will not be. Send those again`,
+    code: 410,
+    ...(applied.length > 0 ? { details: applied } : {}),
+  });
+}
+
 type Queued<Answer> = Answer & { request_id: string };
 
 /** The answer of an accepted request of each kind: the synchronous shape, every entry `queued`. */

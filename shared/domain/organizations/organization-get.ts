@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CursorCodec } from '../cursor.js';
+import { checkOffset, type CursorCodec } from '../cursor.js';
 import { ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
@@ -87,6 +87,7 @@ export async function getOrganizations(
   listing: OrganizationListing,
   cursors: CursorCodec,
 ) {
+  checkOffset(request);
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
   const q = request.q?.trim() ? request.q : undefined;

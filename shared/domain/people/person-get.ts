@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CursorCodec } from '../cursor.js';
+import { checkOffset, type CursorCodec } from '../cursor.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { sortKeyOf, type FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
@@ -192,6 +192,7 @@ export async function getPeople(
   cursors: CursorCodec,
   audiences?: AudienceMembers,
 ) {
+  checkOffset(request);
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
   const q = request.q?.trim() ? request.q : undefined;

@@ -35,7 +35,7 @@ describe('the instance configuration file', () => {
     });
     expect(globex?.data_sources[0]).toEqual({
       name: 'CRM',
-      api_key: 'test-key-globex',
+      api_key: 'test-key-32-characters-or-more-globex',
       merge_by: ['str::email'],
       merge_strategy: 2,
       find_strategy: 0,
@@ -188,8 +188,16 @@ describe('the instance configuration file', () => {
   it('refuses duplicate instance IDs and an API key given twice', () => {
     const error = errorOf({
       instances: [
-        { id: 'a', name: 'A', data_sources: [{ name: 'X', api_key: 'same-key' }] },
-        { id: 'a', name: 'B', data_sources: [{ name: 'Y', api_key: 'same-key' }] },
+        {
+          id: 'a',
+          name: 'A',
+          data_sources: [{ name: 'X', api_key: 'same-key-32-characters-or-more-x' }],
+        },
+        {
+          id: 'a',
+          name: 'B',
+          data_sources: [{ name: 'Y', api_key: 'same-key-32-characters-or-more-x' }],
+        },
       ],
     });
     expect(error.details?.map((d) => d.field)).toEqual(

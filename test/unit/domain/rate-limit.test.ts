@@ -8,50 +8,10 @@ import {
   rateLimitOf,
   type BucketKey,
   type RateLimit,
-  type RateLimitStore,
   type TakeRequest,
-  type TakeResult,
 } from '../../../shared/domain/rate-limit.js';
 import { testTenant } from '../fixtures.js';
-
-/** Buckets in memory, with the conditions of the DynamoDB store (one write per call). */
-class MemoryRateLimitStore implements RateLimitStore {
-  readonly tats = new Map<string, number>();
-  readonly calls: { bucket: BucketKey; request: TakeRequest; result?: TakeResult }[] = [];
-  failure: Error | undefined;
-  /** Runs before each write is decided: another writer getting in first. */
-  before: ((bucket: BucketKey) => void) | undefined;
-
-  take(bucket: BucketKey, request: TakeRequest): Promise<TakeResult> {
-    const call: (typeof this.calls)[number] = { bucket, request };
-    this.calls.push(call);
-    if (this.failure) return Promise.reject(this.failure);
-    this.before?.(bucket);
-    const id = `${bucket.instanceId}/${bucket.keyId}`;
-    const tat = this.tats.get(id);
-    const applies =
-      request.from === 'full'
-        ? tat === undefined || tat <= request.nowUs
-        : tat !== undefined && tat > request.nowUs && tat <= request.maxTatUs;
-    let result: TakeResult;
-    if (applies) {
-      const next = (request.from === 'full' ? request.nowUs : (tat ?? 0)) + request.costUs;
-      this.tats.set(id, next);
-      result = { taken: true, tatUs: next };
-    } else {
-      result = { taken: false, tatUs: tat };
-    }
-    call.result = result;
-    return Promise.resolve(result);
-  }
-
-  /** Tokens left at `nowMs` (the bucket the store holds, without the leases out). */
-  tokens(bucket: BucketKey, limit: RateLimit, nowMs: number): number {
-    const tat = this.tats.get(`${bucket.instanceId}/${bucket.keyId}`);
-    if (tat === undefined || tat <= nowMs * 1000) return limit.burst;
-    return limit.burst - ((tat - nowMs * 1000) * limit.requests_per_second) / 1e6;
-  }
-}
+import { MemoryRateLimitStore } from './memory-rate-limit-store.js';
 
 function clock(start = 1_700_000_000_000) {
   let now = start;
@@ -127,6 +87,23 @@ describe('the rate limiter', () => {
       admitted: false,
       retryAfterSeconds: 10,
     });
+  });
+
+  it("charges a request's cost to its key: long requests empty the bucket, past empty, and others wait it out (item 13)", async () => {
+    const time = clock();
+    const store = new MemoryRateLimitStore();
+    const limiter = new RateLimiter(store, { now: time.now });
+    const limit = { requests_per_second: 10, burst: 20 };
+    // One request admitted, then charged for 8 s of work (32 tokens of 250 ms): the bucket is
+    // 13 tokens in debt.
+    expect(await admitted(limiter, limit, 1)).toBe(1);
+    await limiter.charge(key, limit, 32);
+    expect(await limiter.check(key, limit)).toEqual({ admitted: false, retryAfterSeconds: 2 });
+    // Another container, which knew nothing of it, is refused by the store too.
+    const other = new RateLimiter(store, { now: time.now });
+    expect((await other.check(key, limit)).admitted).toBe(false);
+    time.advance(1_400);
+    expect((await limiter.check(key, limit)).admitted).toBe(true);
   });
 
   it('leases one token at first and grows to 100 ms of the rate as demand shows', async () => {

@@ -49,19 +49,23 @@ class MemoryDirectory implements TenantDirectory, ConfigurationWriter {
     if (instance) instance.key_fields = { ...instance.key_fields, [field]: state };
     return Promise.resolve();
   }
-  ensureSigningSecret() {
+  ensureSigningKeys() {
     return Promise.resolve();
   }
 }
 
 const file = parseConfigurationFile({
   instances: [
-    { id: 'acme', name: 'Acme', data_sources: [{ name: 'Web', api_key: 'acme-key' }] },
+    {
+      id: 'acme',
+      name: 'Acme',
+      data_sources: [{ name: 'Web', api_key: 'acme-key-32-characters-or-more-x' }],
+    },
     {
       id: 'koala',
       name: 'Koala',
       region: 'au',
-      data_sources: [{ name: 'App', api_key: 'koala-key' }],
+      data_sources: [{ name: 'App', api_key: 'koala-key-32-characters-or-more-x' }],
     },
   ],
 });
@@ -83,7 +87,7 @@ describe('API keys', () => {
     const key = mintApiKey('au');
     expect(key).toMatch(/^cdp_au_[A-Za-z0-9_-]{43}$/);
     expect(regionOfApiKey(key)).toBe('au');
-    expect(regionOfApiKey('acme-key')).toBeUndefined();
+    expect(regionOfApiKey('acme-key-32-characters-or-more-x')).toBeUndefined();
     expect(hashApiKey('abc')).toBe(
       'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
     );
@@ -94,7 +98,11 @@ describe('API keys', () => {
 describe('authentication', () => {
   it('resolves a key to its instance and data source', async () => {
     const directory = await regionDirectory('default');
-    const tenant = await authenticate('acme-key', { region: 'default', baseUrls, directory });
+    const tenant = await authenticate('acme-key-32-characters-or-more-x', {
+      region: 'default',
+      baseUrls,
+      directory,
+    });
     expect(tenant.instance.id).toBe('acme');
     expect(tenant.dataSource).toEqual({
       name: 'Web',
@@ -121,12 +129,12 @@ describe('authentication', () => {
   it('sends a file key of another region to its address', async () => {
     const directory = await regionDirectory('eu');
     expect(directory.instances.size).toBe(0);
-    await expect(authenticate('koala-key', { region: 'eu', baseUrls, directory })).rejects.toThrow(
-      new WrongRegionError('au', 'https://au.api.test'),
-    );
-    await expect(authenticate('acme-key', { region: 'eu', baseUrls, directory })).rejects.toThrow(
-      /send requests to https:\/\/api\.test/,
-    );
+    await expect(
+      authenticate('koala-key-32-characters-or-more-x', { region: 'eu', baseUrls, directory }),
+    ).rejects.toThrow(new WrongRegionError('au', 'https://au.api.test'));
+    await expect(
+      authenticate('acme-key-32-characters-or-more-x', { region: 'eu', baseUrls, directory }),
+    ).rejects.toThrow(/send requests to https:\/\/api\.test/);
   });
 
   it('sends a minted key of another region to its address without a lookup', async () => {
@@ -142,7 +150,7 @@ describe('authentication', () => {
     if (!acme) throw new Error('fixture');
     directory.instances.set('acme', { ...acme, data_sources: [] });
     await expect(
-      authenticate('acme-key', { region: 'default', baseUrls, directory }),
+      authenticate('acme-key-32-characters-or-more-x', { region: 'default', baseUrls, directory }),
     ).rejects.toThrow(UnknownApiKeyError);
   });
 });
@@ -158,8 +166,8 @@ describe('applying a configuration', () => {
       claimed: [],
       released: [],
     });
-    expect(writer.keys.get(hashApiKey('acme-key'))).toEqual({
-      key_hash: hashApiKey('acme-key'),
+    expect(writer.keys.get(hashApiKey('acme-key-32-characters-or-more-x'))).toEqual({
+      key_hash: hashApiKey('acme-key-32-characters-or-more-x'),
       data_source: 'Web',
       instance_id: 'acme',
       home_region: 'default',

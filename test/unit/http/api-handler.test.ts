@@ -16,6 +16,11 @@ import { testTenant } from '../fixtures.js';
 import { MemoryIdempotencyStore } from './memory-idempotency-store.js';
 
 const tenant = testTenant();
+/** Another data source of the same instance (`acme`). */
+const shopTenant = {
+  ...tenant,
+  dataSource: { ...tenant.dataSource, name: 'Shop' },
+};
 
 /** A REST API event with a text body (API Gateway sends base64 ones too: tested below). */
 function event(
@@ -55,6 +60,7 @@ function setup(
         if (key === 'limited') {
           return Promise.reject(new RateLimitedError(2, { requests_per_second: 1, burst: 3 }));
         }
+        if (key === 'shop') return Promise.resolve(shopTenant);
         return key === 'good' ? Promise.resolve(tenant) : Promise.reject(new UnknownApiKeyError());
       },
       body: z.object({ people: z.array(z.unknown()).min(1).max(100) }),
@@ -265,9 +271,71 @@ describe('the HTTP stack', () => {
   });
 });
 
+describe('request cost', () => {
+  it("charges the tenant's key for the time its request took, and a replay nothing (item 13)", async () => {
+    const charged: { tenant: string; elapsedMs: number }[] = [];
+    const handler = apiHandler(
+      findRoute('POST /v1/person/merge'),
+      {
+        authenticate: () => Promise.resolve(tenant),
+        body: z.object({ people: z.array(z.unknown()) }),
+        idempotency: new MemoryIdempotencyStore(),
+        charge: (who, elapsedMs) => {
+          charged.push({ tenant: who.instance.id, elapsedMs });
+          return Promise.resolve();
+        },
+      },
+      async ({ body }) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { body };
+      },
+    );
+    const request = () =>
+      event('{"people":[1]}', { 'x-api-key': 'good', 'idempotency-key': 'cost-1' });
+    expect((await handler(request(), context)).statusCode).toBe(200);
+    expect((await handler(request(), context)).headers['idempotent-replayed']).toBe('true');
+    expect(charged).toHaveLength(1);
+    expect(charged[0]?.tenant).toBe('acme');
+    expect(charged[0]?.elapsedMs).toBeGreaterThanOrEqual(300);
+  });
+});
+
 describe('Idempotency-Key', () => {
-  const withKey = (body: string, key = 'k-1') =>
-    event(body, { 'x-api-key': 'good', 'idempotency-key': key });
+  const withKey = (body: string, key = 'k-1', apiKey = 'good') =>
+    event(body, { 'x-api-key': apiKey, 'idempotency-key': key });
+
+  it('keeps the keys of each data source apart: another data source is never answered with this one (item 18)', async () => {
+    const { handler, runs } = setup();
+    const website = await handler(withKey('{"people":[{"a":1}]}', 'order-1', 'good'), context);
+    const shop = await handler(withKey('{"people":[{"a":1}]}', 'order-1', 'shop'), context);
+    expect(shop.headers['idempotent-replayed']).toBeUndefined();
+    expect(website.headers['idempotent-replayed']).toBeUndefined();
+    expect(runs()).toBe(2);
+    // And another body under the same key is no 422 across data sources.
+    const other = await handler(withKey('{"people":[{"a":2}]}', 'order-2', 'good'), context);
+    const shopOther = await handler(withKey('{"people":[{"a":3}]}', 'order-2', 'shop'), context);
+    expect([other.statusCode, shopOther.statusCode]).toEqual([200, 200]);
+    // Each repeat is still its own data source's replay.
+    const again = await handler(withKey('{"people":[{"a":1}]}', 'order-1', 'shop'), context);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(runs()).toBe(4);
+  });
+
+  it('replays a record kept before keys were scoped to data sources, for the same request', async () => {
+    const idempotency = new MemoryIdempotencyStore();
+    const { createHash } = await import('node:crypto');
+    const legacy = createHash('sha256').update('before-upgrade', 'utf8').digest('hex');
+    const { handler, runs } = setup(undefined, idempotency);
+    // What the first request left under the key alone, before the upgrade.
+    const first = await handler(withKey('{"people":[{"a":1}]}', 'before-upgrade'), context);
+    const scoped = [...idempotency.records.entries()].find(([id]) => id.startsWith('acme#'));
+    idempotency.records.clear();
+    idempotency.records.set(`acme#${legacy}`, scoped?.[1] ?? { fingerprint: '' });
+    const again = await handler(withKey('{"people":[{"a":1}]}', 'before-upgrade'), context);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(first.body);
+    expect(runs()).toBe(1);
+  });
 
   it('replays the first answer to a repeat without running it again', async () => {
     const { handler, runs } = setup();

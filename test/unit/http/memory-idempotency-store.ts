@@ -1,6 +1,7 @@
 import type {
   BeginResult,
   IdempotencyStore,
+  KeptRecord,
   KeptResponse,
 } from '../../../shared/http/idempotency.js';
 
@@ -45,6 +46,15 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       delete record.leaseUntil;
     }
     return Promise.resolve();
+  }
+
+  peek(instanceId: string, keyHash: string): Promise<KeptRecord | undefined> {
+    const record = this.records.get(`${instanceId}#${keyHash}`);
+    if (!record) return Promise.resolve(undefined);
+    return Promise.resolve({
+      fingerprint: record.fingerprint,
+      ...(record.response ? { response: record.response } : {}),
+    });
   }
 
   release(instanceId: string, keyHash: string, token: string) {

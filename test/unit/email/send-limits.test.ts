@@ -1,0 +1,218 @@
+import { describe, expect, it } from '@jest/globals';
+import { PayloadTooLargeError } from '../../../shared/domain/errors.js';
+import { rewriteLinks, scanHtml } from '../../../shared/domain/email/html.js';
+import { LIQUID_LIMITS, parseTemplate, RenderBudget } from '../../../shared/domain/email/liquid.js';
+import { sendTransactional, type SendEntryResult } from '../../../shared/domain/email/send.js';
+import { EMAIL_LIMITS } from '../../../shared/domain/email/send-request.js';
+import { withDeadline } from '../../../shared/lib/time-budget.js';
+import { MemoryPeopleStore } from '../people/memory-people-store.js';
+import { ASSET, sendContext } from './send-context.js';
+
+/**
+ * What a hostile request costs (items 11 and 12): links found in one linear pass that lets
+ * other work run, a capped body, one rendering budget for the whole request, and a request
+ * that stops building at its deadline and says which emails it did not build.
+ */
+const recipients = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ fields: { 'str::email': `r${i}@example.com` } }));
+
+/** Whether other work of the process ran while `work` was under way. */
+async function othersRanDuring(work: () => Promise<unknown>): Promise<boolean> {
+  let running = true;
+  let ranDuring = false;
+  const timer = setInterval(() => {
+    if (running) ranDuring = true;
+  }, 0);
+  try {
+    await work();
+  } finally {
+    running = false;
+    clearInterval(timer);
+  }
+  return ranDuring;
+}
+
+describe('building a hostile email', () => {
+  it('finds the links of 900 KB of "<a " in one pass that lets other work run (item 11)', async () => {
+    const hostile = `<p>${'<a '.repeat(300_000)}</p><a href="https://shop.example/x">x</a>`;
+    let scan: Awaited<ReturnType<typeof scanHtml>> | undefined;
+    expect(
+      await othersRanDuring(async () => {
+        scan = await scanHtml(hostile);
+      }),
+    ).toBe(true);
+    const { links } = rewriteLinks(
+      hostile,
+      scan as NonNullable<typeof scan>,
+      (i) => `t/${i}`,
+      () => false,
+    );
+    // The run of "<a " is one tag (its attribute names), closed by `</p>`'s `>`: the real
+    // link after it is found, as a browser finds it.
+    expect(links).toEqual(['https://shop.example/x']);
+  });
+
+  it('lets other requests of the process run while it builds many emails of a large body (item 11)', async () => {
+    const { ports, jobs } = sendContext(new MemoryPeopleStore());
+    const body = `<html><body>${'<p>Hello <a href="https://shop.example/a">a</a></p>'.repeat(8_000)}</body></html>`;
+    let answer: { emails: SendEntryResult[] } | undefined;
+    expect(
+      await othersRanDuring(async () => {
+        answer = await sendTransactional(
+          { asset: { ...ASSET, html_body: body }, emails: recipients(3) },
+          ports,
+        );
+      }),
+    ).toBe(true);
+    expect(answer?.emails.map((entry) => entry.email_status)).toEqual([
+      'queued',
+      'queued',
+      'queued',
+    ]);
+    expect(jobs).toHaveLength(3);
+  });
+
+  it('refuses an html_body over its limit with a 413 naming it, before anyone is merged (item 11)', async () => {
+    const store = new MemoryPeopleStore();
+    const { ports } = sendContext(store);
+    const html = `<p>${'x'.repeat(EMAIL_LIMITS.htmlBodyBytes)}</p>`;
+    const error = await sendTransactional(
+      { asset: { ...ASSET, html_body: html }, emails: recipients(1) },
+      ports,
+    ).catch((cause: unknown) => cause);
+    expect(error).toBeInstanceOf(PayloadTooLargeError);
+    expect((error as Error).message).toContain('asset.html_body');
+    expect(store.people.size).toBe(0);
+  });
+
+  it('stops building at the deadline, queues what it built and says which it did not (item 11)', async () => {
+    const { ports, jobs } = sendContext(new MemoryPeopleStore());
+    // Each slow email takes a render's whole slice (25 ms); a short budget keeps its last
+    // quarter to queue and record, which leaves time for about a dozen of them.
+    const slow = `{% for i in (1..100000) %}{% for j in (1..100000) %}x{% endfor %}{% endfor %}`;
+    const answer = await withDeadline(Date.now() + 400, () =>
+      sendTransactional(
+        {
+          asset: ASSET,
+          emails: [
+            ...recipients(1),
+            ...recipients(40)
+              .slice(1)
+              .map((entry) => ({
+                ...entry,
+                asset: { ...ASSET, html_body: slow },
+              })),
+          ],
+        },
+        ports,
+      ),
+    );
+    const statuses = answer.emails.map((entry) => entry.email_status);
+    expect(statuses[0]).toBe('queued');
+    expect(jobs).toHaveLength(1);
+    const notBuilt = answer.emails.filter((entry) =>
+      /not built: the request ran out of time/.test(entry.error ?? ''),
+    );
+    expect(notBuilt.length).toBeGreaterThanOrEqual(15);
+    for (const entry of notBuilt) {
+      expect(entry).toMatchObject({ contact_status: 'created', email_status: 'invalid' });
+      expect(entry.person_id).toMatch(/^[0-9a-f]{24}$/);
+    }
+  });
+
+  it('refuses a tracked link with control characters when the email is built (item 14)', async () => {
+    const { ports, jobs } = sendContext(new MemoryPeopleStore());
+    const answer = await sendTransactional(
+      {
+        asset: {
+          ...ASSET,
+          html_body:
+            '<p><a href="https://ok.example/">ok</a> <a href="https://shop.example/&#13;&#10;Set-Cookie:x">x</a></p>',
+        },
+        emails: recipients(2),
+      },
+      ports,
+    );
+    // Refused when built, so never stored nor answered 500 by the click redirect later.
+    for (const [index, entry] of answer.emails.entries()) {
+      expect(entry).toMatchObject({ contact_status: 'created', email_status: 'invalid' });
+      expect(entry.error).toMatch(
+        new RegExp(
+          `^emails\\[${index}\\]: the link 2 of html_body \\(.*\\) holds control characters`,
+        ),
+      );
+    }
+    expect(jobs).toEqual([]);
+  });
+});
+
+describe('one rendering budget for the whole request (item 12)', () => {
+  const nested = '{% for i in (1..100000) %}{% for j in (1..100000) %}x{% endfor %}{% endfor %}';
+
+  it('spends one budget over every render: once it is gone, the rest fail at once', async () => {
+    const template = parseTemplate(nested);
+    const budget = new RenderBudget(250, 100);
+    const errors: string[] = [];
+    for (let i = 0; i < 6; i += 1) {
+      errors.push(
+        await budget.render(template, {}).then(
+          () => 'rendered',
+          (error: unknown) => (error as Error).message,
+        ),
+      );
+    }
+    expect(errors.slice(0, 2)).toEqual([
+      // 100 ms, or what the first left if it overran its slice on a busy machine.
+      expect.stringMatching(/rendering took longer than \d+ ms/),
+      expect.stringMatching(/rendering took longer than \d+ ms/),
+    ]);
+    expect(errors.slice(3)).toEqual(
+      Array(3).fill(
+        "template error: not rendered: the request's templates took their 250 ms in all",
+      ),
+    );
+    expect(budget.remainingMs).toBe(0);
+  });
+
+  it('bounds a request of 100 recipients with a nested-loop template to its budget', async () => {
+    const { ports } = sendContext(new MemoryPeopleStore());
+    // A budget of 20 slices: each recipient's body render takes a whole slice (or more).
+    const renderBudget = new RenderBudget(20 * 25, 25);
+    const answer = await sendTransactional(
+      { asset: { ...ASSET, html_body: nested }, emails: recipients(100) },
+      { ...ports, renderBudget },
+    );
+    const timedOut = answer.emails.filter((entry) =>
+      /rendering took longer than \d+ ms/.test(entry.error ?? ''),
+    );
+    const refusedAtOnce = answer.emails.filter((entry) =>
+      /took their 500 ms in all/.test(entry.error ?? ''),
+    );
+    expect(timedOut.length).toBeLessThanOrEqual(20);
+    expect(timedOut.length + refusedAtOnce.length).toBe(100);
+    expect(renderBudget.remainingMs).toBe(0);
+    // The requests' own budget is the documented one.
+    expect(new RenderBudget()).toMatchObject({
+      totalMs: LIQUID_LIMITS.requestMs,
+      sliceMs: LIQUID_LIMITS.renderMs,
+    });
+  });
+
+  it('gives the event loop back before each render, so a shared process waits one slice at most', async () => {
+    const template = parseTemplate(nested);
+    const budget = new RenderBudget();
+    const order: string[] = [];
+    await budget.render(template, {}).catch(() => undefined);
+    // Another request's work, due as soon as the event loop is free.
+    setImmediate(() => order.push('other request'));
+    await budget.render(template, {}).catch(() => undefined);
+    order.push('second render');
+    expect(order).toEqual(['other request', 'second render']);
+  });
+
+  it('refuses a template with more tags than it may parse', () => {
+    expect(() => parseTemplate('{{ x }}'.repeat(LIQUID_LIMITS.tags + 1))).toThrow(
+      `template error: the template holds ${LIQUID_LIMITS.tags + 1} tags and outputs; at most ${LIQUID_LIMITS.tags} are allowed`,
+    );
+  });
+});

@@ -1,0 +1,99 @@
+import { describe, expect, it, jest } from '@jest/globals';
+import type { SESv2Client } from '@aws-sdk/client-sesv2';
+import {
+  classifySesError,
+  SesMailer,
+  SES_CALL_MAX_MS,
+} from '../../../shared/adapters/ses-mailer.js';
+import { MailerError, RECORD_MARGIN_MS } from '../../../shared/domain/email/deliver.js';
+import { withDeadline } from '../../../shared/lib/time-budget.js';
+
+/** The SES adapter against a fake SES v2 client that answers each call as scripted. */
+function sesAnswering(...answers: (Error | string)[]) {
+  const calls: unknown[] = [];
+  const client = {
+    send: (command: unknown) => {
+      calls.push(command);
+      const answer = answers[calls.length - 1] ?? 'ses-id';
+      return answer instanceof Error
+        ? Promise.reject(answer)
+        : Promise.resolve({ MessageId: answer });
+    },
+  } as unknown as SESv2Client;
+  return { client, calls };
+}
+
+function awsError(name: string, status: number, message = name): Error {
+  return Object.assign(new Error(message), { name, $metadata: { httpStatusCode: status } });
+}
+
+const prepared = { raw: Buffer.from('raw'), from: 'a@x.example', to: 'ann@example.com', cc: [] };
+const plenty = <T>(work: () => Promise<T>) => withDeadline(Date.now() + 60_000, work);
+
+describe('SesMailer', () => {
+  it('makes one SendEmail call when SES answers 500: the outcome is unknown, not retried (item 1)', async () => {
+    const { client, calls } = sesAnswering(awsError('InternalFailure', 500), 'second-copy');
+    const mailer = new SesMailer(client, () => Promise.resolve(Buffer.alloc(0)));
+    const error = await plenty(() => mailer.send(prepared, {})).catch((cause: unknown) => cause);
+    expect(error).toBeInstanceOf(MailerError);
+    expect((error as MailerError).outcome).toBe('unknown');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('retries throttling, which SES refuses before acting on it', async () => {
+    const { client, calls } = sesAnswering(awsError('TooManyRequestsException', 429), 'ses-id');
+    const mailer = new SesMailer(client, () => Promise.resolve(Buffer.alloc(0)));
+    expect(await plenty(() => mailer.send(prepared, {}))).toBe('ses-id');
+    expect(calls).toHaveLength(2);
+  });
+
+  it('starts no call that could not end before the deadline (item 3)', async () => {
+    const { client, calls } = sesAnswering(awsError('TooManyRequestsException', 429), 'ses-id');
+    const mailer = new SesMailer(client, () => Promise.resolve(Buffer.alloc(0)));
+    // The first backoff at its longest (200 ms): time for one call, not for a second one.
+    jest.spyOn(Math, 'random').mockReturnValue(0.999);
+    const error = await withDeadline(Date.now() + SES_CALL_MAX_MS + RECORD_MARGIN_MS + 150, () =>
+      mailer.send(prepared, {}),
+    ).catch((cause: unknown) => cause);
+    jest.restoreAllMocks();
+    expect((error as MailerError).outcome).toBe('refused');
+    expect(calls).toHaveLength(1);
+    // And none at all when the first would not fit.
+    const none = await withDeadline(Date.now() + SES_CALL_MAX_MS, () =>
+      mailer.send(prepared, {}),
+    ).catch((cause: unknown) => cause);
+    expect((none as MailerError).outcome).toBe('refused');
+    expect(calls).toHaveLength(1);
+  });
+});
+
+describe('classifySesError', () => {
+  it.each([
+    [awsError('InternalFailure', 500), 'unknown'],
+    [awsError('ServiceUnavailable', 503), 'unknown'],
+    [awsError('BadGateway', 502), 'unknown'],
+    [awsError('GatewayTimeout', 504), 'unknown'],
+    [Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'unknown'],
+    [
+      Object.assign(new Error('a request has exceeded the configured 15000 ms requestTimeout'), {
+        name: 'TimeoutError',
+      }),
+      'unknown',
+    ],
+    [awsError('TooManyRequestsException', 429), 'refused'],
+    [awsError('SendingPausedException', 400), 'refused'],
+    [Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'refused'],
+    [
+      Object.assign(
+        new Error(
+          'the request socket did not establish a connection with the server within 3000 ms',
+        ),
+        { name: 'TimeoutError' },
+      ),
+      'refused',
+    ],
+    [awsError('MessageRejected', 400), 'rejected'],
+  ])('%s is %s', (error, outcome) => {
+    expect(classifySesError(error).outcome).toBe(outcome);
+  });
+});
