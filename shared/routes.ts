@@ -330,7 +330,8 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ['config:read', 'audiences:read'],
   }),
   api('PUT', '/v1/audience/subscribe', 'audience-subscribe', {
-    access: ['config:read', 'people:read', 'audiences'],
+    // `async: true` is accepted onto the ingest queue (its body in the payloads bucket).
+    access: ['config:read', 'people:read', 'audiences', 'queue:ingest', 'payloads:put'],
   }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),

@@ -47,6 +47,8 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'emails',
       'payloads:erase',
       'queue:ingest',
+      // Audience subscriptions sent with `async: true`.
+      'audiences',
     ],
   },
   {

@@ -776,20 +776,24 @@ export const AudienceSubscribeResponse = z
     audience_id: z.string(),
     people: z.array(
       z.object({
-        person_status: z.enum(['by-id', 'merged', 'invalid']).meta({
-          description: '`by-id`, `merged` (found by email or external ID), or `invalid`',
+        person_status: z.enum(['by-id', 'merged', 'invalid', 'queued']).meta({
+          description:
+            '`by-id`, `merged` (found by email or external ID), `invalid`, or `queued` (`async: true`)',
         }),
         person_id: z
           .string()
           .optional()
           .meta({ description: 'When found by email or external ID' }),
-        status: z.enum(['subscribed', 'unsubscribed', 'not-member', 'invalid']).meta({
+        status: z.enum(['subscribed', 'unsubscribed', 'not-member', 'invalid', 'queued']).meta({
           description:
-            'Whether the member receives the audience’s email now; `not-member`: nothing changed',
+            'Whether the member receives the audience’s email now; `not-member`: nothing changed; `queued` with `async: true`',
         }),
         sms_opted_in: z.boolean().optional(),
         error: z.string().optional(),
       }),
     ),
+    request_id: z.string().optional().meta({
+      description: 'With `async: true`: the request to follow with `POST /v1/async/get`',
+    }),
   })
   .meta({ id: 'AudienceSubscribeResponse', description: 'One entry per person, in order' });

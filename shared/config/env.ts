@@ -86,6 +86,8 @@ export const IngestWorkerEnv = IngestEnv.extend({
    * the rest of the request (it always does one page of 100).
    */
   LIFECYCLE_SLICE_MS: z.coerce.number().int().min(0).max(600_000).default(20_000),
+  /** Audience subscriptions sent with `async: true`: the members' choices. */
+  AUDIENCES_TABLE: tableName,
 }).extend(PeopleEnv.shape);
 
 /** Person delete: what names a person (sent emails) and the payloads that may hold them. */

@@ -206,6 +206,12 @@ export function createAudienceWorker() {
           audiences = audiencesOf(person.instanceId, store, config, tags);
           perInstance.set(person.instanceId, audiences);
         }
+        // Most instances have no audience: their people's changes cost nothing here. An
+        // erasure is still evaluated (memberships of a deleted audience may remain).
+        const erased = changes.some(
+          (change) => change.eventName === 'REMOVE' && change.keys.sk === 'P',
+        );
+        if ((await audiences).length === 0 && !erased) return;
         await evaluatePerson(
           person.instanceId,
           person.personId,

@@ -1,3 +1,10 @@
+import { DynamoMembershipStore } from '../adapters/audience-membership-store.js';
+import { DynamoAudienceStore } from '../adapters/audience-store.js';
+import {
+  AudienceSubscribeRequest,
+  subscribeToAudience,
+  type SubscribePorts,
+} from '../domain/audiences/subscribe.js';
 import type { SQSRecord } from 'aws-lambda';
 import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
@@ -62,6 +69,8 @@ export interface IngestStores {
   lifecycle: { people: LifecycleStore; organizations: LifecycleStore };
   /** Queues a request again (a background request's next delivery). */
   requeue(message: IngestMessage): Promise<void>;
+  /** Audience subscriptions (`PUT /v1/audience/subscribe` with `async: true`). */
+  audiences: SubscribePorts;
   /** How long one delivery of a background request works. */
   sliceMs?: number;
 }
@@ -116,6 +125,12 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
           },
         ),
       }),
+      'audience-subscribe': (body, tenant) =>
+        subscribeToAudience(
+          parseWith(AudienceSubscribeRequest, body, 'request body'),
+          tenant,
+          stores.audiences,
+        ),
       'person-archive': (body, tenant, queued) =>
         applyLifecycleJob('person-archive', body, tenant, queued, lifecycle('people')),
       'person-restore': (body, tenant, queued) =>
@@ -194,6 +209,17 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
       }),
     },
     requeue: (message) => queue.send(message),
+    audiences: {
+      audiences: new DynamoAudienceStore(db, {
+        config: env.CONFIG_TABLE,
+        audiences: env.AUDIENCES_TABLE,
+      }),
+      people,
+      memberships: new DynamoMembershipStore(db, {
+        audiences: env.AUDIENCES_TABLE,
+        people: env.PEOPLE_TABLE,
+      }),
+    },
     sliceMs: env.LIFECYCLE_SLICE_MS,
   });
   const maxReceiveCount = QUEUES.find((q) => q.name === 'ingest')?.maxReceiveCount ?? 5;

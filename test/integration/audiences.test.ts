@@ -355,6 +355,49 @@ describe('audiences', () => {
     });
   });
 
+  it('applies a subscribe sent with async: true through the ingest queue', async () => {
+    const plan = uniqueName('async');
+    const entry = await create({ name: uniqueName('Async'), filter: planFilter(plan) });
+    await built(entry.id);
+    const email = uniqueEmail('async');
+    const { person_id: id = '' } = await mergeOne(key, {
+      fields: { 'str::email': email, 'str:cm:plan': plan },
+    });
+    await until(
+      () => memberOf(id, entry.id),
+      (member) => member,
+    );
+    const accepted = await call('/v1/audience/subscribe', {
+      key,
+      method: 'PUT',
+      body: { audience_id: entry.id, people: [{ email, subscribed: false }], async: true },
+    });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toEqual({
+      audience_id: entry.id,
+      people: [{ person_status: 'queued', status: 'queued' }],
+      request_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+    });
+    const done = await until(
+      async () =>
+        (await call('/v1/async/get', { key, body: { request_id: accepted.body.request_id } })).body,
+      (state) => state.status === 'done',
+    );
+    expect(done.result).toMatchObject({
+      audience_id: entry.id,
+      people: [{ person_status: 'merged', status: 'unsubscribed', person_id: id }],
+    });
+    const [mine] = (await subscriptionsOf(id)).filter((s) => s.audience_id === entry.id);
+    expect(mine).toMatchObject({ subscribed: false });
+    // An unknown audience is refused before anything is queued.
+    const unknown = await call('/v1/audience/subscribe', {
+      key,
+      method: 'PUT',
+      body: { audience_id: 'f'.repeat(24), people: [{ email }], async: true },
+    });
+    expect(unknown.status).toBe(404);
+  });
+
   it('ends a build exact while the people it walks are changed', async () => {
     const plan = uniqueName('race');
     const emails = Array.from({ length: 60 }, (_, i) => uniqueEmail(`race${i}`));

@@ -1,3 +1,5 @@
+import { DynamoMembershipStore } from '../../shared/adapters/audience-membership-store.js';
+import { DynamoAudienceStore } from '../../shared/adapters/audience-store.js';
 import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
@@ -68,6 +70,14 @@ function ports(people = new DynamoPeopleStore(db, tables), requestStore = reques
     activities: new DynamoActivityStore(db, tables),
     location,
     suppression: new DynamoEmailStore(db, { emails: tableName('default', 'emails') }),
+    audiences: {
+      audiences: new DynamoAudienceStore(db, {
+        config: tableName('default', 'config'),
+        audiences: tableName('default', 'audiences'),
+      }),
+      people,
+      memberships: new DynamoMembershipStore(db, { audiences: tableName('default', 'audiences') }),
+    },
     lifecycle: {
       people: new DynamoPeopleLifecycleStore(db, {
         ...tables,

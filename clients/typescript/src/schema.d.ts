@@ -1985,20 +1985,22 @@ export interface components {
             audience_id: string;
             people: {
                 /**
-                 * @description `by-id`, `merged` (found by email or external ID), or `invalid`
+                 * @description `by-id`, `merged` (found by email or external ID), `invalid`, or `queued` (`async: true`)
                  * @enum {string}
                  */
-                person_status: "by-id" | "merged" | "invalid";
+                person_status: "by-id" | "merged" | "invalid" | "queued";
                 /** @description When found by email or external ID */
                 person_id?: string;
                 /**
-                 * @description Whether the member receives the audience’s email now; `not-member`: nothing changed
+                 * @description Whether the member receives the audience’s email now; `not-member`: nothing changed; `queued` with `async: true`
                  * @enum {string}
                  */
-                status: "subscribed" | "unsubscribed" | "not-member" | "invalid";
+                status: "subscribed" | "unsubscribed" | "not-member" | "invalid" | "queued";
                 sms_opted_in?: boolean;
                 error?: string;
             }[];
+            /** @description With `async: true`: the request to follow with `POST /v1/async/get` */
+            request_id?: string;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500

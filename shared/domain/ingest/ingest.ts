@@ -111,6 +111,10 @@ export interface QueuedAnswers {
   'organizations-merge': Queued<{ organizations: { status: 'queued' }[] }>;
   'accounts-merge': Queued<{ accounts: { status: 'queued' }[] }>;
   'activities-create': Queued<{ activities: { person_status: 'queued'; status: 'queued' }[] }>;
+  'audience-subscribe': Queued<{
+    audience_id: string;
+    people: { person_status: 'queued'; status: 'queued' }[];
+  }>;
   // A background archive, restore or delete: how many records it is about to change.
   'person-archive': Queued<LifecycleAnswer<'people', 'archive'>>;
   'person-restore': Queued<LifecycleAnswer<'people', 'restore'>>;
@@ -124,6 +128,7 @@ function queuedAnswer<K extends RequestKind>(
   kind: K,
   records: number,
   requestId: string,
+  body: Record<string, unknown>,
 ): QueuedAnswers[K] {
   const entries = <T extends object>(entry: T) =>
     Array.from({ length: records }, () => ({ ...entry }));
@@ -139,6 +144,11 @@ function queuedAnswer<K extends RequestKind>(
     'accounts-merge': () => ({ accounts: entries({ status: 'queued' }), request_id: requestId }),
     'activities-create': () => ({
       activities: entries({ person_status: 'queued', status: 'queued' }),
+      request_id: requestId,
+    }),
+    'audience-subscribe': () => ({
+      audience_id: typeof body.audience_id === 'string' ? body.audience_id : '',
+      people: entries({ person_status: 'queued', status: 'queued' }),
       request_id: requestId,
     }),
     'person-archive': scheduled('people', 'archive'),
@@ -204,7 +214,7 @@ export async function acceptIngest<K extends RequestKind>(
     await ports.requests.discard(tenant.instance.id, requestId).catch(() => undefined);
     throw error;
   }
-  return queuedAnswer(request.kind, request.records, requestId);
+  return queuedAnswer(request.kind, request.records, requestId, request.body);
 }
 
 /** What applying a request needs: the tenant it came from, and each kind's domain call. */
@@ -235,6 +245,7 @@ const ID_MEMBERS: Record<RequestKind, string> = {
   'organizations-merge': 'organization_id',
   'accounts-merge': 'account_id',
   'activities-create': 'person_id',
+  'audience-subscribe': 'person_id',
   'person-archive': 'person_id',
   'person-restore': 'person_id',
   'person-delete': 'person_id',

@@ -29,6 +29,8 @@ export const REQUEST_KINDS = [
   // `POST /v1/accounts/merge`: organizations under the accounts names (its answer's shape).
   'accounts-merge',
   'activities-create',
+  // `PUT /v1/audience/subscribe` with `async: true` (docs/audiences.md).
+  'audience-subscribe',
   ...LIFECYCLE_KINDS,
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];

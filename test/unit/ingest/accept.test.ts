@@ -118,6 +118,10 @@ const QUEUED: Record<RequestKind, { schema: string; answer: object }> = {
     schema: 'ActivitiesCreateResponse',
     answer: { activities: [{ person_status: 'queued', status: 'queued' }] },
   },
+  'audience-subscribe': {
+    schema: 'AudienceSubscribeResponse',
+    answer: { audience_id: '', people: [{ person_status: 'queued', status: 'queued' }] },
+  },
   'person-archive': {
     schema: 'PersonArchiveResponse',
     answer: { scheduled_contacts: 1, archived_contacts: 0 },
