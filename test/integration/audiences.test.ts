@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../shared/resources.js';
 import { KEYS, call, stackDb } from './stack.js';
@@ -9,6 +9,8 @@ import { activitiesOf, merge, mergeOne, uniqueEmail } from './people.js';
  * audience worker by the local stream poller, builds on the audience-jobs queue.
  */
 const key = KEYS.audiences;
+// Builds and the stream take seconds alone, minutes on a machine under heavy load.
+jest.setTimeout(300_000);
 
 interface Entry {
   id: string;
@@ -26,7 +28,7 @@ interface Entry {
 async function until<T>(
   read: () => Promise<T>,
   done: (value: T) => boolean,
-  timeoutMs = 30_000,
+  timeoutMs = 120_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -420,7 +422,7 @@ describe('audiences', () => {
     const done = await until(
       () => audience(entry.id),
       (found) => found?.building === false && found.members === 60,
-      60_000,
+      180_000,
     );
     expect(done?.members).toBe(60);
     // Settled: it stays at 60 (no late evaluation undoes the count).
