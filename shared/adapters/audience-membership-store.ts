@@ -22,7 +22,7 @@ import {
   entryShard,
   evaluatedAttribute,
 } from './audience-store.js';
-import { batchWrite, cancellationCodes, type Item } from './dynamo-helpers.js';
+import { batchWrite, cancellationCodes, queryPartition, type Item } from './dynamo-helpers.js';
 import { LIST_SHARDS, listShard, personFromItem } from './people-store.js';
 import { shardedPage } from './sharded-index.js';
 import type { TransactItem } from './record-writes.js';
@@ -136,32 +136,24 @@ export class DynamoMembershipStore {
   ): Promise<{ memberships: Map<string, Membership>; state: AudienceState }> {
     const memberships = new Map<string, Membership>();
     const state: AudienceState = { built: {}, exists: false };
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tables.audiences,
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': personPk(instanceId, personId) },
-          ConsistentRead: true,
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        if (item.sk === 'S') {
-          state.exists = true;
-          if (typeof item.recheck_day === 'string') state.recheck_day = item.recheck_day;
-          for (const [name, value] of Object.entries(item)) {
-            if (name.startsWith('b_') && typeof value === 'number')
-              state.built[name.slice(2)] = value;
-          }
-        } else if (String(item.sk).startsWith('A#')) {
-          const membership = membershipOf(item);
-          memberships.set(membership.audience_id, membership);
+    const items = await queryPartition(
+      this.db,
+      this.tables.audiences,
+      personPk(instanceId, personId),
+    );
+    for (const item of items) {
+      if (item.sk === 'S') {
+        state.exists = true;
+        if (typeof item.recheck_day === 'string') state.recheck_day = item.recheck_day;
+        for (const [name, value] of Object.entries(item)) {
+          if (name.startsWith('b_') && typeof value === 'number')
+            state.built[name.slice(2)] = value;
         }
+      } else if (String(item.sk).startsWith('A#')) {
+        const membership = membershipOf(item);
+        memberships.set(membership.audience_id, membership);
       }
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey);
+    }
     return { memberships, state };
   }
 

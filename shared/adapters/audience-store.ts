@@ -15,7 +15,13 @@ import {
   type AudienceStore,
 } from '../domain/audiences/audience.js';
 import { ConflictError, ValidationError } from '../domain/errors.js';
-import { batchWrite, cancellationCodes, conditionally, type Item } from './dynamo-helpers.js';
+import {
+  batchWrite,
+  cancellationCodes,
+  conditionally,
+  queryPartition,
+  type Item,
+} from './dynamo-helpers.js';
 
 /**
  * Audience definitions, in the config table beside the instance's configuration but in a
@@ -274,29 +280,22 @@ export class DynamoAudienceStore implements AudienceStore {
           added_last_30_days: 0,
           evaluated: 0,
         };
-        let ExclusiveStartKey: Record<string, unknown> | undefined;
-        do {
-          const page = await this.db.send(
-            new QueryCommand({
-              TableName: this.tables.audiences,
-              KeyConditionExpression: 'pk = :pk',
-              ExpressionAttributeValues: { ':pk': countersPk(instanceId, id) },
-              ExclusiveStartKey,
-            }),
-          );
-          for (const item of page.Items ?? []) {
-            const sk = String(item.sk);
-            if (sk.startsWith('D#')) {
-              if (sk.slice(2, 12) >= since) totals.added_last_30_days += numberOf(item.entered);
-              continue;
-            }
-            totals.members += numberOf(item.members);
-            totals.subscribers += numberOf(item.subscribers);
-            totals.sms_opted_in += numberOf(item.sms_opted_in);
-            totals.evaluated += numberOf(item[evaluated]);
+        const items = await queryPartition(
+          this.db,
+          this.tables.audiences,
+          countersPk(instanceId, id),
+        );
+        for (const item of items) {
+          const sk = String(item.sk);
+          if (sk.startsWith('D#')) {
+            if (sk.slice(2, 12) >= since) totals.added_last_30_days += numberOf(item.entered);
+            continue;
           }
-          ExclusiveStartKey = page.LastEvaluatedKey;
-        } while (ExclusiveStartKey);
+          totals.members += numberOf(item.members);
+          totals.subscribers += numberOf(item.subscribers);
+          totals.sms_opted_in += numberOf(item.sms_opted_in);
+          totals.evaluated += numberOf(item[evaluated]);
+        }
         return [id, totals] as const;
       }),
     );
