@@ -35,23 +35,40 @@ export function createWebhookServices(
   return { store, secrets, addresses, resolve: resolveHost };
 }
 
-/** SQS takes at most 10 messages a batch. */
+/** SQS takes at most 10 messages, and 256 KB in all, a batch (some room kept for the envelope). */
 const SQS_BATCH = 10;
+const SQS_BATCH_BYTES = 240 * 1024;
+
+/** The messages' bodies in batches SQS takes. */
+export function deliveryBatches(messages: readonly DeliveryMessage[]): string[][] {
+  const batches: string[][] = [];
+  let batch: string[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const body = JSON.stringify(message);
+    const size = Buffer.byteLength(body);
+    if (batch.length > 0 && (batch.length === SQS_BATCH || bytes + size > SQS_BATCH_BYTES)) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(body);
+    bytes += size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
 
 async function queueDeliveries(
   sqs: SQSClient,
   queueUrl: string,
   messages: readonly DeliveryMessage[],
 ): Promise<void> {
-  for (let start = 0; start < messages.length; start += SQS_BATCH) {
-    const batch = messages.slice(start, start + SQS_BATCH);
+  for (const batch of deliveryBatches(messages)) {
     const { Failed } = await sqs.send(
       new SendMessageBatchCommand({
         QueueUrl: queueUrl,
-        Entries: batch.map((message, index) => ({
-          Id: String(index),
-          MessageBody: JSON.stringify(message),
-        })),
+        Entries: batch.map((body, index) => ({ Id: String(index), MessageBody: body })),
       }),
     );
     // The stream batch is retried from this subject: messages queued twice reach receivers
