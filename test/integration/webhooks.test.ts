@@ -283,6 +283,17 @@ describe('webhooks: deliveries', () => {
     const event = await until(() => about('/people', id, 'person.archived')[0], 'archived');
     expect(verified(event, hook.secret).data).toMatchObject({ person_id: id });
 
+    // Erased: the event names the person's ID and nothing else of them.
+    const erased = await call('/v1/person/delete', {
+      key,
+      method: 'DELETE',
+      body: { inclusion_ids: [id] },
+    });
+    expect(erased.status).toBe(200);
+    const deleted = await until(() => about('/people', id, 'person.deleted')[0], 'deleted');
+    expect(verified(deleted, hook.secret).data).toEqual({ person_id: id });
+    expect(deleted.body).not.toContain(email);
+
     // Each event once: no event ID arrived twice (nothing failed, nothing was retried).
     const ids = receiver.at('/people').map((entry) => String(entry.headers['webhook-id']));
     expect(new Set(ids).size).toBe(ids.length);
