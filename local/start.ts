@@ -303,6 +303,8 @@ function regionEnv(
     GEOCODER: 'offline',
     // SES events of this region's emails come back through its configuration set.
     SES_CONFIGURATION_SET: sesConfigurationSet(region),
+    // Webhooks may deliver to http://127.0.0.1 here, and only here (docs/webhooks.md).
+    CDP_WEBHOOKS_ALLOW_LOOPBACK: 'true',
     ...localAwsEnv(settings),
   };
   for (const table of TABLES) env[tableVariable(table.name)] = tableName(region, table.name);

@@ -95,7 +95,7 @@ export const TABLES: readonly TableDefinition[] = [
   },
 ];
 
-export type QueueName = 'ingest' | 'email' | 'email-events' | 'audience-jobs';
+export type QueueName = 'ingest' | 'email' | 'email-events' | 'audience-jobs' | 'webhooks';
 
 export interface QueueDefinition {
   readonly name: QueueName;
@@ -130,6 +130,15 @@ export const QUEUES: readonly QueueDefinition[] = [
     purpose: 'audience builds, daily re-evaluations and deletions (docs/audiences.md)',
     visibilityTimeoutSeconds: 360,
     maxReceiveCount: 5,
+  },
+  {
+    name: 'webhooks',
+    purpose:
+      'webhook deliveries, one event for one webhook, retried on their schedule (docs/webhooks.md)',
+    // Six times the delivery worker's timeout.
+    visibilityTimeoutSeconds: 360,
+    // Every attempt of the retry schedule (MAX_ATTEMPTS of delivery.ts), then the DLQ.
+    maxReceiveCount: 15,
   },
 ];
 

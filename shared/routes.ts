@@ -64,7 +64,18 @@ export type Access =
    * Unwrapping the signing keyring (paging cursors, email links): `kms:Decrypt` with the
    * region's signing key. Only functions that sign or verify have it.
    */
-  | 'signing';
+  | 'signing'
+  /**
+   * Wrapping webhook secrets (`kms:Encrypt` and `kms:Decrypt` with the region's signing key,
+   * in the webhook-secret context only): the endpoints that make secrets.
+   */
+  | 'webhook-secrets:wrap'
+  /** Unwrapping them (`kms:Decrypt`, the same context): the delivery worker. */
+  | 'webhook-secrets:unwrap'
+  /** Queueing webhook deliveries (the fan-out worker). */
+  | 'queue:webhooks'
+  /** Putting a failed delivery back until its next attempt (the delivery worker). */
+  | 'queue:webhooks:retry';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -333,6 +344,16 @@ export const ROUTES: readonly RouteDefinition[] = [
     // `async: true` is accepted onto the ingest queue (its body in the payloads bucket).
     access: ['config:read', 'people:read', 'audiences', 'queue:ingest', 'payloads:put'],
   }),
+  // Webhooks (issue 28, docs/webhooks.md): definitions and their secrets, in the config table.
+  api('POST', '/v1/webhooks/create', 'webhooks-create', {
+    access: ['config:write', 'webhook-secrets:wrap'],
+  }),
+  api('POST', '/v1/webhooks/get', 'webhooks-get'),
+  api('PUT', '/v1/webhooks/update', 'webhooks-update', { access: ['config:write'] }),
+  api('PUT', '/v1/webhooks/rotate-secret', 'webhooks-rotate-secret', {
+    access: ['config:write', 'webhook-secrets:wrap'],
+  }),
+  api('DELETE', '/v1/webhooks/delete', 'webhooks-delete', { access: ['config:write'] }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

@@ -105,6 +105,17 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'queue:email-events:retry',
     ],
   },
+  {
+    // One attempt per message, the messages of a batch at once: a slow endpoint (15 s at
+    // most) holds its own message only (docs/webhooks.md).
+    function: 'webhook-delivery-worker',
+    queue: 'webhooks',
+    batchSize: 10,
+    maxConcurrency: 4,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'webhook-secrets:unwrap', 'queue:webhooks:retry'],
+  },
 ];
 
 /**
@@ -152,5 +163,18 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     timeoutSeconds: 60,
     // People: reads them, and removes an erased person's evaluation item (`E`).
     access: ['config:read', 'people', 'audiences', 'activities'],
+  },
+  {
+    // Every change of a person makes its webhook events, queued once per subscribed webhook
+    // of its instance (docs/webhooks.md). Reads webhooks, writes nothing but messages.
+    function: 'webhook-fanout-worker',
+    table: 'people',
+    sortKeys: ['P'],
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
   },
 ];

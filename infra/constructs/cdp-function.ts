@@ -17,7 +17,7 @@ import {
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 import { grantDeliveryProof } from './delivery-proof.js';
-import { grantSigning } from './signing-key.js';
+import { grantSigning, grantWebhookSecrets } from './signing-key.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -86,6 +86,7 @@ const RETRIES = {
   'queue:email:retry': 'email',
   'queue:email-events:retry': 'email-events',
   'queue:audience-jobs:retry': 'audience-jobs',
+  'queue:webhooks:retry': 'webhooks',
 } as const;
 
 /** The queue each send grant puts messages on. */
@@ -93,6 +94,7 @@ const SENDS = {
   'queue:ingest': 'ingest',
   'queue:email': 'email',
   'queue:audience-jobs': 'audience-jobs',
+  'queue:webhooks': 'webhooks',
 } as const;
 
 export interface CdpFunctionProps {
@@ -238,7 +240,8 @@ export class CdpFunction extends Construct {
           break;
         case 'queue:ingest':
         case 'queue:email':
-        case 'queue:audience-jobs': {
+        case 'queue:audience-jobs':
+        case 'queue:webhooks': {
           const queue = SENDS[need];
           data.queues[queue].grantSendMessages(this.fn);
           this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
@@ -252,7 +255,8 @@ export class CdpFunction extends Construct {
         case 'queue:ingest:retry':
         case 'queue:email:retry':
         case 'queue:email-events:retry':
-        case 'queue:audience-jobs:retry': {
+        case 'queue:audience-jobs:retry':
+        case 'queue:webhooks:retry': {
           const queue = RETRIES[need];
           this.fn.addToRolePolicy(
             new PolicyStatement({
@@ -290,6 +294,12 @@ export class CdpFunction extends Construct {
           break;
         case 'signing':
           grantSigning(this.fn, data.signingKey);
+          break;
+        case 'webhook-secrets:wrap':
+          grantWebhookSecrets(this.fn, data.signingKey, 'wrap');
+          break;
+        case 'webhook-secrets:unwrap':
+          grantWebhookSecrets(this.fn, data.signingKey, 'unwrap');
           break;
         case 'geo':
           this.fn.addToRolePolicy(

@@ -85,12 +85,15 @@ export interface OperationsProps {
  *   suppress its address before the next email to it goes out (sender reputation).
  * - audience-jobs: 15 minutes. A build or the daily re-evaluation queues pages of people one after
  *   the other; a page waiting a quarter of an hour means the worker is not running.
+ * - webhooks: 3 days. A delivery to an endpoint that is down legitimately waits on its retry
+ *   schedule (docs/webhooks.md) for up to 3.2 days; older means the schedule is not running.
  */
 export const MAX_MESSAGE_AGE: Record<QueueName, Duration> = {
   ingest: Duration.minutes(15),
   email: Duration.minutes(15),
   'email-events': Duration.minutes(5),
   'audience-jobs': Duration.minutes(15),
+  webhooks: Duration.days(3),
 };
 
 /** Thresholds, in one place so the runbook and the tests read the same numbers. */

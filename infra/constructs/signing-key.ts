@@ -3,7 +3,7 @@ import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Key, type IKey } from 'aws-cdk-lib/aws-kms';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import { signingKeyAlias } from '../../shared/adapters/key-wrappers.js';
+import { signingKeyAlias, WEBHOOK_SECRET_PURPOSE } from '../../shared/adapters/key-wrappers.js';
 import type { Region } from '../../shared/domain/regions.js';
 
 /**
@@ -35,6 +35,24 @@ export function grantSigning(fn: LambdaFunction, key: IKey): void {
       actions: ['kms:Decrypt'],
       resources: [key.keyArn],
       conditions: { StringEquals: { 'kms:EncryptionContext:purpose': 'cdp-signing-key' } },
+    }),
+  );
+  fn.addEnvironment('SIGNING_KMS_KEY_ID', key.keyArn);
+}
+
+/**
+ * Webhook secrets with the same key, in their own encryption context: the endpoints that make
+ * secrets wrap and unwrap (`wrap`), the delivery worker only unwraps. Neither can read the
+ * signing keyring, nor the keyring's functions a webhook secret.
+ */
+export function grantWebhookSecrets(fn: LambdaFunction, key: IKey, use: 'wrap' | 'unwrap'): void {
+  fn.addToRolePolicy(
+    new PolicyStatement({
+      actions: use === 'wrap' ? ['kms:Encrypt', 'kms:Decrypt'] : ['kms:Decrypt'],
+      resources: [key.keyArn],
+      conditions: {
+        StringEquals: { 'kms:EncryptionContext:purpose': WEBHOOK_SECRET_PURPOSE },
+      },
     }),
   );
   fn.addEnvironment('SIGNING_KMS_KEY_ID', key.keyArn);

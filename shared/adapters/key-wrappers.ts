@@ -12,7 +12,9 @@ import type { KeyWrapper } from '../domain/signing-keys.js';
  * the same secrecy. A wrapped value says which wrapper made it (`kms:` or `local:`), and a
  * wrapper refuses another's.
  */
-const CONTEXT = { purpose: 'cdp-signing-key' };
+const SIGNING_PURPOSE = 'cdp-signing-key';
+/** Webhook secrets: the same key, another context (grants name the purpose they allow). */
+export const WEBHOOK_SECRET_PURPOSE = 'cdp-webhook-secret';
 
 export function signingKeyAlias(region: string): string {
   return `alias/cdp-${region}-signing`;
@@ -22,6 +24,7 @@ export class KmsKeyWrapper implements KeyWrapper {
   constructor(
     private readonly kms: KMSClient,
     private readonly keyId: string,
+    private readonly purpose: string = SIGNING_PURPOSE,
   ) {}
 
   async wrap(secret: string): Promise<string> {
@@ -29,7 +32,7 @@ export class KmsKeyWrapper implements KeyWrapper {
       new EncryptCommand({
         KeyId: this.keyId,
         Plaintext: Buffer.from(secret, 'utf8'),
-        EncryptionContext: CONTEXT,
+        EncryptionContext: { purpose: this.purpose },
       }),
     );
     if (!CiphertextBlob) throw new Error('KMS returned no ciphertext');
@@ -44,7 +47,7 @@ export class KmsKeyWrapper implements KeyWrapper {
       new DecryptCommand({
         CiphertextBlob: Buffer.from(wrapped.slice(4), 'base64'),
         KeyId: this.keyId,
-        EncryptionContext: CONTEXT,
+        EncryptionContext: { purpose: this.purpose },
       }),
     );
     if (!Plaintext) throw new Error('KMS returned no plaintext');
@@ -79,6 +82,9 @@ export class LocalKeyWrapper implements KeyWrapper {
 }
 
 /** The deployment's wrapper: KMS when a key is configured (AWS), the local one otherwise. */
-export function createKeyWrapper(kmsKeyId: string | undefined): KeyWrapper {
-  return kmsKeyId ? new KmsKeyWrapper(new KMSClient({}), kmsKeyId) : new LocalKeyWrapper();
+export function createKeyWrapper(
+  kmsKeyId: string | undefined,
+  purpose: string = SIGNING_PURPOSE,
+): KeyWrapper {
+  return kmsKeyId ? new KmsKeyWrapper(new KMSClient({}), kmsKeyId, purpose) : new LocalKeyWrapper();
 }

@@ -55,6 +55,10 @@ const TAGS: { name: Tag; description: string }[] = [
     name: 'Instance',
     description: 'The instance’s configuration: its fields and activity definitions',
   },
+  {
+    name: 'Webhooks',
+    description: 'Signed events sent to your endpoints as the instance’s data changes',
+  },
   { name: 'Email links', description: 'The signed links inside sent emails (no key)' },
   { name: 'Service', description: 'Health and this documentation (no key)' },
 ];

@@ -35,6 +35,12 @@ import {
   AudienceUpdateRequest,
 } from '../domain/audiences/audience.js';
 import { AudienceSubscribeRequest } from '../domain/audiences/subscribe.js';
+import {
+  WebhookCreateRequest,
+  WebhookIdRequest,
+  WebhooksGetRequest,
+  WebhookUpdateRequest,
+} from '../domain/webhooks/webhook.js';
 import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
 import {
   AccountGetByIdsResponse,
@@ -78,6 +84,11 @@ import {
   TagsResponse,
   TransactionalGetResponse,
   TransactionalSendResponse,
+  WebhookCreatedSchema,
+  WebhookDeleteResponse,
+  WebhookEntrySchema,
+  WebhookSecretResponse,
+  WebhooksGetResponse,
 } from './schemas.js';
 
 /**
@@ -101,6 +112,7 @@ export type Tag =
   | 'Accounts'
   | 'Instance'
   | 'Audiences'
+  | 'Webhooks'
   | 'Service';
 
 export interface Answer {
@@ -147,6 +159,17 @@ const audienceFilter = {
     { $and: [{ '$tme::relative_more_than': { field_id: 'l', days_ago: 30 } }] },
   ],
 };
+/** A webhook as the endpoints answer it, for the examples. */
+const webhookExample = {
+  id: '66a1f0c8e4b0a1b2c3d4e655',
+  url: 'https://hooks.example.com/cdp',
+  events: ['person.*'],
+  description: 'CRM sync',
+  enabled: true,
+  created_at: '2026-07-01T09:30:00.000Z',
+  updated_at: '2026-07-01T09:30:00.000Z',
+};
+
 /** An audience as the endpoints answer it, for the examples. */
 const audienceExample = {
   id: audienceId,
@@ -1260,6 +1283,92 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
             { person_status: 'by-id', status: 'subscribed', sms_opted_in: true },
           ],
         },
+      },
+    },
+    errors: [404],
+  },
+  'POST /v1/webhooks/create': {
+    tag: 'Webhooks',
+    summary: 'Create a webhook',
+    description:
+      'An endpoint of yours that receives the instance’s events (`events`: types such as `person.created`, families such as `person.*`, or `*`), signed per the Standard Webhooks specification with the `secret` answered here once (`whsec_<base64>`). `url` is `https` and must resolve to public addresses only: loopback, private, link-local, multicast and metadata addresses are refused (the local stack alone also allows `http://127.0.0.1`). At most 20 webhooks per instance. See docs/webhooks.md.',
+    request: WebhookCreateRequest,
+    requestExample: {
+      url: 'https://hooks.example.com/cdp',
+      events: ['person.*'],
+      description: 'CRM sync',
+    },
+    responses: {
+      200: {
+        description: 'The webhook, with its secret (shown once)',
+        schema: WebhookCreatedSchema,
+        example: { ...webhookExample, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' },
+      },
+    },
+  },
+  'POST /v1/webhooks/get': {
+    tag: 'Webhooks',
+    summary: 'List webhooks',
+    description:
+      'The instance’s webhooks (or the one `webhook_id` names: 404 when it has none such), without their secrets. `disabled_reason` says why the platform disabled one.',
+    request: WebhooksGetRequest,
+    requestExample: {},
+    responses: {
+      200: {
+        description: 'The webhooks',
+        schema: WebhooksGetResponse,
+        example: { webhooks: [webhookExample] },
+      },
+    },
+    errors: [404],
+  },
+  'PUT /v1/webhooks/update': {
+    tag: 'Webhooks',
+    summary: 'Change a webhook',
+    description:
+      'A new `url` (checked as on create), `events`, `description` (`null` removes it) or `enabled`. Enabling a webhook the platform disabled clears its `disabled_reason`. A change made from an old read is a 409.',
+    request: WebhookUpdateRequest,
+    requestExample: { webhook_id: webhookExample.id, enabled: false },
+    responses: {
+      200: {
+        description: 'The webhook as changed',
+        schema: WebhookEntrySchema,
+        example: { ...webhookExample, enabled: false },
+      },
+    },
+    errors: [404],
+  },
+  'PUT /v1/webhooks/rotate-secret': {
+    tag: 'Webhooks',
+    summary: 'Rotate a webhook’s secret',
+    description:
+      'A new secret (answered once) signs from now on; the previous one keeps signing beside it for 24 hours (`previous_secret_expires_at`), so deliveries carry two signatures meanwhile.',
+    request: WebhookIdRequest,
+    requestExample: { webhook_id: webhookExample.id },
+    responses: {
+      200: {
+        description: 'The new secret',
+        schema: WebhookSecretResponse,
+        example: {
+          id: webhookExample.id,
+          secret: 'whsec_Hn0Xq3b8y5dM2oW6Zt1cV9kL4sR7uP0eA8iJ2gF6hQ4=',
+          previous_secret_expires_at: '2026-07-02T09:30:00.000Z',
+        },
+      },
+    },
+    errors: [404],
+  },
+  'DELETE /v1/webhooks/delete': {
+    tag: 'Webhooks',
+    summary: 'Delete a webhook',
+    description: 'It receives nothing more; deliveries already queued for it are dropped.',
+    request: WebhookIdRequest,
+    requestExample: { webhook_id: webhookExample.id },
+    responses: {
+      200: {
+        description: 'Deleted',
+        schema: WebhookDeleteResponse,
+        example: { webhook_id: webhookExample.id, deleted: true },
       },
     },
     errors: [404],

@@ -797,3 +797,43 @@ export const AudienceSubscribeResponse = z
     }),
   })
   .meta({ id: 'AudienceSubscribeResponse', description: 'One entry per person, in order' });
+
+/** A webhook as the endpoints show it (docs/webhooks.md); its secret only when made. */
+export const WebhookEntrySchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    description: z.string().nullable(),
+    enabled: z.boolean(),
+    disabled_reason: z
+      .string()
+      .optional()
+      .meta({ description: 'Why the platform disabled it (deliveries failing for days)' }),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Webhook' });
+
+export const WebhookCreatedSchema = WebhookEntrySchema.extend({
+  secret: z.string().meta({
+    description:
+      'The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation',
+  }),
+}).meta({ id: 'WebhookCreated' });
+
+export const WebhooksGetResponse = z
+  .object({ webhooks: z.array(WebhookEntrySchema) })
+  .meta({ id: 'WebhooksGetResponse' });
+
+export const WebhookDeleteResponse = z
+  .object({ webhook_id: z.string(), deleted: z.literal(true) })
+  .meta({ id: 'WebhookDeleteResponse' });
+
+export const WebhookSecretResponse = z
+  .object({
+    id: z.string(),
+    secret: z.string(),
+    previous_secret_expires_at: z.string(),
+  })
+  .meta({ id: 'WebhookSecretResponse' });

@@ -181,3 +181,20 @@ export const AudienceJobsEnv = AudienceWorkerEnv.extend({
   /** How long one message keeps working before it queues the rest of its job. */
   AUDIENCE_JOB_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
 });
+
+/** Functions that read or change webhooks (docs/webhooks.md). */
+export const WebhooksEnv = z.object({
+  CONFIG_TABLE: tableName,
+  /** The region's KMS key wrapping webhook secrets (AWS); absent, the local wrapper. */
+  SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
+  /**
+   * `true` on the local stack only: webhooks may deliver to `http://127.0.0.1` there. No
+   * deployment sets it (docs/webhooks.md, "Addresses").
+   */
+  CDP_WEBHOOKS_ALLOW_LOOPBACK: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((value) => value === 'true' || value === '1'),
+  /** Where events are queued for delivery (the fan-out worker, the delivery worker). */
+  WEBHOOKS_QUEUE_URL: z.url().optional(),
+});

@@ -22,6 +22,8 @@ export interface WorkerOptions {
   queueUrl: string;
   maxReceiveCount: number;
   backoffBaseSeconds: number;
+  /** The longest wait before a retry (15 minutes unless given; SQS allows 12 hours). */
+  maxBackoffSeconds?: number;
   /** Messages of a batch at once (default: one after the other). */
   parallel?: boolean;
   process(record: SQSRecord): Promise<void>;
@@ -75,7 +77,7 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
       const seconds = last
         ? 0
         : Math.min(
-            MAX_VISIBILITY_SECONDS,
+            options.maxBackoffSeconds ?? MAX_VISIBILITY_SECONDS,
             Math.max(
               options.backoffBaseSeconds * 2 ** (receives - 1),
               Math.ceil(retryAfterMs(error) / 1000),

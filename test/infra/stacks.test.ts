@@ -166,7 +166,7 @@ function touchesOf(statements: Statement[]): string[] {
           text,
         );
       const queue =
-        /FnGetAtt(ingest|emailevents|email|audiencejobs)(queue|dlq)/.exec(text) ??
+        /FnGetAtt(ingest|emailevents|email|audiencejobs|webhooks)(queue|dlq)/.exec(text) ??
         /FnGetAtt(streamfailures)()/.exec(text);
       const kms = /signingkey/.test(text);
       const queueNames: Record<string, string> = {
@@ -229,12 +229,19 @@ function expectedTouches(
       touches.add('s3:DeleteObject bucket:ingest').add('s3:DeleteObject bucket:email');
     } else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
     else if (need === 'email-payloads:get') touches.add('s3:GetObject bucket:email');
-    else if (need === 'queue:ingest' || need === 'queue:email' || need === 'queue:audience-jobs') {
+    else if (
+      need === 'queue:ingest' ||
+      need === 'queue:email' ||
+      need === 'queue:audience-jobs' ||
+      need === 'queue:webhooks'
+    ) {
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
       }
-    } else if (need === 'signing') {
+    } else if (need === 'signing' || need === 'webhook-secrets:unwrap') {
       touches.add('kms:Decrypt kms:signing-key');
+    } else if (need === 'webhook-secrets:wrap') {
+      touches.add('kms:Decrypt kms:signing-key').add('kms:Encrypt kms:signing-key');
     } else if (need === 'queue:email-events:dead-letters') {
       touches.add('sqs:GetQueueAttributes queue:email-events:dlq');
     } else if (need.startsWith('queue:') && need.endsWith(':retry')) {

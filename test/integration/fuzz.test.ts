@@ -680,6 +680,72 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       ],
     ),
   ),
+  'POST /v1/webhooks/create': {
+    base: () => ({ url: 'http://127.0.0.1:15999/fuzz', events: ['person.*'] }),
+    members: [
+      {
+        name: 'url',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(2049, 3000)),
+      },
+      {
+        name: 'events',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('array'),
+          fc.constant([]),
+          fc.constantFrom(['person'], ['person.*.*'], ['people.created'], ['*', 'x.y']),
+        ),
+      },
+      { name: 'description', invalid: fc.oneof(wrongType('string'), longString(501, 900)) },
+      { name: 'enabled', invalid: wrongType('boolean') },
+    ],
+    special: () =>
+      fc
+        .constantFrom(
+          'ftp://127.0.0.1/hook',
+          'http://127.0.0.2:15999/hook',
+          'http://localhost:15999/hook',
+          'https://10.0.0.8/hook',
+          'https://169.254.169.254/latest/meta-data',
+          'https://[fd00:ec2::254]/',
+          'https://[::1]/hook',
+          'https://[::ffff:192.168.1.1]/hook',
+          'https://224.0.0.1/hook',
+          'https://user:pass@127.0.0.1/hook',
+          'not a url',
+        )
+        .map((url) => ({
+          kind: 'refused address',
+          body: { url, events: ['*'] },
+          mention: 'url',
+        })),
+  },
+  'PUT /v1/webhooks/update': {
+    base: () => ({ webhook_id: '0'.repeat(24), enabled: false }),
+    members: [
+      { name: 'webhook_id', required: true, invalid: fc.oneof(wrongType('string'), notHexId) },
+      { name: 'url', invalid: fc.oneof(wrongType('string'), fc.constant('')) },
+      { name: 'events', invalid: fc.oneof(wrongType('array'), fc.constant([])) },
+      { name: 'description', invalid: fc.oneof(wrongType('string', 'null'), longString(501, 900)) },
+      { name: 'enabled', invalid: wrongType('boolean') },
+    ],
+  },
+  ...Object.fromEntries(
+    ['PUT /v1/webhooks/rotate-secret', 'DELETE /v1/webhooks/delete'].map((route) => [
+      route,
+      {
+        base: () => ({ webhook_id: '0'.repeat(24) }),
+        members: [
+          { name: 'webhook_id', required: true, invalid: fc.oneof(wrongType('string'), notHexId) },
+        ],
+      },
+    ]),
+  ),
+  'POST /v1/webhooks/get': {
+    base: () => ({}),
+    members: [{ name: 'webhook_id', invalid: fc.oneof(wrongType('string'), notHexId) }],
+  },
   'POST /v1/audiences/get': {
     base: () => ({ limit: 1 }),
     members: [

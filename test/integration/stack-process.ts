@@ -142,6 +142,8 @@ export const KEYS = {
   ratelimitedWorker: 'test-key-32-characters-or-more-ratelimited-worker',
   audiences: 'test-key-32-characters-or-more-audiences',
   audiencesOther: 'test-key-32-characters-or-more-audiences-other',
+  hooks: 'test-key-32-characters-or-more-hooks',
+  hooksOther: 'test-key-32-characters-or-more-hooks-other',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -122,6 +122,7 @@ interface World {
   activities: string[];
   activityKeys: string[];
   audiences: string[];
+  webhooks: string[];
   requestId: string;
   messageId: string;
   tokens: LinkTokens;
@@ -217,6 +218,13 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
       ? listed.map((entry) => entry.id)
       : undefined;
   });
+  // Disabled: B's events are not delivered anywhere, its webhook is only an ID to guess.
+  const webhook = await ok('/v1/webhooks/create', key, {
+    url: `http://127.0.0.1:15998/iso-${label}`,
+    events: ['*'],
+    description: `iso-${label}`,
+    enabled: false,
+  });
   const cursor = async (path: string, body: Body) =>
     (await ok(path, key, { limit: 1, ...body })).cursor_id as string;
   return {
@@ -229,6 +237,7 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
     activities,
     activityKeys,
     audiences,
+    webhooks: [webhook.id as string],
     requestId,
     messageId,
     tokens,
@@ -269,6 +278,7 @@ async function snapshot(key: string, world: World) {
     ),
     async: await read('/v1/async/get', { request_id: world.requestId }),
     audiences: await read('/v1/audiences/get', { with_filter: true }),
+    webhooks: await read('/v1/webhooks/get', {}),
     emails,
   };
 }
@@ -316,6 +326,7 @@ function secretsOf(world: World): string[] {
     ...world.organizationNames,
     ...world.activities,
     ...world.audiences,
+    ...world.webhooks,
     world.requestId,
     world.messageId,
     'colour-b',
@@ -365,6 +376,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       ...b.organizations,
       ...b.activities,
       ...b.audiences,
+      ...b.webhooks,
       b.requestId,
       b.messageId,
       ASSET_B,
@@ -474,6 +486,10 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
           (id) => ({ audience_id: id }),
         ],
       ),
+      ['webhook get', '/v1/webhooks/get', (id) => ({ webhook_id: id })],
+      ['webhook update', '/v1/webhooks/update', (id) => ({ webhook_id: id, enabled: true })],
+      ['webhook rotate', '/v1/webhooks/rotate-secret', (id) => ({ webhook_id: id })],
+      ['webhook delete', '/v1/webhooks/delete', (id) => ({ webhook_id: id })],
       [
         'audience subscribe',
         '/v1/audience/subscribe',

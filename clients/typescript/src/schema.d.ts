@@ -1000,6 +1000,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a webhook
+         * @description An endpoint of yours that receives the instance’s events (`events`: types such as `person.created`, families such as `person.*`, or `*`), signed per the Standard Webhooks specification with the `secret` answered here once (`whsec_<base64>`). `url` is `https` and must resolve to public addresses only: loopback, private, link-local, multicast and metadata addresses are refused (the local stack alone also allows `http://127.0.0.1`). At most 20 webhooks per instance. See docs/webhooks.md. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["webhooksCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List webhooks
+         * @description The instance’s webhooks (or the one `webhook_id` names: 404 when it has none such), without their secrets. `disabled_reason` says why the platform disabled one. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["webhooksGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a webhook
+         * @description A new `url` (checked as on create), `events`, `description` (`null` removes it) or `enabled`. Enabling a webhook the platform disabled clears its `disabled_reason`. A change made from an old read is a 409. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["webhooksUpdate"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rotate a webhook’s secret
+         * @description A new secret (answered once) signs from now on; the previous one keeps signing beside it for 24 hours (`previous_secret_expires_at`), so deliveries carry two signatures meanwhile. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["webhooksRotateSecret"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook
+         * @description It receives nothing more; deliveries already queued for it are dropped. Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["webhooksDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/t/c": {
         parameters: {
             query?: never;
@@ -2001,6 +2101,43 @@ export interface components {
             }[];
             /** @description With `async: true`: the request to follow with `POST /v1/async/get` */
             request_id?: string;
+        };
+        WebhookCreated: {
+            id: string;
+            url: string;
+            events: string[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the platform disabled it (deliveries failing for days) */
+            disabled_reason?: string;
+            created_at: string;
+            updated_at: string;
+            /** @description The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation */
+            secret: string;
+        };
+        WebhooksGetResponse: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        Webhook: {
+            id: string;
+            url: string;
+            events: string[];
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the platform disabled it (deliveries failing for days) */
+            disabled_reason?: string;
+            created_at: string;
+            updated_at: string;
+        };
+        WebhookSecretResponse: {
+            id: string;
+            secret: string;
+            previous_secret_expires_at: string;
+        };
+        WebhookDeleteResponse: {
+            webhook_id: string;
+            /** @constant */
+            deleted: true;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -5779,6 +5916,315 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AudienceSubscribeResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/cdp",
+                 *       "events": [
+                 *         "person.*"
+                 *       ],
+                 *       "description": "CRM sync"
+                 *     }
+                 */
+                "application/json": {
+                    url: string;
+                    events: string[];
+                    description?: string;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook, with its secret (shown once) */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "url": "https://hooks.example.com/cdp",
+                     *       "events": [
+                     *         "person.*"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": true,
+                     *       "created_at": "2026-07-01T09:30:00.000Z",
+                     *       "updated_at": "2026-07-01T09:30:00.000Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": {
+                    webhook_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhooks */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhooks": [
+                     *         {
+                     *           "id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *           "url": "https://hooks.example.com/cdp",
+                     *           "events": [
+                     *             "person.*"
+                     *           ],
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "created_at": "2026-07-01T09:30:00.000Z",
+                     *           "updated_at": "2026-07-01T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksGetResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": {
+                    webhook_id: string;
+                    url?: string;
+                    events?: string[];
+                    description?: string | null;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhook as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "url": "https://hooks.example.com/cdp",
+                     *       "events": [
+                     *         "person.*"
+                     *       ],
+                     *       "description": "CRM sync",
+                     *       "enabled": false,
+                     *       "created_at": "2026-07-01T09:30:00.000Z",
+                     *       "updated_at": "2026-07-01T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksRotateSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655"
+                 *     }
+                 */
+                "application/json": {
+                    webhook_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "secret": "whsec_Hn0Xq3b8y5dM2oW6Zt1cV9kL4sR7uP0eA8iJ2gF6hQ4=",
+                     *       "previous_secret_expires_at": "2026-07-02T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecretResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655"
+                 *     }
+                 */
+                "application/json": {
+                    webhook_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeleteResponse"];
                 };
             };
             400: components["responses"]["Error400"];

@@ -1,0 +1,170 @@
+import {
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { z } from 'zod';
+import { ConflictError, ValidationError } from '../domain/errors.js';
+import { MAX_WEBHOOKS, type Webhook, type WebhookStore } from '../domain/webhooks/webhook.js';
+import { cancellationCodes, type Item } from './dynamo-helpers.js';
+
+/**
+ * Webhooks, in the config table in a partition of their own (`INST#<id>#WH`, which
+ * `admin apply` does not rewrite; docs/data-model.md):
+ * - `W#<webhook>`: the webhook (`webhook`), its secrets wrapped;
+ * - `COUNT`: how many the instance has (at most `MAX_WEBHOOKS`).
+ * A create or a delete is one transaction of the two.
+ */
+const webhooksPk = (instanceId: string) => `INST#${instanceId}#WH`;
+const webhookSk = (webhookId: string) => `W#${webhookId}`;
+
+const StoredWebhook = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  description: z.string().optional(),
+  enabled: z.boolean(),
+  disabled_reason: z.string().optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  secrets: z.array(z.object({ wrapped: z.string(), expires_at: z.string().optional() })).min(1),
+});
+
+function webhookOf(item: Item): Webhook {
+  const { description, disabled_reason, secrets, ...rest } = StoredWebhook.parse(item.webhook);
+  return {
+    ...rest,
+    ...(description !== undefined ? { description } : {}),
+    ...(disabled_reason !== undefined ? { disabled_reason } : {}),
+    secrets: secrets.map(({ wrapped, expires_at }) => ({
+      wrapped,
+      ...(expires_at !== undefined ? { expires_at } : {}),
+    })),
+  };
+}
+
+export class DynamoWebhookStore implements WebhookStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly configTable: string,
+  ) {}
+
+  async list(instanceId: string): Promise<Webhook[]> {
+    // At most MAX_WEBHOOKS small items: one page.
+    const { Items } = await this.db.send(
+      new QueryCommand({
+        TableName: this.configTable,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :w)',
+        ExpressionAttributeValues: { ':pk': webhooksPk(instanceId), ':w': 'W#' },
+        ConsistentRead: true,
+      }),
+    );
+    return (Items ?? []).map(webhookOf).sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  async get(instanceId: string, webhookId: string): Promise<Webhook | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.configTable,
+        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? webhookOf(Item) : undefined;
+  }
+
+  async create(instanceId: string, webhook: Webhook): Promise<void> {
+    const pk = webhooksPk(instanceId);
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.configTable,
+                Item: { pk, sk: webhookSk(webhook.id), webhook },
+                ConditionExpression: 'attribute_not_exists(pk)',
+              },
+            },
+            {
+              Update: {
+                TableName: this.configTable,
+                Key: { pk, sk: 'COUNT' },
+                UpdateExpression: 'ADD webhooks :one',
+                ConditionExpression: 'attribute_not_exists(webhooks) OR webhooks < :max',
+                ExpressionAttributeValues: { ':one': 1, ':max': MAX_WEBHOOKS },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (error) {
+      if (cancellationCodes(error)?.[1] === 'ConditionalCheckFailed') {
+        throw new ValidationError(`url: the instance has ${MAX_WEBHOOKS} webhooks already`, [
+          { field: 'url', error: `at most ${MAX_WEBHOOKS} webhooks per instance` },
+        ]);
+      }
+      throw error;
+    }
+  }
+
+  async update(instanceId: string, webhook: Webhook, previous: Webhook): Promise<void> {
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.configTable,
+                Item: { pk: webhooksPk(instanceId), sk: webhookSk(webhook.id), webhook },
+                // A change made from a read another change has overtaken is refused.
+                ConditionExpression: 'webhook.updated_at = :seen',
+                ExpressionAttributeValues: { ':seen': previous.updated_at },
+              },
+            },
+          ],
+        }),
+      );
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
+        throw new ConflictError(
+          'webhook_id: the webhook was changed or deleted by another request meanwhile; read it and try again',
+          [{ field: 'webhook_id', error: 'changed meanwhile' }],
+        );
+      }
+      throw error;
+    }
+  }
+
+  async remove(instanceId: string, webhookId: string): Promise<boolean> {
+    const pk = webhooksPk(instanceId);
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: this.configTable,
+                Key: { pk, sk: webhookSk(webhookId) },
+                ConditionExpression: 'attribute_exists(pk)',
+              },
+            },
+            {
+              Update: {
+                TableName: this.configTable,
+                Key: { pk, sk: 'COUNT' },
+                UpdateExpression: 'ADD webhooks :minus',
+                ExpressionAttributeValues: { ':minus': -1 },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+}

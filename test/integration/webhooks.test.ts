@@ -1,0 +1,363 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook as Verifier } from 'standardwebhooks';
+import { KEYS, call } from './stack.js';
+import { mergeOne, uniqueEmail } from './people.js';
+
+/**
+ * Webhooks end to end on the local stack (docs/webhooks.md): the endpoints, the people
+ * table's stream fed to the fan-out worker by the local stream poller, the webhooks queue's
+ * delivery worker, and a real HTTP receiver on this machine (`http://127.0.0.1`, which only
+ * the local stack allows). Deliveries are verified with the `standardwebhooks` package.
+ */
+const key: string = KEYS.hooks;
+
+interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** The status the receiver answered. */
+  answered: number;
+}
+
+interface Delivery {
+  type: string;
+  timestamp: string;
+  data: { person_id: string } & Record<string, unknown>;
+}
+
+/** A receiver: records every request, answers each path with its script of statuses. */
+class Receiver {
+  readonly received: Received[] = [];
+  private readonly scripts = new Map<string, number[]>();
+  private server: Server | undefined;
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const path = request.url ?? '/';
+        const answered = this.scripts.get(path)?.shift() ?? 200;
+        this.received.push({
+          path,
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          answered,
+        });
+        response.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
+      });
+    });
+    // Port 0: the system picks a free port, clear of every other engineer's stacks.
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${(this.server?.address() as AddressInfo).port}${path}`;
+  }
+
+  /** The next answers of a path (then 200). */
+  script(path: string, statuses: number[]): void {
+    this.scripts.set(path, [...statuses]);
+  }
+
+  at(path: string): Received[] {
+    return this.received.filter((entry) => entry.path === path);
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => {
+        resolve();
+      });
+    });
+  }
+}
+
+const receiver = new Receiver();
+beforeAll(() => receiver.start());
+afterAll(() => receiver.stop());
+
+async function until<T>(read: () => T | undefined, what: string, timeoutMs = 40_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+interface Created {
+  id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  secret: string;
+  created_at: string;
+}
+
+async function createWebhook(body: Record<string, unknown>, apiKey = key): Promise<Created> {
+  const response = await call('/v1/webhooks/create', { key: apiKey, body });
+  expect({ status: response.status, body: response.body }).toMatchObject({ status: 200 });
+  return response.body as unknown as Created;
+}
+
+/** A delivery verified with the secret, read: throws when the signature does not verify. */
+function verified(entry: Received, secret: string): Delivery {
+  const headers = Object.fromEntries(
+    ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => [
+      name,
+      String(entry.headers[name]),
+    ]),
+  );
+  return new Verifier(secret).verify(entry.body, headers) as Delivery;
+}
+
+const parsed = (entry: Received) => JSON.parse(entry.body) as Delivery;
+
+/** The deliveries at a path about one person, of one type. */
+const about = (path: string, personId: string, type: string) =>
+  receiver.at(path).filter((entry) => {
+    const delivery = parsed(entry);
+    return delivery.type === type && delivery.data.person_id === personId;
+  });
+
+async function personId(email: string, apiKey = key, fields: Record<string, unknown> = {}) {
+  const entry = await mergeOne(apiKey, { fields: { 'str::email': email, ...fields } });
+  expect(entry.status).toMatch(/created|merged/);
+  return entry.person_id as string;
+}
+
+describe('webhooks: the endpoints', () => {
+  it('creates a webhook with a Standard Webhooks secret, lists, changes and deletes it', async () => {
+    const created = await createWebhook({
+      url: receiver.url('/crud'),
+      events: ['person.created', 'person.*'],
+      description: 'crud',
+      enabled: false,
+    });
+    expect(created).toMatchObject({
+      url: receiver.url('/crud'),
+      events: ['person.created', 'person.*'],
+      enabled: false,
+    });
+    expect(created.id).toMatch(/^[0-9a-f]{24}$/);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(created.secret.slice(6), 'base64')).toHaveLength(32);
+
+    const one = await call('/v1/webhooks/get', { key, body: { webhook_id: created.id } });
+    expect(one.status).toBe(200);
+    expect(one.body.webhooks).toEqual([
+      {
+        id: created.id,
+        url: created.url,
+        events: created.events,
+        description: 'crud',
+        enabled: false,
+        created_at: created.created_at,
+        updated_at: created.created_at,
+      },
+    ]);
+    // The secret is never shown again, nor stored in plain form.
+    expect(JSON.stringify(one.body)).not.toContain(created.secret.slice(6));
+
+    const updated = await call('/v1/webhooks/update', {
+      key,
+      method: 'PUT',
+      body: { webhook_id: created.id, events: ['*'], description: null },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ events: ['*'], description: null, enabled: false });
+
+    const deleted = await call('/v1/webhooks/delete', {
+      key,
+      method: 'DELETE',
+      body: { webhook_id: created.id },
+    });
+    expect(deleted.body).toEqual({ webhook_id: created.id, deleted: true });
+    const gone = await call('/v1/webhooks/get', { key, body: { webhook_id: created.id } });
+    expect(gone.status).toBe(404);
+    expect(gone.body.error).toContain('webhook_id');
+  });
+
+  it.each([
+    ['a name that resolves to loopback', 'http://localhost:15999/hook'],
+    ['another loopback address', 'http://127.0.0.2:15999/hook'],
+    ['IPv6 loopback', 'https://[::1]/hook'],
+    ['a private address', 'https://10.1.2.3/hook'],
+    ['a private address (172.16/12)', 'https://172.20.0.5/hook'],
+    ['a private address (192.168/16)', 'https://192.168.0.10/hook'],
+    ['the metadata service', 'http://169.254.169.254/latest/meta-data/'],
+    ['the metadata service over https', 'https://169.254.169.254/latest/meta-data/'],
+    ['the IPv6 metadata service', 'https://[fd00:ec2::254]/'],
+    ['a mapped private IPv4 address', 'https://[::ffff:10.0.0.1]/'],
+    ['multicast', 'https://239.1.2.3/'],
+    ['plain http to a public name', 'http://example.com/hook'],
+    ['a name that does not resolve', 'https://no-such-host.invalid/hook'],
+  ])('refuses %s (%s) with a 400 naming url, and saves nothing', async (_what, url) => {
+    const before = await call('/v1/webhooks/get', { key, body: {} });
+    const response = await call('/v1/webhooks/create', { key, body: { url, events: ['*'] } });
+    expect(response.status).toBe(400);
+    expect(response.body.error).toMatch(/^url: /);
+    const after = await call('/v1/webhooks/get', { key, body: {} });
+    expect(after.body.webhooks).toEqual(before.body.webhooks);
+  });
+
+  it('allows at most 20 webhooks per instance', async () => {
+    const listed = await call('/v1/webhooks/get', { key: KEYS.hooksOther, body: {} });
+    const existing = (listed.body.webhooks as unknown[]).length;
+    const made: string[] = [];
+    for (let n = existing; n < 20; n += 1) {
+      made.push(
+        (
+          await createWebhook(
+            { url: receiver.url('/full'), events: ['*'], enabled: false },
+            KEYS.hooksOther,
+          )
+        ).id,
+      );
+    }
+    const over = await call('/v1/webhooks/create', {
+      key: KEYS.hooksOther,
+      body: { url: receiver.url('/full'), events: ['*'] },
+    });
+    expect(over.status).toBe(400);
+    expect(over.body.error).toContain('20 webhooks');
+    for (const id of made) {
+      await call('/v1/webhooks/delete', {
+        key: KEYS.hooksOther,
+        method: 'DELETE',
+        body: { webhook_id: id },
+      });
+    }
+    const again = await createWebhook(
+      { url: receiver.url('/full'), events: ['*'], enabled: false },
+      KEYS.hooksOther,
+    );
+    await call('/v1/webhooks/delete', {
+      key: KEYS.hooksOther,
+      method: 'DELETE',
+      body: { webhook_id: again.id },
+    });
+  });
+});
+
+describe('webhooks: deliveries', () => {
+  it('delivers person events, signed and verifiable, with stable IDs', async () => {
+    const hook = await createWebhook({ url: receiver.url('/people'), events: ['person.*'] });
+    const email = uniqueEmail('hook');
+    const id = await personId(email, key, { 'str::first': 'Ada' });
+    const [arrived] = await until(() => {
+      const found = about('/people', id, 'person.created');
+      return found.length > 0 ? found : undefined;
+    }, 'person.created');
+    if (!arrived) throw new Error('unreachable');
+    const created = verified(arrived, hook.secret);
+    expect(created.type).toBe('person.created');
+    expect(created.data).toMatchObject({
+      person_id: id,
+      fields: { 'str::first': 'Ada' },
+    });
+    expect(String(arrived.headers['webhook-id'])).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(arrived.headers['content-type']).toBe('application/json');
+    // Another secret does not verify it.
+    expect(() => verified(arrived, `whsec_${Buffer.alloc(32, 7).toString('base64')}`)).toThrow();
+
+    await personId(email, key, { 'str::first': 'Grace' });
+    const updated = await until(() => about('/people', id, 'person.updated')[0], 'person.updated');
+    expect(verified(updated, hook.secret).data).toEqual({
+      person_id: id,
+      changed_field_ids: ['str::first'],
+      changes: { 'str::first': 'Grace' },
+    });
+
+    const archived = await call('/v1/person/archive', {
+      key,
+      method: 'PUT',
+      body: { inclusion_ids: [id] },
+    });
+    expect(archived.status).toBe(200);
+    const event = await until(() => about('/people', id, 'person.archived')[0], 'archived');
+    expect(verified(event, hook.secret).data).toMatchObject({ person_id: id });
+
+    // Erased: the event names the person's ID and nothing else of them.
+    const erased = await call('/v1/person/delete', {
+      key,
+      method: 'DELETE',
+      body: { inclusion_ids: [id] },
+    });
+    expect(erased.status).toBe(200);
+    const deleted = await until(() => about('/people', id, 'person.deleted')[0], 'deleted');
+    expect(verified(deleted, hook.secret).data).toEqual({ person_id: id });
+    expect(deleted.body).not.toContain(email);
+
+    // Each event once: no event ID arrived twice (nothing failed, nothing was retried).
+    const ids = receiver.at('/people').map((entry) => String(entry.headers['webhook-id']));
+    expect(new Set(ids).size).toBe(ids.length);
+    await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
+  });
+
+  it('retries an endpoint that answered 500, with the same webhook-id', async () => {
+    receiver.script('/flaky', [500]);
+    const hook = await createWebhook({ url: receiver.url('/flaky'), events: ['person.created'] });
+    const id = await personId(uniqueEmail('flaky'));
+    const attempts = await until(() => {
+      const found = about('/flaky', id, 'person.created');
+      return found.length >= 2 ? found : undefined;
+    }, 'the retry');
+    expect(attempts.map((entry) => entry.answered)).toEqual([500, 200]);
+    const [first, second] = attempts;
+    if (!first || !second) throw new Error('unreachable');
+    expect(second.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(second.body).toBe(first.body);
+    // Signed anew for its own time, and still verifiable.
+    expect(verified(second, hook.secret).data.person_id).toBe(id);
+    await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
+  });
+
+  it('signs with both secrets for a day after a rotation', async () => {
+    const hook = await createWebhook({ url: receiver.url('/rotated'), events: ['person.created'] });
+    const rotated = await call('/v1/webhooks/rotate-secret', {
+      key,
+      method: 'PUT',
+      body: { webhook_id: hook.id },
+    });
+    expect(rotated.status).toBe(200);
+    const secret = rotated.body.secret as string;
+    expect(secret).not.toBe(hook.secret);
+    const expires = Date.parse(rotated.body.previous_secret_expires_at as string);
+    expect(Math.abs(expires - (Date.now() + 86_400_000))).toBeLessThan(60_000);
+    const id = await personId(uniqueEmail('rotated'));
+    const arrived = await until(() => about('/rotated', id, 'person.created')[0], 'delivery');
+    expect(String(arrived.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    expect(verified(arrived, secret).data.person_id).toBe(id);
+    expect(verified(arrived, hook.secret).data.person_id).toBe(id);
+    await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
+  });
+
+  it("never delivers one instance's events to another's webhooks", async () => {
+    const mine = await createWebhook({ url: receiver.url('/mine'), events: ['*'] });
+    const theirs = await createWebhook(
+      { url: receiver.url('/theirs'), events: ['*'] },
+      KEYS.hooksOther,
+    );
+    const myPerson = await personId(uniqueEmail('mine'));
+    const theirPerson = await personId(uniqueEmail('theirs'), KEYS.hooksOther);
+    await until(() => about('/mine', myPerson, 'person.created')[0], 'my delivery');
+    await until(() => about('/theirs', theirPerson, 'person.created')[0], 'their delivery');
+    const people = (path: string) => receiver.at(path).map((entry) => parsed(entry).data.person_id);
+    expect(people('/theirs')).not.toContain(myPerson);
+    expect(people('/mine')).not.toContain(theirPerson);
+    expect(new Set(people('/mine'))).toEqual(new Set([myPerson]));
+    expect(new Set(people('/theirs'))).toEqual(new Set([theirPerson]));
+    await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: mine.id } });
+    await call('/v1/webhooks/delete', {
+      key: KEYS.hooksOther,
+      method: 'DELETE',
+      body: { webhook_id: theirs.id },
+    });
+  });
+});

@@ -1,0 +1,174 @@
+import { describe, expect, it } from '@jest/globals';
+import { Webhook as Verifier } from 'standardwebhooks';
+import {
+  deliver,
+  DeliveryFailedError,
+  MAX_ATTEMPTS,
+  RETRY_SCHEDULE_SECONDS,
+  retryDelaySeconds,
+  type DeliveryMessage,
+  type DeliveryPorts,
+  type DeliveryRequest,
+} from '../../../shared/domain/webhooks/delivery.js';
+import { newWebhookSecret, type Webhook } from '../../../shared/domain/webhooks/webhook.js';
+import { retryAfterMs } from '../../../shared/lib/retry-later.js';
+
+const NOW = Date.parse('2026-11-24T12:00:00Z');
+const plain = {
+  wrap: (s: string) => Promise.resolve(`w:${s}`),
+  unwrap: (w: string) => Promise.resolve(w.slice(2)),
+};
+
+function webhookWith(
+  secrets: { secret: string; expires_at?: string }[],
+  extra: Partial<Webhook> = {},
+): Webhook {
+  return {
+    id: '0123456789abcdef01234567',
+    url: 'https://hooks.example.com/cdp',
+    events: ['person.*'],
+    enabled: true,
+    created_at: '2026-11-01T00:00:00.000Z',
+    updated_at: '2026-11-01T00:00:00.000Z',
+    secrets: secrets.map(({ secret, expires_at }) => ({
+      wrapped: `w:${secret}`,
+      ...(expires_at ? { expires_at } : {}),
+    })),
+    ...extra,
+  };
+}
+
+const message: DeliveryMessage = {
+  instance_id: 'acme',
+  webhook_id: '0123456789abcdef01234567',
+  event: {
+    id: 'msg_00112233445566778899aabbccddeeff',
+    type: 'person.created',
+    timestamp: '2026-11-24T11:59:58.000Z',
+    data: { person_id: '66a1f0c2e4b0a1b2c3d4e5f6' },
+  },
+};
+
+function portsFor(
+  webhook: Webhook | undefined,
+  answer: number | Error = 200,
+  addresses: string[] = ['93.184.215.14'],
+) {
+  const sent: DeliveryRequest[] = [];
+  const ports: DeliveryPorts = {
+    store: { get: () => Promise.resolve(webhook) },
+    secrets: plain,
+    addresses: { allowLoopback: false },
+    resolve: () => Promise.resolve(addresses),
+    transport: (request) => {
+      sent.push(request);
+      return answer instanceof Error
+        ? Promise.reject(answer)
+        : Promise.resolve({ status: answer, latencyMs: 3 });
+    },
+    now: () => NOW,
+  };
+  return { ports, sent };
+}
+
+describe('deliver', () => {
+  it('posts the event signed per Standard Webhooks, verifiable with the reference library', async () => {
+    const secret = newWebhookSecret();
+    const { ports, sent } = portsFor(webhookWith([{ secret }]));
+    await expect(deliver(message, 1, ports)).resolves.toMatchObject({
+      kind: 'delivered',
+      status: 200,
+    });
+    const [request] = sent;
+    if (!request) throw new Error('nothing sent');
+    expect(request.headers['webhook-id']).toBe(message.event.id);
+    expect(request.headers['webhook-timestamp']).toBe(String(NOW / 1000));
+    expect(JSON.parse(request.body)).toEqual({
+      type: 'person.created',
+      timestamp: message.event.timestamp,
+      data: message.event.data,
+    });
+    const verifier = new Verifier(secret);
+    // The library checks the timestamp against its clock: verify at the attempt's time.
+    const realNow = Date.now;
+    Date.now = () => NOW;
+    try {
+      expect(verifier.verify(request.body, request.headers)).toEqual(JSON.parse(request.body));
+    } finally {
+      Date.now = realNow;
+    }
+  });
+
+  it('signs with the rotated-out secret during its grace, and not after', async () => {
+    const current = newWebhookSecret();
+    const old = newWebhookSecret();
+    const inGrace = portsFor(
+      webhookWith([{ secret: current }, { secret: old, expires_at: '2026-11-25T00:00:00.000Z' }]),
+    );
+    await deliver(message, 1, inGrace.ports);
+    expect(inGrace.sent[0]?.headers['webhook-signature']?.split(' ')).toHaveLength(2);
+    const expired = portsFor(
+      webhookWith([{ secret: current }, { secret: old, expires_at: '2026-11-24T11:00:00.000Z' }]),
+    );
+    await deliver(message, 1, expired.ports);
+    expect(expired.sent[0]?.headers['webhook-signature']?.split(' ')).toHaveLength(1);
+  });
+
+  it('fails a non-2xx answer with the schedule wait, keeping the same webhook-id', async () => {
+    const { ports, sent } = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 500);
+    const failure = await deliver(message, 3, ports).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(DeliveryFailedError);
+    expect(retryAfterMs(failure)).toBeGreaterThanOrEqual(120_000);
+    expect(retryAfterMs(failure)).toBeLessThanOrEqual(144_000);
+    expect(sent[0]?.headers['webhook-id']).toBe(message.event.id);
+  });
+
+  it('fails a redirect (never followed) and a transport error alike', async () => {
+    const secret = newWebhookSecret();
+    await expect(
+      deliver(message, 1, portsFor(webhookWith([{ secret }]), 302).ports),
+    ).rejects.toThrow('answered 302');
+    await expect(
+      deliver(
+        message,
+        1,
+        portsFor(webhookWith([{ secret }]), new Error('no answer within 15000 ms')).ports,
+      ),
+    ).rejects.toThrow(DeliveryFailedError);
+  });
+
+  it('checks the address again at delivery: a name now resolving to a private address is not posted to', async () => {
+    const { ports, sent } = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 200, [
+      '169.254.169.254',
+    ]);
+    await expect(deliver(message, 1, ports)).rejects.toThrow('its address is refused');
+    expect(sent).toHaveLength(0);
+  });
+
+  it('drops events of a deleted, disabled or unsubscribed webhook without posting', async () => {
+    const secret = newWebhookSecret();
+    for (const webhook of [
+      undefined,
+      webhookWith([{ secret }], { enabled: false }),
+      webhookWith([{ secret }], { events: ['organization.*'] }),
+    ]) {
+      const { ports, sent } = portsFor(webhook);
+      await expect(deliver(message, 1, ports)).resolves.toMatchObject({ kind: 'dropped' });
+      expect(sent).toHaveLength(0);
+    }
+  });
+});
+
+describe('the retry schedule', () => {
+  it('retries for at least 3 days, each wait at most 20% over its base and at most 12 hours', () => {
+    const total = RETRY_SCHEDULE_SECONDS.reduce((sum, wait) => sum + wait, 0);
+    expect(total).toBeGreaterThanOrEqual(3 * 86_400);
+    expect(MAX_ATTEMPTS).toBe(RETRY_SCHEDULE_SECONDS.length + 1);
+    RETRY_SCHEDULE_SECONDS.forEach((base, index) => {
+      expect(retryDelaySeconds(index + 1, () => 0)).toBe(base);
+      const high = retryDelaySeconds(index + 1, () => 0.999);
+      expect(high).toBeLessThanOrEqual(Math.min(43_200, Math.round(base * 1.2)));
+      expect(high).toBeGreaterThanOrEqual(base);
+    });
+  });
+});
