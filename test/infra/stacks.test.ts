@@ -20,7 +20,7 @@ import {
   type TableName,
 } from '../../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, routeKey, type Access } from '../../shared/routes.js';
-import { STREAM_WORKERS, WORKERS } from '../../shared/workers.js';
+import { STREAM_WORKERS, streamFilterPattern, WORKERS } from '../../shared/workers.js';
 import { alarmName } from '../../infra/constructs/operations.js';
 import { ApiStack, STAGE_THROTTLE } from '../../infra/stacks/api-stack.js';
 import { functionSpecs } from '../../infra/stacks/function-groups.js';
@@ -468,9 +468,7 @@ describe('the CDK app', () => {
           ParallelizationFactor: worker.parallelization,
           FunctionResponseTypes: ['ReportBatchItemFailures'],
           FilterCriteria: {
-            Filters: [
-              { Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: worker.sortKeys } } } }) },
-            ],
+            Filters: [{ Pattern: JSON.stringify(streamFilterPattern(worker)) }],
           },
         });
       }
