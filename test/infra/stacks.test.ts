@@ -513,6 +513,27 @@ describe('the CDK app', () => {
         expect.arrayContaining(['dynamodb:UpdateItem', 'geo:SearchPlaceIndexForText']),
       );
       expect(listing).not.toContain('geo:SearchPlaceIndexForText');
+
+      // The last-seen worker reads the activities stream and writes people, nothing else.
+      const lastSeen = statementsOf(functions, 'lastseenworkerfunction');
+      expect(actionsOf(lastSeen)).toEqual(
+        expect.arrayContaining(['dynamodb:UpdateItem', 'dynamodb:GetRecords']),
+      );
+      for (const statement of lastSeen) {
+        const actions = actionsOf([statement]);
+        const resource = JSON.stringify(statement.Resource);
+        if (actions.includes('dynamodb:UpdateItem')) {
+          expect(resource).toMatch(/people/);
+          expect(resource).not.toMatch(/activities|organizations|requests|emails|config/);
+        }
+        if (resource.includes('activities')) {
+          expect(
+            actions.every((action) =>
+              /^dynamodb:(GetRecords|GetShardIterator|DescribeStream|ListStreams)$/.test(action),
+            ),
+          ).toBe(true);
+        }
+      }
     });
 
     it('throttles, traces and logs the stage, behind the WAF rule that refuses oversized bodies', () => {
