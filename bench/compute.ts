@@ -29,7 +29,6 @@ const TARGET_US = 100;
 /** Activities kept in memory, with the DynamoDB store's key semantics (claim, done). */
 class MemoryActivityStore implements ActivityStore {
   readonly written: ActivityToWrite[] = [];
-  readonly lastSeen = new Map<string, string>();
   private readonly keys = new Map<string, KeyState>();
 
   claimKeys(_instance: string, keys: string[]) {
@@ -61,11 +60,6 @@ class MemoryActivityStore implements ActivityStore {
   write(_instance: string, activities: ActivityToWrite[]) {
     this.written.push(...activities);
     return Promise.resolve([]);
-  }
-
-  touch(_instance: string, personId: string, at: string) {
-    if ((this.lastSeen.get(personId) ?? '') < at) this.lastSeen.set(personId, at);
-    return Promise.resolve();
   }
 }
 

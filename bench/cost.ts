@@ -11,6 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { DynamoActivityStore } from '../shared/adapters/activity-store.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { DynamoLastSeenStore } from '../shared/adapters/last-seen-store.js';
+import { runBounded } from '../shared/lib/bounded.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import {
   ActivitiesCreateRequest,
@@ -111,8 +113,9 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       location,
     }),
   );
-  await measure('per activity (100 of 20 existing people, tracked as touch)', 100, () =>
-    recordActivities(
+  let touched: string[] = [];
+  await measure('per activity (100 of 20 existing people, tracked as touch)', 100, async () => {
+    const entries = await recordActivities(
       ActivitiesCreateRequest.parse({
         activities: Array.from({ length: 100 }, (_, i) => ({
           activity_id: 'act:cm:purchased',
@@ -127,7 +130,19 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
         location,
         freshDefinitions: () => Promise.resolve(tenant.instance.activities),
       },
-    ),
+    );
+    touched = [...new Set(entries.flatMap((entry) => entry.person_id ?? []))];
+  });
+  // What the last-seen worker does for those 100 activities off the request path: one
+  // conditional update per person of its stream batch.
+  const lastSeen = new DynamoLastSeenStore(db, tables);
+  await measure(
+    "per activity, the last-seen worker's share (its batch of the 100 above)",
+    100,
+    () =>
+      runBounded(touched, 16, async (id) => {
+        await lastSeen.touch(tenant.instance.id, id, new Date().toISOString());
+      }),
   );
   const env = readEnv(ApiEnv);
   const email = createEmailPorts(db);

@@ -8,7 +8,7 @@ import type { HttpHandler } from '../shared/http/api-handler.js';
 import { isRegion } from '../shared/domain/regions.js';
 import { queueUrlVariable, tableVariable } from '../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
-import { STREAM_WORKERS, WORKERS } from '../shared/workers.js';
+import { keepsStreamRecord, STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 import { createRegionServer } from './http-adapter.js';
 import { recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { startQueuePoller, type SqsHandler } from './queue-poller.js';
@@ -76,7 +76,6 @@ async function main(): Promise<void> {
         `No ${tableVariable(worker.table)} or STREAM_FAILURES_QUEUE_URL for ${worker.function}`,
       );
     }
-    const sortKeys = new Set(worker.sortKeys);
     const checkpoints = process.env.CDP_STREAM_CHECKPOINTS;
     pollers.push(
       startStreamPoller({
@@ -88,7 +87,7 @@ async function main(): Promise<void> {
         batchSize: worker.batchSize,
         timeoutSeconds: worker.timeoutSeconds,
         maxRetryAttempts: worker.maxRetryAttempts,
-        keep: (record) => sortKeys.has(record.dynamodb?.Keys?.sk?.S ?? ''),
+        keep: (record) => keepsStreamRecord(worker, record),
         onFailure: async (failure) => {
           console.error(`${worker.function} gave up on a stream batch`, failure);
           await sqs.send(

@@ -135,7 +135,12 @@ export interface StreamWorkerDefinition {
    * Only changes of items with one of these sort keys reach the function (Lambda's event
    * filter, which drops the others before they are billed; the local poller does the same).
    */
-  readonly sortKeys: readonly string[];
+  readonly sortKeys?: readonly string[];
+  /**
+   * Instead of `sortKeys`: only new items (INSERT) holding this attribute `true` reach it
+   * (an item whose sort key varies, as an activity's time and ID).
+   */
+  readonly insertedWith?: string;
   readonly batchSize: number;
   /**
    * Batches of one shard processed at once (Lambda's parallelization factor, 1-10); changes
@@ -177,4 +182,51 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     timeoutSeconds: 60,
     access: ['config:read', 'queue:webhooks'],
   },
+  {
+    // Every new activity that tracks a touch moves its person's last seen forward
+    // (docs/data-model.md, "Last seen"): off the request path, a second or so behind it.
+    function: 'last-seen-worker',
+    table: 'activities',
+    insertedWith: 'touch',
+    batchSize: 100,
+    parallelization: 4,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 30,
+    access: ['people'],
+  },
 ];
+
+/**
+ * A stream worker's event filter, as Lambda's filter criteria pattern (infra) and as the
+ * local poller applies it (`keepsStreamRecord`).
+ */
+export function streamFilterPattern(worker: StreamWorkerDefinition): Record<string, unknown> {
+  if (worker.insertedWith !== undefined) {
+    return {
+      eventName: ['INSERT'],
+      dynamodb: { NewImage: { [worker.insertedWith]: { BOOL: [true] } } },
+    };
+  }
+  return { dynamodb: { Keys: { sk: { S: [...(worker.sortKeys ?? [])] } } } };
+}
+
+/** Whether a stream record passes the worker's event filter (`streamFilterPattern`). */
+export function keepsStreamRecord(
+  worker: StreamWorkerDefinition,
+  record: {
+    eventName?: string;
+    dynamodb?: {
+      Keys?: Record<string, { S?: string }>;
+      NewImage?: Record<string, { BOOL?: boolean }>;
+    };
+  },
+): boolean {
+  if (worker.insertedWith !== undefined) {
+    return (
+      record.eventName === 'INSERT' &&
+      record.dynamodb?.NewImage?.[worker.insertedWith]?.BOOL === true
+    );
+  }
+  return (worker.sortKeys ?? []).includes(record.dynamodb?.Keys?.sk?.S ?? '');
+}

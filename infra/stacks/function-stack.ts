@@ -1,17 +1,12 @@
 import { NestedStack, type NestedStackProps } from 'aws-cdk-lib';
 import type { IRestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import {
-  FilterCriteria,
-  FilterRule,
-  StartingPosition,
-  type IFunction,
-} from 'aws-cdk-lib/aws-lambda';
+import { FilterCriteria, StartingPosition, type IFunction } from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
-import type { StreamWorkerDefinition } from '../../shared/workers.js';
+import { streamFilterPattern, type StreamWorkerDefinition } from '../../shared/workers.js';
 import { STAGE_NAME } from '../../shared/edge.js';
 import { reserveConcurrency } from '../constructs/abuse-limits.js';
 import { CdpFunction } from '../constructs/cdp-function.js';
@@ -120,11 +115,7 @@ export class FunctionStack extends NestedStack {
       retryAttempts: worker.maxRetryAttempts,
       reportBatchItemFailures: true,
       onFailure: new SqsDlq(data.streamFailures),
-      filters: [
-        FilterCriteria.filter({
-          dynamodb: { Keys: { sk: { S: FilterRule.or(...worker.sortKeys) } } },
-        }),
-      ],
+      filters: [FilterCriteria.filter(streamFilterPattern(worker))],
     });
     table.grantStreamRead(fn);
     data.streamFailures.grantSendMessages(fn);

@@ -7,15 +7,7 @@ import {
   type KeyState,
 } from '../domain/activities/record-activities.js';
 import { runBounded } from '../lib/bounded.js';
-import { logger } from '../lib/logger.js';
-import {
-  batchGet,
-  batchWrite,
-  cancellationCodes,
-  ExpressionBuilder,
-  isConditionFailure,
-} from './dynamo-helpers.js';
-import { personKey } from './people-store.js';
+import { batchGet, batchWrite, cancellationCodes, isConditionFailure } from './dynamo-helpers.js';
 import { TransactionBatcher } from './transaction-batcher.js';
 
 /**
@@ -51,10 +43,7 @@ const keyOf = (instanceId: string, key: string) => ({ pk: `${instanceId}#KEY#${k
 const CONCURRENCY = 16;
 
 export class DynamoActivityStore implements ActivityStore {
-  /**
-   * Keyed activities (each with its key) and last-seen moves (each conditional) of one
-   * request share transactions: a few calls instead of one per activity or person.
-   */
+  /** Keyed activities (each with its key) of one request share transactions. */
   private readonly transactions: TransactionBatcher;
 
   constructor(
@@ -214,43 +203,5 @@ export class DynamoActivityStore implements ActivityStore {
       );
     }
     return lost;
-  }
-
-  async touch(instanceId: string, personId: string, at: string, place?: string) {
-    const x = new ExpressionBuilder();
-    const field = (id: string) => `${x.name('fields')}.${x.name(id)}`;
-    const set = [`${field('tme::last-seen')} = ${x.value(at)}`];
-    if (place) set.push(`${field('geo::last-seen')} = ${x.value({ name: place })}`);
-    const newer = x.value(at);
-    try {
-      // Touches of one request share transactions (a failed condition is this touch's alone).
-      await this.transactions.write({
-        items: [
-          {
-            Update: {
-              TableName: this.tables.people,
-              Key: personKey(instanceId, personId),
-              // The version moves too, so a whole-state write planned before this one fails.
-              UpdateExpression: `SET ${set.join(', ')} ADD ${x.name('version')} ${x.value(1)}`,
-              // Never on an archived person (a request may have found them before the archive).
-              ConditionExpression: `attribute_exists(pk) AND attribute_not_exists(${x.name('archived_at')}) AND (attribute_not_exists(${field('tme::last-seen')}) OR ${field('tme::last-seen')} < ${newer})`,
-              ExpressionAttributeNames: x.names,
-              ExpressionAttributeValues: x.values,
-            },
-          },
-        ],
-      });
-    } catch (error) {
-      // A later touch is already recorded (last seen never moves back), or the person was
-      // archived meanwhile.
-      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return;
-      logger.warn('Last seen was not moved forward (the activity stands)', {
-        instance: instanceId,
-        person: personId,
-        at,
-        error: error as Error,
-      });
-      throw error;
-    }
   }
 }

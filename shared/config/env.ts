@@ -173,6 +173,11 @@ export const AudienceWorkerEnv = AudiencesEnv.extend({
   ACTIVITIES_TABLE: tableName,
 });
 
+/** The last-seen worker (the activities table's stream): it updates people only. */
+export const LastSeenWorkerEnv = z.object({
+  PEOPLE_TABLE: tableName,
+});
+
 /** The audience-jobs queue's worker: builds, daily re-evaluations, deletions. */
 export const AudienceJobsEnv = AudienceWorkerEnv.extend({
   AUDIENCE_JOBS_QUEUE_URL: z.url(),

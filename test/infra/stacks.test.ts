@@ -20,7 +20,7 @@ import {
   type TableName,
 } from '../../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, routeKey, type Access } from '../../shared/routes.js';
-import { STREAM_WORKERS, WORKERS } from '../../shared/workers.js';
+import { STREAM_WORKERS, streamFilterPattern, WORKERS } from '../../shared/workers.js';
 import { alarmName } from '../../infra/constructs/operations.js';
 import { ApiStack, STAGE_THROTTLE } from '../../infra/stacks/api-stack.js';
 import { functionSpecs } from '../../infra/stacks/function-groups.js';
@@ -475,9 +475,7 @@ describe('the CDK app', () => {
           ParallelizationFactor: worker.parallelization,
           FunctionResponseTypes: ['ReportBatchItemFailures'],
           FilterCriteria: {
-            Filters: [
-              { Pattern: JSON.stringify({ dynamodb: { Keys: { sk: { S: worker.sortKeys } } } }) },
-            ],
+            Filters: [{ Pattern: JSON.stringify(streamFilterPattern(worker)) }],
           },
         });
       }
@@ -522,6 +520,27 @@ describe('the CDK app', () => {
         expect.arrayContaining(['dynamodb:UpdateItem', 'geo:SearchPlaceIndexForText']),
       );
       expect(listing).not.toContain('geo:SearchPlaceIndexForText');
+
+      // The last-seen worker reads the activities stream and writes people, nothing else.
+      const lastSeen = statementsOf(functions, 'lastseenworkerfunction');
+      expect(actionsOf(lastSeen)).toEqual(
+        expect.arrayContaining(['dynamodb:UpdateItem', 'dynamodb:GetRecords']),
+      );
+      for (const statement of lastSeen) {
+        const actions = actionsOf([statement]);
+        const resource = JSON.stringify(statement.Resource);
+        if (actions.includes('dynamodb:UpdateItem')) {
+          expect(resource).toMatch(/people/);
+          expect(resource).not.toMatch(/activities|organizations|requests|emails|config/);
+        }
+        if (resource.includes('activities')) {
+          expect(
+            actions.every((action) =>
+              /^dynamodb:(GetRecords|GetShardIterator|DescribeStream|ListStreams)$/.test(action),
+            ),
+          ).toBe(true);
+        }
+      }
     });
 
     it('throttles, traces and logs the stage, behind the WAF rule that refuses oversized bodies', () => {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { KEYS, call } from './stack.js';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import type { DynamoDBStreamEvent } from 'aws-lambda';
+import { z } from 'zod';
+import { DynamoLastSeenStore } from '../../shared/adapters/last-seen-store.js';
+import { tableName } from '../../shared/resources.js';
+import { lastSeenWorker } from '../../shared/worker/last-seen-runtime.js';
+import { until } from './emails.js';
+import { KEYS, call, functionContext, stackDb } from './stack.js';
 import { activitiesOf, fieldsOf, mergeOne, uniqueEmail } from './people.js';
 
 const key = KEYS.tracker;
@@ -22,6 +30,33 @@ async function record(body: Record<string, unknown>, apiKey: string = key) {
 }
 
 const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000).toISOString();
+
+const PEOPLE = tableName('default', 'people');
+
+/** Waits until the person's last seen is `at` (the last-seen worker runs off the stream). */
+function lastSeenOf(id: string, at: string): Promise<string> {
+  return until(`last seen of ${id} to be ${at}`, async () => {
+    const seen = (await fieldsOf(key, id, ['tme::last-seen']))['tme::last-seen'];
+    return seen === at ? seen : undefined;
+  });
+}
+
+const PersonItem = z.object({
+  pk: z.string(),
+  version: z.number(),
+  fields: z.record(z.string(), z.unknown()),
+});
+
+async function personItem(instanceId: string, id: string) {
+  const { Item } = await stackDb().db.send(
+    new GetCommand({
+      TableName: PEOPLE,
+      Key: { pk: `${instanceId}#P#${id}`, sk: 'P' },
+      ConsistentRead: true,
+    }),
+  );
+  return PersonItem.parse(Item);
+}
 
 describe('activities create', () => {
   it('creates the person, records the activity with typed attributes and display text', async () => {
@@ -75,7 +110,10 @@ describe('activities create', () => {
     ]);
     expect(fields['str:cm:last-item']).toBe('Teapot');
     expect(fields['str::first']).toBe('Bea');
-    expect(typeof fields['tme::last-seen']).toBe('string');
+    // Last seen follows from the activities' stream, shortly after the answer.
+    expect(await lastSeenOf(entry?.person_id ?? '', String(purchase.created_at))).toBe(
+      purchase.created_at,
+    );
   });
 
   it('answers every person_status: merged, by-id, skipped and invalid', async () => {
@@ -227,18 +265,66 @@ describe('activities create', () => {
       ],
     });
     const id = entries[0]?.person_id ?? '';
+    const first = (await activitiesOf(key, id)).find((a) => a.field_id === 'act:cm:purchased');
+    const at = String(first?.created_at);
+    await lastSeenOf(id, at);
     const seen = await fieldsOf(key, id, ['tme::last-seen', 'geo::last-seen']);
     expect(seen['geo::last-seen']).toEqual({ name: 'Sydney, New South Wales, Australia' });
+    // An older touch, then an activity that is not one, then a newer touch without a place:
+    // the stream hands a person's activities on in order, so once the newer one shows, the
+    // older one was handled before it and did not move last seen back.
     await record({
       activities: [{ activity_id: 'act:cm:purchased', person_id: id, created: daysAgo(5) }],
     });
-    expect((await fieldsOf(key, id, ['tme::last-seen']))['tme::last-seen']).toBe(
-      seen['tme::last-seen'],
-    );
     await record({ activities: [{ activity_id: 'act:cm:viewed', person_id: id }] });
-    expect((await fieldsOf(key, id, ['tme::last-seen']))['tme::last-seen']).toBe(
-      seen['tme::last-seen'],
-    );
+    const newer = daysAgo(1);
+    await record({
+      activities: [{ activity_id: 'act:cm:purchased', person_id: id, created: newer }],
+    });
+    await lastSeenOf(id, newer);
+    // The place stays where the last touch with a place left it.
+    expect((await fieldsOf(key, id, ['geo::last-seen']))['geo::last-seen']).toEqual({
+      name: 'Sydney, New South Wales, Australia',
+    });
+  });
+
+  it('last seen: a late or repeated activity of the stream never moves it back', async () => {
+    const email = uniqueEmail();
+    const id = (await mergeOne(key, { fields: { 'str::email': email } })).person_id ?? '';
+    const worker = lastSeenWorker(new DynamoLastSeenStore(stackDb().db, { people: PEOPLE }));
+    const instanceId = 'tracker';
+    const insert = (created: string, n: number, city?: string) => ({
+      eventName: 'INSERT' as const,
+      dynamodb: {
+        Keys: marshall({ pk: `${instanceId}#P#${id}`, sk: `${created}#${n}` }),
+        NewImage: marshall({
+          pk: `${instanceId}#P#${id}`,
+          sk: `${created}#${n}`,
+          created_at: created,
+          touch: true,
+          ...(city ? { location: { city } } : {}),
+        }),
+        SequenceNumber: String(n),
+        ApproximateCreationDateTime: Date.now() / 1000,
+      },
+    });
+    const handle = (records: ReturnType<typeof insert>[]) =>
+      worker({ Records: records } as unknown as DynamoDBStreamEvent, functionContext);
+    const newer = daysAgo(1);
+    const older = daysAgo(3);
+    expect(await handle([insert(newer, 1, 'Lyon')])).toEqual({ batchItemFailures: [] });
+    const moved = await personItem(instanceId, id);
+    expect(moved.fields['tme::last-seen']).toBe(newer);
+    expect(moved.fields['geo::last-seen']).toEqual({ name: 'Lyon' });
+    // Redelivered, and a late older activity: nothing moves, not even the version.
+    expect(await handle([insert(newer, 1, 'Lyon'), insert(older, 2, 'Paris')])).toEqual({
+      batchItemFailures: [],
+    });
+    expect(await handle([insert(older, 2, 'Paris')])).toEqual({ batchItemFailures: [] });
+    const after = await personItem(instanceId, id);
+    expect(after.fields['tme::last-seen']).toBe(newer);
+    expect(after.fields['geo::last-seen']).toEqual({ name: 'Lyon' });
+    expect(after.version).toBe(moved.version);
   });
 
   it('records 100 activities in one request', async () => {

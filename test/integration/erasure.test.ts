@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
+import { DynamoLastSeenStore } from '../../shared/adapters/last-seen-store.js';
 import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { emailActivity } from '../../shared/domain/email/email-activities.js';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
@@ -597,12 +597,9 @@ describe('archive and erase racing other writes', () => {
   it('a last-seen move of a request that found the person before the archive changes nothing', async () => {
     const id = await archivedPerson('touched-late');
     const before = await personItem(id);
-    const store = new DynamoActivityStore(db, {
-      activities: lifecycleTables.activities,
-      people: tables.people,
-    });
-    // The activity request's touch lands after the archive: it is dropped silently.
-    await store.touch(INSTANCE, id, new Date().toISOString(), 'Paris');
+    const store = new DynamoLastSeenStore(db, { people: tables.people });
+    // The last-seen worker's move lands after the archive: it changes nothing.
+    expect(await store.touch(INSTANCE, id, new Date().toISOString(), 'Paris')).toBe(false);
     const after = await personItem(id);
     expect(after?.fields).toEqual(before?.fields);
     expect((after?.fields as Body)['tme::last-seen']).toBeUndefined();

@@ -102,6 +102,11 @@ export interface ActivityToWrite {
   created_at: string;
   key?: string;
   source: string;
+  /**
+   * Its definition tracks it as a touch: the last-seen worker (the activities table's stream)
+   * moves the person's last seen to its time (last-seen.ts).
+   */
+  touch?: true;
 }
 
 export interface RecordedKey {
@@ -136,8 +141,6 @@ export interface ActivityStore {
    * request took over meanwhile (their activities were not written).
    */
   write(instanceId: string, activities: ActivityToWrite[], token: string): Promise<string[]>;
-  /** Moves a person's last-seen time (and place) forward; never back. */
-  touch(instanceId: string, personId: string, at: string, place?: string): Promise<void>;
 }
 
 export interface ActivityContext {
@@ -217,11 +220,6 @@ interface Pending {
   byId: boolean;
 }
 
-function placeOf(location: ResolvedLocation | undefined): string | undefined {
-  const parts = [location?.city, location?.region, location?.country].filter(Boolean);
-  return parts.length > 0 ? parts.join(', ') : location?.position_name;
-}
-
 /** The whole request fails when an activity is back-dated too far or dated in the future. */
 function checkDates(raw: unknown[], now: Date): void {
   raw.forEach((entry, index) => {
@@ -268,7 +266,7 @@ export async function recordActivities(
   const now = context.now ?? (() => new Date());
   const started = queued?.acceptedAt ?? now();
   const prepared = await prepareActivities(request, context, started);
-  const { definitions, entries, valid } = prepared;
+  const { entries, valid } = prepared;
   const options = queued ? { ...prepared.options, ledger: queued.ledger } : prepared.options;
   // A queued request's activity IDs derive from the request and the activity's index.
   const activityId = (index: number, createdAt: string) =>
@@ -361,6 +359,7 @@ export async function recordActivities(
         created_at: p.createdAt,
         ...(p.key ? { key: p.key } : {}),
         source: tenant.dataSource.name,
+        ...(p.definition.config.track_as_touch ? { touch: true as const } : {}),
       };
       indexOf.set(activity, p.index);
       written.push(activity);
@@ -422,24 +421,7 @@ export async function recordActivities(
     }
   }
   await giveBackKeys();
-
-  // Touches move the person's last-seen time (and place) forward.
-  const touches = new Map<string, { at: string; place?: string }>();
-  for (const activity of written) {
-    const definition = definitions.get(activity.field_id);
-    if (!definition?.config.track_as_touch) continue;
-    const current = touches.get(activity.person_id);
-    if (!current || current.at < activity.created_at) {
-      const place = placeOf(activity.location);
-      touches.set(activity.person_id, { at: activity.created_at, ...(place ? { place } : {}) });
-    }
-  }
-  // Last seen is a side effect of recorded activities: if the store fails it, the activities
-  // stand and the answer says so (the store logs what was not touched).
-  // All at once: the store shares transactions between them.
-  await runBounded([...touches], touches.size, ([personId, touch]) =>
-    context.activities.touch(instanceId, personId, touch.at, touch.place),
-  );
+  // Last seen follows from the activities' stream (last-seen.ts), not from this request.
   return everyRecordInvalid(
     request.activities.map(
       (_, index): ActivityEntry =>
