@@ -113,6 +113,14 @@ export function stackAwsEnv(ports: StackPorts = TEST_STACK): Record<string, stri
   };
 }
 
+/**
+ * The suites' instances. Those the suites send concurrent requests to set a generous
+ * `rate_limit`: a request is charged one token per started 250 ms of its function's time
+ * (`extraCost`), and on a loaded two-core CI machine a contended merge takes seconds, so 50
+ * simultaneous merges could empty the default bucket (200) and the suite's next read be
+ * refused with 429. The rate limit has its own instance (`ratelimited`) and suite; a few
+ * instances (acme, globex, koala, stroopwafel, nomail, cheapmail) keep the default limit.
+ */
 export const SEED_FILE = 'test/fixtures/seed.json';
 
 export const KEYS = {
