@@ -85,6 +85,7 @@ async function main(): Promise<void> {
         handler: await loadHandler<StreamHandler>(worker.function),
         functionName: worker.function,
         batchSize: worker.batchSize,
+        parallelization: worker.parallelization,
         timeoutSeconds: worker.timeoutSeconds,
         maxRetryAttempts: worker.maxRetryAttempts,
         keep: (record) => keepsStreamRecord(worker, record),

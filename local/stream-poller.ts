@@ -54,6 +54,12 @@ export interface StreamPollerOptions {
   handler: StreamHandler;
   functionName: string;
   batchSize: number;
+  /**
+   * Batches of one shard handled at once (Lambda's parallelization factor, 1 by default):
+   * records are spread over that many lanes by their partition key, so changes of one key
+   * stay in order, and each lane hands its records to the handler `batchSize` at a time.
+   */
+  parallelization?: number;
   timeoutSeconds: number;
   maxRetryAttempts: number;
   /** Records of which items reach the handler (Lambda's event filter); all by default. */
@@ -138,6 +144,19 @@ export function toLambdaRecord(
   };
 }
 
+/** Records spread over `count` lanes by partition key (`pk`), each in stream order. */
+function lanes(records: DynamoDBRecord[], count: number): DynamoDBRecord[][] {
+  if (count <= 1) return [records];
+  const spread: DynamoDBRecord[][] = Array.from({ length: count }, () => []);
+  for (const record of records) {
+    const pk = JSON.stringify(record.dynamodb?.Keys?.pk ?? '');
+    let hash = 0;
+    for (let i = 0; i < pk.length; i += 1) hash = (hash * 31 + pk.charCodeAt(i)) >>> 0;
+    spread[hash % count]?.push(record);
+  }
+  return spread.filter((lane) => lane.length > 0);
+}
+
 /** Waits, or less when stopped (its listener goes with it: pollers wait very often). */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -162,6 +181,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const finished = new Set(checkpoints.finished);
   const awsRegion = process.env.AWS_REGION ?? 'us-east-1';
   const idleMs = options.idleMs ?? 200;
+  const parallelization = Math.max(1, options.parallelization ?? 1);
   const retryBaseMs = options.retryBaseMs ?? 500;
   const reading = new Map<string, Promise<void>>();
 
@@ -209,20 +229,33 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
         .filter((record) => options.keep?.(record) ?? true);
       let failedFrom: number | undefined;
       if (kept.length > 0) {
-        try {
-          const result = await options.handler(
-            { Records: kept },
-            lambdaContext(functionName, options.timeoutSeconds),
-          );
-          const failed = new Set((result?.batchItemFailures ?? []).map((f) => f.itemIdentifier));
-          const index = pending.findIndex((record) =>
-            failed.has(record.dynamodb?.SequenceNumber ?? ''),
-          );
-          failedFrom = index === -1 ? undefined : index;
-        } catch (error) {
-          console.error(`${functionName} failed a stream batch; it will be retried`, error);
-          failedFrom = 0;
-        }
+        const failed = new Set<string>();
+        // Each lane's batches in order; the lanes at once. A lane stops at its first failure.
+        await Promise.all(
+          lanes(kept, parallelization).map(async (lane) => {
+            for (let start = 0; start < lane.length; start += options.batchSize) {
+              const batch = lane.slice(start, start + options.batchSize);
+              try {
+                const result = await options.handler(
+                  { Records: batch },
+                  lambdaContext(functionName, options.timeoutSeconds),
+                );
+                const failures = result?.batchItemFailures ?? [];
+                for (const failure of failures) failed.add(failure.itemIdentifier);
+                if (failures.length > 0) return;
+              } catch (error) {
+                console.error(`${functionName} failed a stream batch; it will be retried`, error);
+                failed.add(batch[0]?.dynamodb?.SequenceNumber ?? '');
+                return;
+              }
+            }
+          }),
+        );
+        // Retried from the earliest failure of any lane (what came after it again: at least once).
+        const index = pending.findIndex((record) =>
+          failed.has(record.dynamodb?.SequenceNumber ?? ''),
+        );
+        failedFrom = index === -1 ? undefined : index;
       }
       if (failedFrom === undefined) {
         const last = pending.at(-1)?.dynamodb?.SequenceNumber;
@@ -259,7 +292,10 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
       let answer;
       try {
         answer = await streams.send(
-          new GetRecordsCommand({ ShardIterator: position, Limit: options.batchSize }),
+          new GetRecordsCommand({
+            ShardIterator: position,
+            Limit: Math.min(1000, options.batchSize * parallelization),
+          }),
           { abortSignal: abort.signal },
         );
       } catch (error) {

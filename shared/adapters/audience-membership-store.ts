@@ -3,6 +3,7 @@ import {
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
@@ -16,6 +17,7 @@ import type { ActivityToWrite } from '../domain/activities/record-activities.js'
 import type { Person } from '../domain/people/person.js';
 import { activityItem } from './activity-store.js';
 import {
+  AUDIENCE_COUNTER_SHARDS,
   counterShard,
   countersPk,
   dayOf,
@@ -26,6 +28,7 @@ import { batchWrite, cancellationCodes, queryPartition, type Item } from './dyna
 import { LIST_SHARDS, listShard, personFromItem } from './people-store.js';
 import { shardedPage } from './sharded-index.js';
 import type { TransactItem } from './record-writes.js';
+import { TransactionBatcher, type TransactionPart } from './transaction-batcher.js';
 
 /**
  * Who belongs to which audience (the audiences table, docs/data-model.md):
@@ -96,9 +99,6 @@ const DAY_S = 86_400;
 const expiresAfterDays = (day: string, days: number) =>
   Math.floor(Date.parse(`${day}T00:00:00Z`) / 1000) + days * DAY_S;
 
-/** Changes of one person per transaction: each change is at most 4 items. */
-const CHANGES_PER_TRANSACTION = 24;
-
 export interface AudienceTables {
   audiences: string;
   /** Absent in functions without a grant on them (they only read memberships). */
@@ -115,6 +115,7 @@ export class DynamoMembershipStore {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: AudienceTables,
+    private readonly batcher = new TransactionBatcher(db),
   ) {}
 
   /** The person as it is now (strongly consistent), or undefined once erased. */
@@ -159,14 +160,20 @@ export class DynamoMembershipStore {
 
   /**
    * Writes a decision: each change with its counters, its day's entry count and its activity,
-   * in transactions of whole changes, each conditioned on the revision it was decided from.
-   * `MembershipConflictError` when one was changed meanwhile (decide again from a new read).
+   * atomically and conditioned on the revision it was decided from, and counts the person in
+   * the builds that asked (`counting`), atomically with the first change (or alone when
+   * nothing changes). The writes go through the transaction batcher, so the people a stream
+   * batch evaluates at once share calls (a build's people mostly need only their count).
+   * `MembershipConflictError` when a membership was changed meanwhile, or when the person was
+   * counted meanwhile with a change to write (decide again from a new read); a count alone
+   * that finds the person counted already is done.
    */
   async apply(
     instanceId: string,
     personId: string,
     decision: Decision,
     now: number,
+    counting: readonly { audienceId: string; version: number }[] = [],
   ): Promise<void> {
     const activities = new Map<string, ActivityToWrite[]>();
     for (const activity of decision.activities) {
@@ -175,12 +182,95 @@ export class DynamoMembershipStore {
       activities.set(audienceId, [...(activities.get(audienceId) ?? []), activity]);
     }
     const parts = decision.changes.map((change) =>
-      this.changeItems(instanceId, personId, change, activities.get(change.audienceId) ?? [], now),
+      this.changePart(instanceId, personId, change, activities.get(change.audienceId) ?? [], now),
     );
-    for (let start = 0; start < parts.length; start += CHANGES_PER_TRANSACTION) {
-      const items = parts.slice(start, start + CHANGES_PER_TRANSACTION).flat();
-      await this.transact(items);
+    const count = this.countPart(instanceId, personId, counting);
+    const [first] = parts;
+    if (count && first) {
+      first.items.push(...count.items);
+      first.counters = [...(first.counters ?? []), ...(count.counters ?? [])];
     }
+    if (count && !first) {
+      await this.batcher.write(count).catch((error: unknown) => {
+        // Counted already (the same request handled twice): nothing more to count.
+        if (cancellationCodes(error)?.[0] !== 'ConditionalCheckFailed') throw error;
+      });
+      return;
+    }
+    const results = await Promise.allSettled(parts.map((part) => this.batcher.write(part)));
+    const failures = results.flatMap((result) =>
+      result.status === 'rejected' ? [result.reason as Error] : [],
+    );
+    if (failures.some((error) => cancellationCodes(error)?.includes('ConditionalCheckFailed'))) {
+      throw new MembershipConflictError();
+    }
+    const [failure] = failures;
+    if (failure) throw failure;
+  }
+
+  /** Counts the person in builds once (`b_<audience>` of its state moves to the version). */
+  private countPart(
+    instanceId: string,
+    personId: string,
+    counting: readonly { audienceId: string; version: number }[],
+  ): TransactionPart | undefined {
+    if (counting.length === 0) return undefined;
+    const names = Object.fromEntries(
+      counting.map((build, i) => [`#b${i}`, `b_${build.audienceId}`]),
+    );
+    const values = Object.fromEntries(counting.map((build, i) => [`:v${i}`, build.version]));
+    return {
+      items: [
+        {
+          Update: {
+            TableName: this.tables.audiences,
+            Key: { pk: personPk(instanceId, personId), sk: 'S' },
+            UpdateExpression: `SET ${counting.map((_, i) => `#b${i} = :v${i}`).join(', ')}`,
+            ConditionExpression: counting
+              .map((_, i) => `(attribute_not_exists(#b${i}) OR #b${i} < :v${i})`)
+              .join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+          },
+        },
+      ],
+      counters: counting.map((build) => ({
+        table: this.tables.audiences,
+        pk: countersPk(instanceId, build.audienceId),
+        add: { [evaluatedAttribute(build.version)]: 1 },
+        shardKey: (shard: number) => ({
+          pk: countersPk(instanceId, build.audienceId),
+          sk: `C#${shard % AUDIENCE_COUNTER_SHARDS}`,
+        }),
+      })),
+    };
+  }
+
+  /** A change's items and its counter additions (summed with others' by the batcher). */
+  private changePart(
+    instanceId: string,
+    personId: string,
+    change: MembershipChange,
+    activities: ActivityToWrite[],
+    now: number,
+  ): TransactionPart {
+    const items = this.changeItems(instanceId, personId, change, activities, now, false);
+    const { members, subscribers, sms_opted_in } = change.delta;
+    if (members === 0 && subscribers === 0 && sms_opted_in === 0) return { items };
+    return {
+      items,
+      counters: [
+        {
+          table: this.tables.audiences,
+          pk: countersPk(instanceId, change.audienceId),
+          add: { members, subscribers, sms_opted_in },
+          shardKey: (shard: number) => ({
+            pk: countersPk(instanceId, change.audienceId),
+            sk: `C#${shard % AUDIENCE_COUNTER_SHARDS}`,
+          }),
+        },
+      ],
+    };
   }
 
   private changeItems(
@@ -189,6 +279,7 @@ export class DynamoMembershipStore {
     change: MembershipChange,
     activities: ActivityToWrite[],
     now: number,
+    withCounters = true,
   ): TransactItem[] {
     const key = { pk: personPk(instanceId, personId), sk: `A#${change.audienceId}` };
     const items: TransactItem[] = [];
@@ -220,7 +311,7 @@ export class DynamoMembershipStore {
       });
     }
     const { members, subscribers, sms_opted_in } = change.delta;
-    if (members !== 0 || subscribers !== 0 || sms_opted_in !== 0) {
+    if (withCounters && (members !== 0 || subscribers !== 0 || sms_opted_in !== 0)) {
       items.push({
         Update: {
           TableName: this.tables.audiences,
@@ -260,48 +351,6 @@ export class DynamoMembershipStore {
       if (cancellationCodes(error)?.includes('ConditionalCheckFailed')) {
         throw new MembershipConflictError();
       }
-      throw error;
-    }
-  }
-
-  /**
-   * Counts the person in a build once (its `b_<audience>` moves to the version, with the
-   * audience's `evaluated_<version>` count): handled twice, counted once.
-   */
-  async acknowledgeBuild(
-    instanceId: string,
-    personId: string,
-    audienceId: string,
-    version: number,
-  ): Promise<void> {
-    try {
-      await this.db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tables.audiences,
-                Key: { pk: personPk(instanceId, personId), sk: 'S' },
-                UpdateExpression: 'SET #b = :v',
-                ConditionExpression: 'attribute_not_exists(#b) OR #b < :v',
-                ExpressionAttributeNames: { '#b': `b_${audienceId}` },
-                ExpressionAttributeValues: { ':v': version },
-              },
-            },
-            {
-              Update: {
-                TableName: this.tables.audiences,
-                Key: { pk: countersPk(instanceId, audienceId), sk: counterShard() },
-                UpdateExpression: 'ADD #e :one',
-                ExpressionAttributeNames: { '#e': evaluatedAttribute(version) },
-                ExpressionAttributeValues: { ':one': 1 },
-              },
-            },
-          ],
-        }),
-      );
-    } catch (error) {
-      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return;
       throw error;
     }
   }
@@ -348,12 +397,32 @@ export class DynamoMembershipStore {
     await this.transact(items);
   }
 
-  /** What is left of an erased person here: its audience state, marker and evaluation item. */
-  async forget(instanceId: string, personId: string, state: AudienceState): Promise<void> {
+  /**
+   * What is left of an erased person here: its marker and evaluation item go; its audience
+   * state goes too, unless it was counted in builds (`counted`): then only the builds'
+   * versions stay, for a week, so that a build's request delivered again does not count the
+   * person twice.
+   */
+  async forget(
+    instanceId: string,
+    personId: string,
+    state: AudienceState,
+    counted: boolean,
+  ): Promise<void> {
     await this.reschedule(instanceId, personId, state, undefined);
-    await batchWrite(this.db, this.tables.audiences, [
-      { DeleteRequest: { Key: { pk: personPk(instanceId, personId), sk: 'S' } } },
-    ]);
+    const key = { pk: personPk(instanceId, personId), sk: 'S' };
+    if (counted) {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.audiences,
+          Key: key,
+          UpdateExpression: 'SET expires_at = :expires REMOVE recheck_day',
+          ExpressionAttributeValues: { ':expires': expiresAfterDays(dayOf(Date.now()), 7) },
+        }),
+      );
+    } else {
+      await batchWrite(this.db, this.tables.audiences, [{ DeleteRequest: { Key: key } }]);
+    }
     await batchWrite(this.db, granted(this.tables.people, 'people'), [
       { DeleteRequest: { Key: { pk: personPk(instanceId, personId), sk: 'E' } } },
     ]);

@@ -28,12 +28,16 @@ export interface EvaluationPorts {
     personId: string,
   ): Promise<{ memberships: Map<string, Membership>; state: PersonAudienceState }>;
   person(instanceId: string, personId: string): Promise<Person | undefined>;
-  apply(instanceId: string, personId: string, decision: Decision, now: number): Promise<void>;
-  acknowledgeBuild(
+  /**
+   * Writes the decision, and counts the person in `counting` (builds it was not yet counted
+   * in) atomically with it: `MembershipConflictError` when either was written meanwhile.
+   */
+  apply(
     instanceId: string,
     personId: string,
-    audienceId: string,
-    version: number,
+    decision: Decision,
+    now: number,
+    counting: readonly BuildRequest[],
   ): Promise<void>;
   reschedule(
     instanceId: string,
@@ -41,7 +45,13 @@ export interface EvaluationPorts {
     state: PersonAudienceState,
     day: string | undefined,
   ): Promise<void>;
-  forget(instanceId: string, personId: string, state: PersonAudienceState): Promise<void>;
+  /** Removes an erased person's state; `counted`: it was counted in a build, which stays known. */
+  forget(
+    instanceId: string,
+    personId: string,
+    state: PersonAudienceState,
+    counted: boolean,
+  ): Promise<void>;
 }
 
 /** A build that asked for the person to be evaluated (it counts them once evaluated). */
@@ -67,8 +77,15 @@ export async function evaluatePerson(
     const person = await ports.person(instanceId, personId);
     const at = now();
     const decision = decideMemberships(person, memberships, audiences, at);
+    // Counted in each build that asked, when it is still the audience's current build and
+    // the person was not counted in it yet.
+    const counting = builds.filter(
+      (build) =>
+        audiences.find(({ audience }) => audience.id === build.audienceId)?.audience.build
+          .version === build.version && (state.built[build.audienceId] ?? -1) < build.version,
+    );
     try {
-      await ports.apply(instanceId, personId, decision, at);
+      await ports.apply(instanceId, personId, decision, at, counting);
     } catch (error) {
       if (error instanceof MembershipConflictError && attempt < ATTEMPTS) continue;
       throw error;
@@ -76,14 +93,10 @@ export async function evaluatePerson(
     if (person) {
       const recheck = decision.recheckAt === undefined ? undefined : dayOf(decision.recheckAt);
       await ports.reschedule(instanceId, personId, state, recheck);
-    } else if (state.exists) {
-      await ports.forget(instanceId, personId, state);
-    }
-    // Counted in each build that asked, when it is still the audience's current build.
-    for (const build of builds) {
-      const live = audiences.find(({ audience }) => audience.id === build.audienceId);
-      if (live?.audience.build.version !== build.version) continue;
-      await ports.acknowledgeBuild(instanceId, personId, build.audienceId, build.version);
+    } else if (state.exists || counting.length > 0) {
+      // An erased person leaves nothing here but the builds it was counted in, for a while.
+      const counted = counting.length > 0 || Object.keys(state.built).length > 0;
+      await ports.forget(instanceId, personId, state, counted);
     }
     if (decision.changes.length > 0) {
       logger.debug('Audience memberships changed', {

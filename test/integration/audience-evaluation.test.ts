@@ -1,0 +1,156 @@
+import { describe, expect, it } from '@jest/globals';
+import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
+import { DynamoMembershipStore } from '../../shared/adapters/audience-membership-store.js';
+import { DynamoAudienceStore } from '../../shared/adapters/audience-store.js';
+import { FaultInjector, VersionHistory } from '../../shared/adapters/dynamo-faults.js';
+import { personItem } from '../../shared/adapters/people-store.js';
+import { liveAudience, newBuild, type Audience } from '../../shared/domain/audiences/audience.js';
+import { evaluatePerson } from '../../shared/domain/audiences/evaluate.js';
+import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
+import { newId } from '../../shared/domain/ids.js';
+import { tableName } from '../../shared/resources.js';
+import { stackDb } from './stack.js';
+
+/**
+ * The audience worker's one step (`evaluatePerson` with the membership store) against the
+ * test stack's DynamoDB Local, many people at once as a stream batch evaluates them, through
+ * a client that meets injected transaction conflicts and throttling: a build counts each
+ * person exactly once whatever is repeated, with the membership counters exact, and an
+ * erased person leaves no membership, only the builds it was counted in, expiring. The instance exists only here (the stack's own
+ * worker finds no audiences for it).
+ */
+const { db: plain } = stackDb();
+const tables = {
+  people: tableName('default', 'people'),
+  audiences: tableName('default', 'audiences'),
+  activities: tableName('default', 'activities'),
+};
+
+function faultyStore() {
+  const base = createDynamoDbClient();
+  const db = createDocumentClient(base, '');
+  const injector = new FaultInjector(
+    { conflict: 0.3, throttle: 0.1, stale: 0, windowMs: 5000 },
+    Math.random,
+    Date.now,
+    new VersionHistory(),
+  ).install(base);
+  return { store: new DynamoMembershipStore(db, tables), injector };
+}
+
+function audienceOf(version: number): Audience {
+  const at = new Date().toISOString();
+  return {
+    id: newId(),
+    name: 'Evaluation',
+    filter: { $and: [{ '$str::is': { field_id: 'str::last', value: 'In' } }] },
+    is_public: false,
+    public_name: '',
+    public_description: '',
+    sms_is_public: false,
+    sms_public_name: '',
+    sms_public_description: '',
+    created: at,
+    edited_at: at,
+    version,
+    build: newBuild(version, at),
+  };
+}
+
+async function putPerson(instanceId: string, id: string, last: string) {
+  const at = new Date().toISOString();
+  await plain.send(
+    new PutCommand({
+      TableName: tables.people,
+      Item: personItem(instanceId, {
+        id,
+        fields: { 'str::email': `${id}@eval.test`, 'str::last': last, 'bol::p': true },
+        tags: [],
+        created_at: at,
+        updated_at: at,
+      }),
+    }),
+  );
+}
+
+async function audienceItem(instanceId: string, personId: string, sk: string) {
+  const { Item } = await plain.send(
+    new GetCommand({
+      TableName: tables.audiences,
+      Key: { pk: `${instanceId}#P#${personId}`, sk },
+      ConsistentRead: true,
+    }),
+  );
+  return Item as Record<string, unknown> | undefined;
+}
+
+describe('audience evaluation against the store', () => {
+  it('counts each person of a build once and the members exactly, under conflicts and repeats', async () => {
+    const instanceId = `audeval-${Date.now().toString(36)}`;
+    const audience = audienceOf(2);
+    const live = [liveAudience(audience, { fields: FieldCatalog.forPerson([]) })];
+    const ids = Array.from({ length: 30 }, () => newId());
+    await Promise.all(ids.map((id, i) => putPerson(instanceId, id, i < 10 ? 'In' : 'Out')));
+    // One person erased before the build reaches them: counted once all the same.
+    const erased = ids[29] ?? '';
+    await plain.send(
+      new DeleteCommand({
+        TableName: tables.people,
+        Key: { pk: `${instanceId}#P#${erased}`, sk: 'P' },
+      }),
+    );
+    const builds = [{ audienceId: audience.id, version: 2 }];
+    const { store, injector } = faultyStore();
+    // Every person twice at once, and once more: as a stream delivers a batch again.
+    const evaluateAll = () =>
+      Promise.all(ids.map((id) => evaluatePerson(instanceId, id, live, builds, store)));
+    await Promise.all([evaluateAll(), evaluateAll()]);
+    await evaluateAll();
+    expect(injector.counts.conflicts + injector.counts.throttled).toBeGreaterThan(0);
+
+    const counters = await new DynamoAudienceStore(plain, {
+      config: tableName('default', 'config'),
+      audiences: tables.audiences,
+    }).counters(instanceId, [audience], Date.now());
+    expect(counters.get(audience.id)).toMatchObject({
+      evaluated: 30,
+      members: 10,
+      subscribers: 10,
+      sms_opted_in: 0,
+    });
+    const members = await Promise.all(
+      ids.slice(0, 10).map((id) => audienceItem(instanceId, id, `A#${audience.id}`)),
+    );
+    expect(members.map((item) => item?.member)).toEqual(Array.from({ length: 10 }, () => true));
+    const states = await Promise.all(ids.map((id) => audienceItem(instanceId, id, 'S')));
+    expect(states.map((state) => state?.[`b_${audience.id}`])).toEqual(
+      Array.from({ length: 30 }, () => 2),
+    );
+    expect(states.map((state) => state?.expires_at !== undefined)).toEqual(
+      Array.from({ length: 30 }, (_, i) => i === 29),
+    );
+
+    // A member erased after the build: its membership and its count as a member go.
+    const gone = ids[0] ?? '';
+    await plain.send(
+      new DeleteCommand({
+        TableName: tables.people,
+        Key: { pk: `${instanceId}#P#${gone}`, sk: 'P' },
+      }),
+    );
+    await evaluatePerson(instanceId, gone, live, [], store);
+    expect(await audienceItem(instanceId, gone, `A#${audience.id}`)).toBeUndefined();
+    expect(await audienceItem(instanceId, gone, 'S')).toEqual({
+      pk: `${instanceId}#P#${gone}`,
+      sk: 'S',
+      [`b_${audience.id}`]: 2,
+      expires_at: expect.any(Number) as unknown,
+    });
+    const after = await new DynamoAudienceStore(plain, {
+      config: tableName('default', 'config'),
+      audiences: tables.audiences,
+    }).counters(instanceId, [audience], Date.now());
+    expect(after.get(audience.id)).toMatchObject({ evaluated: 30, members: 9, subscribers: 9 });
+  }, 120_000);
+});
