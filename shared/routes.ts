@@ -75,7 +75,12 @@ export type Access =
   /** Queueing webhook deliveries (the fan-out worker). */
   | 'queue:webhooks'
   /** Putting a failed delivery back until its next attempt (the delivery worker). */
-  | 'queue:webhooks:retry';
+  | 'queue:webhooks:retry'
+  /**
+   * Recording an endpoint's failures, pausing and disabling it (the delivery worker):
+   * `dynamodb:UpdateItem` on the config table, only in webhook partitions (`INST#*#WH`).
+   */
+  | 'webhooks:health';
 
 export interface RouteDefinition {
   readonly method: Method;

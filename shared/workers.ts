@@ -114,7 +114,7 @@ export const WORKERS: readonly WorkerDefinition[] = [
     maxConcurrency: 4,
     memoryMb: 512,
     timeoutSeconds: 60,
-    access: ['config:read', 'webhook-secrets:unwrap', 'queue:webhooks:retry'],
+    access: ['config:read', 'webhook-secrets:unwrap', 'queue:webhooks:retry', 'webhooks:health'],
   },
 ];
 

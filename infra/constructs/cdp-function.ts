@@ -301,6 +301,18 @@ export class CdpFunction extends Construct {
         case 'webhook-secrets:unwrap':
           grantWebhookSecrets(this.fn, data.signingKey, 'unwrap');
           break;
+        case 'webhooks:health':
+          // Updates of webhook items only: their partition keys are `INST#<id>#WH`.
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['dynamodb:UpdateItem'],
+              resources: [data.tables.config.tableArn],
+              conditions: {
+                'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['INST#*#WH'] },
+              },
+            }),
+          );
+          break;
         case 'geo':
           this.fn.addToRolePolicy(
             new PolicyStatement({

@@ -2,12 +2,18 @@ import {
   GetCommand,
   QueryCommand,
   TransactWriteCommand,
+  UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import { ConflictError, ValidationError } from '../domain/errors.js';
-import { MAX_WEBHOOKS, type Webhook, type WebhookStore } from '../domain/webhooks/webhook.js';
-import { cancellationCodes, type Item } from './dynamo-helpers.js';
+import {
+  MAX_WEBHOOKS,
+  type Webhook,
+  type WebhookHealth,
+  type WebhookStore,
+} from '../domain/webhooks/webhook.js';
+import { cancellationCodes, conditionally, type Item } from './dynamo-helpers.js';
 
 /**
  * Webhooks, in the config table in a partition of their own (`INST#<id>#WH`, which
@@ -31,8 +37,18 @@ const StoredWebhook = z.object({
   secrets: z.array(z.object({ wrapped: z.string(), expires_at: z.string().optional() })).min(1),
 });
 
+/** The endpoint's record while it fails, beside the webhook (deliveries write it alone). */
+const StoredHealth = z.object({
+  failing_since: z.string(),
+  failures: z.number(),
+  paused_until: z.number(),
+  last_failure: z.string().optional(),
+});
+const HEALTH_ATTRIBUTES = ['failing_since', 'failures', 'paused_until', 'last_failure'] as const;
+
 function webhookOf(item: Item): Webhook {
   const { description, disabled_reason, secrets, ...rest } = StoredWebhook.parse(item.webhook);
+  const health = item.failing_since === undefined ? undefined : StoredHealth.parse(item);
   return {
     ...rest,
     ...(description !== undefined ? { description } : {}),
@@ -41,7 +57,23 @@ function webhookOf(item: Item): Webhook {
       wrapped,
       ...(expires_at !== undefined ? { expires_at } : {}),
     })),
+    ...(health
+      ? {
+          health: {
+            failing_since: health.failing_since,
+            failures: health.failures,
+            paused_until: health.paused_until,
+            ...(health.last_failure !== undefined ? { last_failure: health.last_failure } : {}),
+          },
+        }
+      : {}),
   };
+}
+
+/** The webhook as stored in its `webhook` attribute (its health is kept beside it). */
+function storedWebhook(webhook: Webhook) {
+  const { health: _health, ...stored } = webhook;
+  return stored;
 }
 
 export class DynamoWebhookStore implements WebhookStore {
@@ -83,7 +115,7 @@ export class DynamoWebhookStore implements WebhookStore {
             {
               Put: {
                 TableName: this.configTable,
-                Item: { pk, sk: webhookSk(webhook.id), webhook },
+                Item: { pk, sk: webhookSk(webhook.id), webhook: storedWebhook(webhook) },
                 ConditionExpression: 'attribute_not_exists(pk)',
               },
             },
@@ -115,12 +147,20 @@ export class DynamoWebhookStore implements WebhookStore {
         new TransactWriteCommand({
           TransactItems: [
             {
-              Put: {
+              Update: {
                 TableName: this.configTable,
-                Item: { pk: webhooksPk(instanceId), sk: webhookSk(webhook.id), webhook },
+                Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhook.id) },
+                // The endpoint's record stays, unless the change starts it afresh.
+                UpdateExpression:
+                  previous.health && !webhook.health
+                    ? `SET webhook = :webhook REMOVE ${HEALTH_ATTRIBUTES.join(', ')}`
+                    : 'SET webhook = :webhook',
                 // A change made from a read another change has overtaken is refused.
                 ConditionExpression: 'webhook.updated_at = :seen',
-                ExpressionAttributeValues: { ':seen': previous.updated_at },
+                ExpressionAttributeValues: {
+                  ':webhook': storedWebhook(webhook),
+                  ':seen': previous.updated_at,
+                },
               },
             },
           ],
@@ -135,6 +175,78 @@ export class DynamoWebhookStore implements WebhookStore {
       }
       throw error;
     }
+  }
+
+  async recordFailure(
+    instanceId: string,
+    webhookId: string,
+    seen: WebhookHealth | undefined,
+    next: WebhookHealth,
+  ): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        UpdateExpression:
+          'SET failing_since = :since, failures = :failures, paused_until = :until, last_failure = :why',
+        // Another attempt recorded a failure meanwhile: its record stands.
+        ConditionExpression: seen
+          ? 'failures = :seen'
+          : 'attribute_exists(pk) AND attribute_not_exists(failures)',
+        ExpressionAttributeValues: {
+          ':since': next.failing_since,
+          ':failures': next.failures,
+          ':until': next.paused_until,
+          ':why': next.last_failure ?? '',
+          ...(seen ? { ':seen': seen.failures } : {}),
+        },
+      }),
+    );
+  }
+
+  async recordSuccess(instanceId: string, webhookId: string): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        UpdateExpression: `REMOVE ${HEALTH_ATTRIBUTES.join(', ')}`,
+        ConditionExpression: 'attribute_exists(failing_since)',
+      }),
+    );
+  }
+
+  async takeProbe(
+    instanceId: string,
+    webhookId: string,
+    seen: number,
+    until: number,
+  ): Promise<boolean> {
+    return conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        UpdateExpression: 'SET paused_until = :until',
+        ConditionExpression: 'paused_until = :seen',
+        ExpressionAttributeValues: { ':until': until, ':seen': seen },
+      }),
+    );
+  }
+
+  async disable(instanceId: string, webhookId: string, reason: string, at: string): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        UpdateExpression:
+          'SET webhook.enabled = :false, webhook.disabled_reason = :reason, webhook.updated_at = :at',
+        ConditionExpression: 'webhook.enabled = :true',
+        ExpressionAttributeValues: { ':false': false, ':true': true, ':reason': reason, ':at': at },
+      }),
+    );
   }
 
   async remove(instanceId: string, webhookId: string): Promise<boolean> {

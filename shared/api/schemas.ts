@@ -810,6 +810,10 @@ export const WebhookEntrySchema = z
       .string()
       .optional()
       .meta({ description: 'Why the platform disabled it (deliveries failing for days)' }),
+    failing_since: z.string().optional().meta({
+      description:
+        'While its deliveries fail: since when (ISO 8601). The endpoint is paused between attempts, and disabled after 5 days',
+    }),
     created_at: z.string(),
     updated_at: z.string(),
   })

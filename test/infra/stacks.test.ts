@@ -252,6 +252,7 @@ function expectedTouches(
         for (const domain of domains) touches.add(`${action} ses:identity/${domain}`);
       }
     } else if (need === 'geo') touches.add('geo:SearchPlaceIndexForText geo:place-index');
+    else if (need === 'webhooks:health') touches.add('dynamodb:UpdateItem table:config');
   }
   if (consumes) for (const action of CONSUME) touches.add(`${action} queue:${consumes}`);
   if (stream) {
@@ -541,6 +542,17 @@ describe('the CDK app', () => {
           ).toBe(true);
         }
       }
+
+      // The webhook delivery worker updates the config table in webhook partitions only.
+      const delivery = statementsOf(functions, 'webhookdeliveryworkerfunction');
+      const configWrites = delivery.filter((statement) =>
+        actionsOf([statement]).some((action) => writes.includes(action)),
+      );
+      expect(configWrites).toHaveLength(1);
+      expect(configWrites[0]).toMatchObject({
+        Action: 'dynamodb:UpdateItem',
+        Condition: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['INST#*#WH'] } },
+      });
     });
 
     it('throttles, traces and logs the stage, behind the WAF rule that refuses oversized bodies', () => {

@@ -27,6 +27,8 @@ interface Delivery {
   data: { person_id: string } & Record<string, unknown>;
 }
 
+const HANG = 0;
+
 /** A receiver: records every request, answers each path with its script of statuses. */
 class Receiver {
   readonly received: Received[] = [];
@@ -46,6 +48,8 @@ class Receiver {
           body: Buffer.concat(chunks).toString('utf8'),
           answered,
         });
+        // 0: never answers (the sender gives up after its timeout).
+        if (answered === HANG) return;
         response.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
       });
     });
@@ -317,6 +321,53 @@ describe('webhooks: deliveries', () => {
     expect(verified(second, hook.secret).data.person_id).toBe(id);
     await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
   });
+
+  it('keeps a hanging endpoint from delaying the deliveries of another', async () => {
+    receiver.script(
+      '/hang',
+      Array.from({ length: 500 }, () => HANG),
+    );
+    const hanging = await createWebhook({ url: receiver.url('/hang'), events: ['person.created'] });
+    // A backlog for the hanging endpoint: more events than the workers attempt at once
+    // (4 pollers of 10 messages locally).
+    const BACKLOG = 60;
+    const backlog = await call('/v1/person/merge', {
+      key,
+      body: {
+        people: Array.from({ length: BACKLOG }, (_, i) => ({
+          fields: { 'str::email': uniqueEmail(`backlog${i}`) },
+        })),
+      },
+    });
+    expect(backlog.status).toBe(200);
+    await until(() => (receiver.at('/hang').length > 0 ? true : undefined), 'a hanging attempt');
+    const fast = await createWebhook({ url: receiver.url('/fast'), events: ['person.created'] });
+    const ids = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => personId(uniqueEmail(`fast${i}`))),
+    );
+    await until(
+      () => (ids.every((id) => about('/fast', id, 'person.created').length > 0) ? true : undefined),
+      'every delivery to the other endpoint',
+      90_000,
+    );
+    // The hanging endpoint was paused after its first attempts timed out: the other
+    // endpoint's deliveries did not wait for an attempt of each of its events.
+    expect(receiver.at('/hang').length).toBeLessThan(BACKLOG);
+    // Its record says since when it fails (once its first attempt has timed out).
+    const failing = async () => {
+      const listed = await call('/v1/webhooks/get', { key, body: { webhook_id: hanging.id } });
+      return (listed.body.webhooks as Record<string, unknown>[])[0];
+    };
+    let entry = await failing();
+    for (let round = 0; round < 60 && entry?.failing_since === undefined; round += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      entry = await failing();
+    }
+    expect(entry).toMatchObject({ enabled: true, failing_since: expect.stringMatching(/^\d{4}-/) });
+    for (const hook of [hanging, fast]) {
+      await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
+    }
+  }, 180_000);
 
   it('signs with both secrets for a day after a rotation', async () => {
     const hook = await createWebhook({ url: receiver.url('/rotated'), events: ['person.created'] });

@@ -2110,6 +2110,8 @@ export interface components {
             enabled: boolean;
             /** @description Why the platform disabled it (deliveries failing for days) */
             disabled_reason?: string;
+            /** @description While its deliveries fail: since when (ISO 8601). The endpoint is paused between attempts, and disabled after 5 days */
+            failing_since?: string;
             created_at: string;
             updated_at: string;
             /** @description The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation */
@@ -2126,6 +2128,8 @@ export interface components {
             enabled: boolean;
             /** @description Why the platform disabled it (deliveries failing for days) */
             disabled_reason?: string;
+            /** @description While its deliveries fail: since when (ISO 8601). The endpoint is paused between attempts, and disabled after 5 days */
+            failing_since?: string;
             created_at: string;
             updated_at: string;
         };

@@ -7,6 +7,7 @@ import {
   signingSecrets,
   subscribesTo,
   type Webhook,
+  type WebhookHealth,
   type WebhookStore,
 } from './webhook.js';
 import type { KeyWrapper } from '../signing-keys.js';
@@ -98,7 +99,7 @@ export interface DeliveryAnswer {
 export type WebhookTransport = (request: DeliveryRequest) => Promise<DeliveryAnswer>;
 
 export interface DeliveryPorts {
-  store: Pick<WebhookStore, 'get'>;
+  store: Pick<WebhookStore, 'get' | 'recordFailure' | 'recordSuccess' | 'takeProbe' | 'disable'>;
   secrets: KeyWrapper;
   addresses: AddressPolicy;
   resolve: HostResolver;
@@ -113,8 +114,30 @@ export type DeliveryOutcome =
 export class DeliveryFailedError extends RetryLaterError {}
 
 /**
+ * How long an endpoint gets no attempt after `failures` failed ones in a row: the retry
+ * schedule's wait after as many attempts (so that the message that failed comes back after
+ * it), at most `MAX_PAUSE_SECONDS`, so that an endpoint that is back is found within that.
+ */
+export const MAX_PAUSE_SECONDS = 3_600;
+export function pauseSeconds(failures: number): number {
+  const index = Math.min(Math.max(failures, 1), RETRY_SCHEDULE_SECONDS.length) - 1;
+  return Math.min(MAX_PAUSE_SECONDS, RETRY_SCHEDULE_SECONDS[index] ?? MAX_PAUSE_SECONDS);
+}
+
+/** An endpoint failing this long is disabled (its owner enables it again). */
+export const DISABLE_AFTER_MS = 5 * 86_400_000;
+
+/**
  * One attempt of a message (`attempt`, 1-based, from the queue's receive count). The webhook
  * is read again: deleted, disabled or no longer subscribed, the event is dropped.
+ *
+ * One endpoint's trouble stays its own: a failed attempt pauses its endpoint
+ * (`pauseSeconds`); while paused, its messages fail at once without a request (the attempt
+ * counts, and the message waits the schedule's next wait), except one probe when the pause
+ * ends (taken with a conditional write, so that one attempt of all those waiting goes). A
+ * hanging or dead endpoint so costs the workers one attempt per pause, not one per message,
+ * and the other endpoints' deliveries never wait behind its timeouts. The first 2xx clears
+ * the record; an endpoint failing for `DISABLE_AFTER_MS` is disabled, saying why.
  */
 export async function deliver(
   message: DeliveryMessage,
@@ -125,18 +148,52 @@ export async function deliver(
   const dropped = whyDropped(webhook, message.event.type);
   if (dropped !== undefined || !webhook) return { kind: 'dropped', reason: dropped ?? '' };
   const now = (ports.now ?? Date.now)();
+  const { health } = webhook;
   const failed = (why: string, cause?: unknown) =>
     new DeliveryFailedError(
       `attempt ${attempt} to webhook ${webhook.id} failed: ${why}`,
       retryDelaySeconds(attempt) * 1000,
       { cause },
     );
+  if (health) {
+    const paused = () =>
+      failed(`its endpoint is paused after ${health.failures} failed attempts in a row`);
+    if (now < health.paused_until) throw paused();
+    // The pause is over: one attempt goes, the others wait for its outcome.
+    const probe = now + DELIVERY_TIMEOUT_MS + 5_000;
+    const taken = await ports.store.takeProbe(
+      message.instance_id,
+      webhook.id,
+      health.paused_until,
+      probe,
+    );
+    if (!taken) throw paused();
+  }
+  try {
+    const answer = await attemptDelivery(webhook, message, now, ports);
+    if (health) await ports.store.recordSuccess(message.instance_id, webhook.id);
+    return { kind: 'delivered', ...answer };
+  } catch (error) {
+    const why = error instanceof Error ? error.message : 'no answer';
+    // The pause runs from the failure (a timeout comes 15 s after the attempt started).
+    await recordFailure(webhook, message.instance_id, why, (ports.now ?? Date.now)(), ports);
+    throw failed(why, error);
+  }
+}
+
+/** The request itself: a 2xx answer, or an error saying why not. */
+async function attemptDelivery(
+  webhook: Webhook,
+  message: DeliveryMessage,
+  now: number,
+  ports: DeliveryPorts,
+): Promise<DeliveryAnswer> {
   try {
     // Again at every attempt: its name may resolve elsewhere now. The transport checks the
     // addresses it connects to as well (a name may change between the two).
     await checkWebhookUrl(webhook.url, ports.addresses, ports.resolve);
   } catch (error) {
-    throw failed('its address is refused', error);
+    throw new Error('its address is refused', { cause: error });
   }
   const secrets = await Promise.all(
     signingSecrets(webhook, now).map((secret) => ports.secrets.unwrap(secret.wrapped)),
@@ -144,24 +201,48 @@ export async function deliver(
   const { id, type, timestamp, data } = message.event;
   const body = JSON.stringify({ type, timestamp, data });
   const seconds = Math.floor(now / 1000);
-  let answer: DeliveryAnswer;
-  try {
-    answer = await ports.transport({
-      url: webhook.url,
-      headers: {
-        'content-type': 'application/json',
-        'user-agent': 'cdp-webhooks/1',
-        'webhook-id': id,
-        'webhook-timestamp': String(seconds),
-        'webhook-signature': signatureHeader(id, seconds, body, secrets),
-      },
-      body,
-    });
-  } catch (error) {
-    throw failed(error instanceof Error ? error.message : 'no answer', error);
+  const answer = await ports.transport({
+    url: webhook.url,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'cdp-webhooks/1',
+      'webhook-id': id,
+      'webhook-timestamp': String(seconds),
+      'webhook-signature': signatureHeader(id, seconds, body, secrets),
+    },
+    body,
+  });
+  if (answer.status < 200 || answer.status > 299) {
+    throw new Error(`it answered ${answer.status}`);
   }
-  if (answer.status < 200 || answer.status > 299) throw failed(`it answered ${answer.status}`);
-  return { kind: 'delivered', ...answer };
+  return answer;
+}
+
+/** The endpoint's record after a failed attempt; disabled once it has failed for days. */
+async function recordFailure(
+  webhook: Webhook,
+  instanceId: string,
+  why: string,
+  now: number,
+  ports: DeliveryPorts,
+): Promise<void> {
+  const seen = webhook.health;
+  const failures = (seen?.failures ?? 0) + 1;
+  const next: WebhookHealth = {
+    failing_since: seen?.failing_since ?? new Date(now).toISOString(),
+    failures,
+    paused_until: now + pauseSeconds(failures) * 1000,
+    last_failure: why.slice(0, 200),
+  };
+  await ports.store.recordFailure(instanceId, webhook.id, seen, next);
+  if (now - Date.parse(next.failing_since) >= DISABLE_AFTER_MS) {
+    await ports.store.disable(
+      instanceId,
+      webhook.id,
+      `its deliveries failed for 5 days (since ${next.failing_since}; the last: ${next.last_failure ?? why})`,
+      new Date(now).toISOString(),
+    );
+  }
 }
 
 function whyDropped(webhook: Webhook | undefined, type: string): string | undefined {

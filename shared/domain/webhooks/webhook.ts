@@ -111,6 +111,21 @@ export interface Webhook {
   updated_at: string;
   /** The newest first. */
   secrets: WebhookSecret[];
+  /** While its deliveries fail: the endpoint's own backoff (delivery.ts). */
+  health?: WebhookHealth;
+}
+
+/**
+ * An endpoint whose deliveries fail (docs/webhooks.md, "One endpoint's trouble stays its
+ * own"): since when, how many attempts in a row, and until when no attempt is made to it
+ * (one probe is let through then).
+ */
+export interface WebhookHealth {
+  failing_since: string;
+  failures: number;
+  /** Epoch ms. */
+  paused_until: number;
+  last_failure?: string;
 }
 
 /** What webhooks are kept in (the config table). */
@@ -124,6 +139,25 @@ export interface WebhookStore {
   update(instanceId: string, webhook: Webhook, previous: Webhook): Promise<void>;
   /** `false` when it was not there. */
   remove(instanceId: string, webhookId: string): Promise<boolean>;
+  /**
+   * Records a failed attempt: `health` as the attempt read it becomes `next` (or nothing
+   * changes, when another attempt recorded one meanwhile).
+   */
+  recordFailure(
+    instanceId: string,
+    webhookId: string,
+    seen: WebhookHealth | undefined,
+    next: WebhookHealth,
+  ): Promise<void>;
+  /** The endpoint answers again: its failing state goes. */
+  recordSuccess(instanceId: string, webhookId: string): Promise<void>;
+  /**
+   * Lets one attempt through to a paused endpoint: moves `paused_until` from `seen` to
+   * `until`; false when another attempt took it.
+   */
+  takeProbe(instanceId: string, webhookId: string, seen: number, until: number): Promise<boolean>;
+  /** The platform disables the webhook (its deliveries failed for days), saying why. */
+  disable(instanceId: string, webhookId: string, reason: string, at: string): Promise<void>;
 }
 
 export interface WebhookServices {
@@ -153,6 +187,7 @@ export function webhookEntry(webhook: Webhook) {
     description: webhook.description ?? null,
     enabled: webhook.enabled,
     ...(webhook.disabled_reason !== undefined ? { disabled_reason: webhook.disabled_reason } : {}),
+    ...(webhook.health ? { failing_since: webhook.health.failing_since } : {}),
     created_at: webhook.created_at,
     updated_at: webhook.updated_at,
   };
@@ -211,12 +246,15 @@ export async function updateWebhook(
     request.url === undefined
       ? undefined
       : await checkWebhookUrl(request.url, services.addresses, services.resolve);
-  const { description: _description, disabled_reason: _reason, ...rest } = previous;
+  const { description: _description, disabled_reason: _reason, health, ...rest } = previous;
   const description =
     request.description === undefined ? previous.description : (request.description ?? undefined);
   const enabled = request.enabled ?? previous.enabled;
+  // A new address, or a webhook enabled again by its owner, starts with a clean record.
+  const fresh = (checked && checked.toString() !== previous.url) || (enabled && !previous.enabled);
   const webhook: Webhook = {
     ...rest,
+    ...(health && !fresh ? { health } : {}),
     ...(checked ? { url: checked.toString() } : {}),
     ...(request.events ? { events: [...new Set(request.events)] } : {}),
     ...(description !== undefined ? { description } : {}),

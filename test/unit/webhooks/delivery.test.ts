@@ -3,14 +3,21 @@ import { Webhook as Verifier } from 'standardwebhooks';
 import {
   deliver,
   DeliveryFailedError,
+  DISABLE_AFTER_MS,
   MAX_ATTEMPTS,
+  MAX_PAUSE_SECONDS,
+  pauseSeconds,
   RETRY_SCHEDULE_SECONDS,
   retryDelaySeconds,
   type DeliveryMessage,
   type DeliveryPorts,
   type DeliveryRequest,
 } from '../../../shared/domain/webhooks/delivery.js';
-import { newWebhookSecret, type Webhook } from '../../../shared/domain/webhooks/webhook.js';
+import {
+  newWebhookSecret,
+  type Webhook,
+  type WebhookHealth,
+} from '../../../shared/domain/webhooks/webhook.js';
 import { retryAfterMs } from '../../../shared/lib/retry-later.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
@@ -49,14 +56,52 @@ const message: DeliveryMessage = {
   },
 };
 
+/** A store of one webhook, whose endpoint record the deliveries change as DynamoDB would. */
+class OneWebhook {
+  constructor(public webhook: Webhook | undefined) {}
+
+  get = () => Promise.resolve(this.webhook && structuredClone(this.webhook));
+
+  recordFailure = (
+    _i: string,
+    _w: string,
+    seen: WebhookHealth | undefined,
+    next: WebhookHealth,
+  ) => {
+    if (this.webhook && this.webhook.health?.failures === seen?.failures) {
+      this.webhook.health = next;
+    }
+    return Promise.resolve();
+  };
+
+  recordSuccess = () => {
+    if (this.webhook) delete this.webhook.health;
+    return Promise.resolve();
+  };
+
+  takeProbe = (_i: string, _w: string, seen: number, until: number) => {
+    const health = this.webhook?.health;
+    if (health?.paused_until !== seen) return Promise.resolve(false);
+    health.paused_until = until;
+    return Promise.resolve(true);
+  };
+
+  disable = (_i: string, _w: string, reason: string) => {
+    if (this.webhook) Object.assign(this.webhook, { enabled: false, disabled_reason: reason });
+    return Promise.resolve();
+  };
+}
+
 function portsFor(
   webhook: Webhook | undefined,
   answer: number | Error = 200,
   addresses: string[] = ['93.184.215.14'],
+  clock: { now: number } = { now: NOW },
 ) {
   const sent: DeliveryRequest[] = [];
+  const store = new OneWebhook(webhook);
   const ports: DeliveryPorts = {
-    store: { get: () => Promise.resolve(webhook) },
+    store,
     secrets: plain,
     addresses: { allowLoopback: false },
     resolve: () => Promise.resolve(addresses),
@@ -66,9 +111,9 @@ function portsFor(
         ? Promise.reject(answer)
         : Promise.resolve({ status: answer, latencyMs: 3 });
     },
-    now: () => NOW,
+    now: () => clock.now,
   };
-  return { ports, sent };
+  return { ports, sent, store };
 }
 
 describe('deliver', () => {
@@ -156,6 +201,100 @@ describe('deliver', () => {
       await expect(deliver(message, 1, ports)).resolves.toMatchObject({ kind: 'dropped' });
       expect(sent).toHaveLength(0);
     }
+  });
+});
+
+describe("one endpoint's trouble stays its own", () => {
+  const failing = (ports: DeliveryPorts) =>
+    deliver(message, 1, ports).catch((error: unknown) => error);
+
+  it('pauses an endpoint after a failed attempt: its messages fail at once, without a request', async () => {
+    const clock = { now: NOW };
+    const { ports, sent, store } = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }]),
+      new Error('no answer within 15000 ms'),
+      undefined,
+      clock,
+    );
+    expect(await failing(ports)).toBeInstanceOf(DeliveryFailedError);
+    expect(store.webhook?.health).toEqual({
+      failing_since: new Date(NOW).toISOString(),
+      failures: 1,
+      paused_until: NOW + RETRY_SCHEDULE_SECONDS[0] * 1000,
+      last_failure: 'no answer within 15000 ms',
+    });
+    // Ten more messages while paused: no request, each failed with the schedule's wait.
+    clock.now = NOW + 1_000;
+    const outcomes = await Promise.all(Array.from({ length: 10 }, () => failing(ports)));
+    expect(sent).toHaveLength(1);
+    for (const outcome of outcomes) {
+      expect(outcome).toBeInstanceOf(DeliveryFailedError);
+      expect(String(outcome)).toContain('paused after 1 failed attempts');
+      expect(retryAfterMs(outcome)).toBeGreaterThanOrEqual(RETRY_SCHEDULE_SECONDS[0] * 1000);
+    }
+    expect(store.webhook?.health?.failures).toBe(1);
+  });
+
+  it('lets one probe through when the pause ends, pauses longer when it fails, clears on a 2xx', async () => {
+    const clock = { now: NOW };
+    const hanging = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }]),
+      new Error('no answer within 15000 ms'),
+      undefined,
+      clock,
+    );
+    await failing(hanging.ports);
+    clock.now = NOW + 6_000;
+    // Five messages come back at once: one goes, the others wait for it.
+    await Promise.all(Array.from({ length: 5 }, () => failing(hanging.ports)));
+    expect(hanging.sent).toHaveLength(2);
+    expect(hanging.store.webhook?.health).toMatchObject({
+      failures: 2,
+      paused_until: clock.now + RETRY_SCHEDULE_SECONDS[1] * 1000,
+    });
+    // The endpoint is back: the next probe is delivered and the record goes.
+    clock.now += RETRY_SCHEDULE_SECONDS[1] * 1000;
+    const back = portsFor(hanging.store.webhook, 200, undefined, clock);
+    await expect(deliver(message, 3, back.ports)).resolves.toMatchObject({ kind: 'delivered' });
+    expect(back.store.webhook?.health).toBeUndefined();
+    await expect(deliver(message, 1, back.ports)).resolves.toMatchObject({ kind: 'delivered' });
+    expect(back.sent).toHaveLength(2);
+  });
+
+  it('pauses at most an hour, so that an endpoint that is back is found within it', () => {
+    expect(pauseSeconds(1)).toBe(RETRY_SCHEDULE_SECONDS[0]);
+    expect(pauseSeconds(4)).toBe(RETRY_SCHEDULE_SECONDS[3]);
+    expect(pauseSeconds(40)).toBe(MAX_PAUSE_SECONDS);
+    expect(MAX_PAUSE_SECONDS).toBe(3_600);
+  });
+
+  it('disables a webhook whose deliveries failed for 5 days, saying why', async () => {
+    const since = new Date(NOW - DISABLE_AFTER_MS).toISOString();
+    const { ports, store } = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }], {
+        health: { failing_since: since, failures: 30, paused_until: NOW - 1 },
+      }),
+      503,
+    );
+    expect(await failing(ports)).toBeInstanceOf(DeliveryFailedError);
+    expect(store.webhook).toMatchObject({
+      enabled: false,
+      disabled_reason: `its deliveries failed for 5 days (since ${since}; the last: it answered 503)`,
+    });
+    // Its next messages are dropped.
+    await expect(deliver(message, 1, ports)).resolves.toMatchObject({ kind: 'dropped' });
+  });
+
+  it('does not disable one failing for less than 5 days', async () => {
+    const since = new Date(NOW - DISABLE_AFTER_MS + 60_000).toISOString();
+    const { ports, store } = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }], {
+        health: { failing_since: since, failures: 30, paused_until: NOW - 1 },
+      }),
+      503,
+    );
+    await failing(ports);
+    expect(store.webhook).toMatchObject({ enabled: true, health: { failing_since: since } });
   });
 });
 
