@@ -183,6 +183,19 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     access: ['config:read', 'queue:webhooks'],
   },
   {
+    // Every change of an organization makes its webhook events (docs/webhooks.md), as the
+    // people table's fan-out worker does for people.
+    function: 'organization-webhook-worker',
+    table: 'organizations',
+    sortKeys: ['O'],
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
+  },
+  {
     // Every new activity that tracks a touch moves its person's last seen forward
     // (docs/data-model.md, "Last seen"): off the request path, a second or so behind it.
     function: 'last-seen-worker',

@@ -5,17 +5,22 @@ import { createKeyWrapper, WEBHOOK_SECRET_PURPOSE } from '../adapters/key-wrappe
 import { DynamoWebhookStore } from '../adapters/webhook-store.js';
 import { httpWebhookTransport, resolveHost } from '../adapters/webhook-transport.js';
 import { readEnv, WebhooksEnv } from '../config/env.js';
-import { DeliveryMessage, deliver, MAX_ATTEMPTS } from '../domain/webhooks/delivery.js';
-import { fanOut, personEvents } from '../domain/webhooks/events.js';
+import {
+  DeliveryMessage,
+  deliver,
+  MAX_ATTEMPTS,
+  type WebhookEvent,
+} from '../domain/webhooks/delivery.js';
+import { fanOut, organizationEvents, personEvents } from '../domain/webhooks/events.js';
 import type { Webhook, WebhookServices } from '../domain/webhooks/webhook.js';
 import { logger } from '../lib/logger.js';
 import { sqsWorker } from './sqs-worker.js';
-import { streamWorker } from './stream-worker.js';
+import { streamWorker, type StreamChange } from './stream-worker.js';
 
 /**
  * The composition roots of webhooks (docs/webhooks.md): the API's services, the fan-out
- * worker (the people table's stream → the webhooks queue) and the delivery worker (the
- * webhooks queue → customers' URLs).
+ * workers (the people and organizations tables' streams → the webhooks queue) and the
+ * delivery worker (the webhooks queue → customers' URLs).
  */
 function webhookBasics(db: DynamoDBDocumentClient) {
   const env = readEnv(WebhooksEnv);
@@ -79,18 +84,22 @@ async function queueDeliveries(
   }
 }
 
-/** `<inst>#P#<person>` → its instance and person. */
-function personOf(pk: string): { instanceId: string; personId: string } | undefined {
-  const match = /^(.+)#P#([0-9a-f]{24})$/.exec(pk);
-  return match?.[1] && match[2] ? { instanceId: match[1], personId: match[2] } : undefined;
+/** `<inst>#P#<person>` or `<inst>#O#<organization>` → its instance and record. */
+function subjectOf(pk: string, kind: 'P' | 'O'): { instanceId: string; id: string } | undefined {
+  const match = new RegExp(`^(.+)#${kind}#([0-9a-f]{24})$`).exec(pk);
+  return match?.[1] && match[2] ? { instanceId: match[1], id: match[2] } : undefined;
 }
 
 /**
- * The fan-out worker: each change of a person makes its events (events.ts), queued once per
- * enabled webhook of the person's instance subscribed to them. Webhooks are read afresh for
- * each batch (consistently): a webhook made before a change gets it.
+ * A fan-out worker: each change of a record (a person, an organization) makes its events
+ * (events.ts), queued once per enabled webhook of the record's instance subscribed to them.
+ * Webhooks are read afresh for each batch (consistently): a webhook made before a change
+ * gets it.
  */
-export function createWebhookFanoutWorker() {
+function createFanoutWorker(
+  sortKey: 'P' | 'O',
+  eventsOf: (id: string, change: StreamChange) => WebhookEvent[],
+) {
   const db = createDocumentClient();
   const { env, store } = webhookBasics(db);
   const sqs = createSqsClient();
@@ -107,18 +116,28 @@ export function createWebhookFanoutWorker() {
       return webhooks;
     };
     const handle = streamWorker({
-      subjectOf: (change) => (change.keys.sk === 'P' ? String(change.keys.pk) : undefined),
+      subjectOf: (change) => (change.keys.sk === sortKey ? String(change.keys.pk) : undefined),
       process: async (subject, changes) => {
-        const person = personOf(subject);
-        if (!person) return;
-        const webhooks = await webhooksOf(person.instanceId);
+        const record = subjectOf(subject, sortKey);
+        if (!record) return;
+        const webhooks = await webhooksOf(record.instanceId);
         if (webhooks.length === 0) return;
-        const events = changes.flatMap((change) => personEvents(person.personId, change));
-        await queueDeliveries(sqs, queueUrl, fanOut(person.instanceId, events, webhooks));
+        const events = changes.flatMap((change) => eventsOf(record.id, change));
+        await queueDeliveries(sqs, queueUrl, fanOut(record.instanceId, events, webhooks));
       },
     });
     return handle(...args);
   };
+}
+
+/** The people table's fan-out worker (`person.*` events). */
+export function createWebhookFanoutWorker() {
+  return createFanoutWorker('P', personEvents);
+}
+
+/** The organizations table's fan-out worker (`organization.*` events). */
+export function createOrganizationWebhookWorker() {
+  return createFanoutWorker('O', organizationEvents);
 }
 
 /** The delivery worker: one attempt per message, retried on the schedule (delivery.ts). */

@@ -304,6 +304,51 @@ describe('webhooks: deliveries', () => {
     await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
   });
 
+  it('delivers organization events, created then updated with the changed fields', async () => {
+    const hook = await createWebhook({ url: receiver.url('/orgs'), events: ['organization.*'] });
+    const name = `Hooked ${Date.now().toString(36)}`;
+    const mergeOrganization = async (fields: Record<string, unknown>) => {
+      const response = await call('/v1/organizations/merge', {
+        key,
+        body: {
+          merge_by: ['str:o:name'],
+          organizations: [{ fields: { 'str:o:name': name, ...fields } }],
+        },
+      });
+      expect(response.status).toBe(200);
+      return (
+        (response.body.organizations as { organization_id: string }[])[0]?.organization_id ?? ''
+      );
+    };
+    const id = await mergeOrganization({ 'int:o:employees': 5 });
+    const ofOrganization = (type: string) =>
+      receiver.at('/orgs').filter((entry) => {
+        const delivery = JSON.parse(entry.body) as { type: string; data: Record<string, unknown> };
+        return delivery.type === type && delivery.data.organization_id === id;
+      });
+    const created = await until(
+      () => ofOrganization('organization.created')[0],
+      'organization.created',
+    );
+    expect(verified(created, hook.secret).data).toMatchObject({
+      organization_id: id,
+      fields: { 'str:o:name': name, 'int:o:employees': 5 },
+    });
+    await mergeOrganization({ 'int:o:employees': 6 });
+    const updated = await until(
+      () => ofOrganization('organization.updated')[0],
+      'organization.updated',
+    );
+    expect(verified(updated, hook.secret).data).toEqual({
+      organization_id: id,
+      changed_field_ids: ['int:o:employees'],
+      changes: { 'int:o:employees': 6 },
+    });
+    // People events are not among what it subscribed to.
+    expect(receiver.at('/orgs').every((entry) => !entry.body.includes('"person.'))).toBe(true);
+    await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
+  });
+
   it('retries an endpoint that answered 500, with the same webhook-id', async () => {
     receiver.script('/flaky', [500]);
     const hook = await createWebhook({ url: receiver.url('/flaky'), events: ['person.created'] });

@@ -3,8 +3,9 @@ import { eventId, type DeliveryMessage, type WebhookEvent } from './delivery.js'
 import { subscribesTo, type Webhook } from './webhook.js';
 
 /**
- * The events a change of the people table makes (docs/webhooks.md, "Events"). A change is
- * what the table's stream says of one person item: its images before and after. The event ID
+ * The events a change of the people or organizations table makes (docs/webhooks.md,
+ * "Events"). A change is what the table's stream says of one item: its images before and
+ * after. The event ID
  * derives from the change's sequence number, so a change the stream delivers twice makes the
  * same events, with the same IDs (receivers deduplicate on `webhook-id`).
  */
@@ -42,26 +43,33 @@ function personData(personId: string, image: Record<string, unknown>) {
 }
 
 /** The fields whose values differ, with their new values (`null`: cleared). */
-function changedFields(before: Record<string, unknown>, after: Record<string, unknown>) {
+function changedFields(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  withTags = true,
+) {
   const old = record(before.fields);
   const now = record(after.fields);
   const changed: Record<string, unknown> = {};
   for (const field of new Set([...Object.keys(old), ...Object.keys(now)])) {
     if (!isDeepStrictEqual(old[field], now[field])) changed[field] = now[field] ?? null;
   }
+  if (!withTags) return changed;
   const tagsBefore = tagsOf(before);
   const tagsAfter = tagsOf(after);
   if (!isDeepStrictEqual(tagsBefore, tagsAfter)) changed[TAGS_FIELD] = tagsAfter;
   return changed;
 }
 
+const timestampOf = (change: ItemChange) =>
+  new Date(change.at > 0 ? change.at : Date.now()).toISOString();
+
 /** The events of one change of a person item (`<inst>#P#<id>` / `P`). */
 export function personEvents(personId: string, change: ItemChange): WebhookEvent[] {
-  const timestamp = new Date(change.at > 0 ? change.at : Date.now()).toISOString();
   const event = (type: string, data: Record<string, unknown>): WebhookEvent => ({
     id: eventId(personId, change.sequenceNumber, type),
     type,
-    timestamp,
+    timestamp: timestampOf(change),
     data,
   });
   const before = change.oldImage;
@@ -89,6 +97,43 @@ export function personEvents(personId: string, change: ItemChange): WebhookEvent
   if (wasArchived && !isArchived)
     events.push(event('person.restored', personData(personId, after)));
   return events;
+}
+
+/**
+ * The events of one change of an organization item (`<inst>#O#<id>` / `O`):
+ * `organization.created` with the organization as stored (`{organization_id, fields,
+ * created_at, updated_at}`), `organization.updated` with the changed field IDs and their new
+ * values. A change of its members count alone (people linked) makes no event.
+ */
+export function organizationEvents(organizationId: string, change: ItemChange): WebhookEvent[] {
+  const event = (type: string, data: Record<string, unknown>): WebhookEvent => ({
+    id: eventId(organizationId, change.sequenceNumber, type),
+    type,
+    timestamp: timestampOf(change),
+    data,
+  });
+  const before = change.oldImage;
+  const after = change.newImage;
+  if (!after) return [];
+  if (!before) {
+    return [
+      event('organization.created', {
+        organization_id: organizationId,
+        fields: record(after.fields),
+        created_at: after.created_at ?? null,
+        updated_at: after.updated_at ?? null,
+      }),
+    ];
+  }
+  const changed = changedFields(before, after, false);
+  if (Object.keys(changed).length === 0) return [];
+  return [
+    event('organization.updated', {
+      organization_id: organizationId,
+      changed_field_ids: Object.keys(changed).sort(),
+      changes: changed,
+    }),
+  ];
 }
 
 /** The deliveries of an instance's events: one per event and enabled webhook subscribed to it. */

@@ -1,5 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { fanOut, personEvents, type ItemChange } from '../../../shared/domain/webhooks/events.js';
+import {
+  fanOut,
+  organizationEvents,
+  personEvents,
+  type ItemChange,
+} from '../../../shared/domain/webhooks/events.js';
 import { subscribesTo, type Webhook } from '../../../shared/domain/webhooks/webhook.js';
 
 const PERSON = '66a1f0c2e4b0a1b2c3d4e5f6';
@@ -19,6 +24,70 @@ const change = (partial: Partial<ItemChange>): ItemChange => ({
   sequenceNumber: '100',
   at: AT,
   ...partial,
+});
+
+describe('organizationEvents', () => {
+  const ORG = '77b2f0c2e4b0a1b2c3d4e5f6';
+  const org = (fields: Record<string, unknown>, members = 0) => ({
+    pk: `acme#O#${ORG}`,
+    sk: 'O',
+    id: ORG,
+    fields,
+    members,
+    created_at: '2026-11-24T11:00:00.000Z',
+    updated_at: '2026-11-24T12:00:00.000Z',
+  });
+
+  it('makes organization.created of an insert, with the organization as stored', () => {
+    const events = organizationEvents(
+      ORG,
+      change({ eventName: 'INSERT', newImage: org({ 'str:o:name': 'Acme' }) }),
+    );
+    expect(events).toEqual([
+      {
+        id: expect.stringMatching(/^msg_[0-9a-f]{32}$/) as unknown,
+        type: 'organization.created',
+        timestamp: '2026-11-24T12:00:00.000Z',
+        data: {
+          organization_id: ORG,
+          fields: { 'str:o:name': 'Acme' },
+          created_at: '2026-11-24T11:00:00.000Z',
+          updated_at: '2026-11-24T12:00:00.000Z',
+        },
+      },
+    ]);
+  });
+
+  it('makes organization.updated with the changed fields only, and nothing for a members count', () => {
+    const [event, ...rest] = organizationEvents(
+      ORG,
+      change({
+        oldImage: org({ 'str:o:name': 'Acme', 'int:o:employees': 5, 'str:o:city': 'Oslo' }),
+        newImage: org({ 'str:o:name': 'Acme', 'int:o:employees': 6 }),
+      }),
+    );
+    expect(rest).toEqual([]);
+    expect(event?.type).toBe('organization.updated');
+    expect(event?.data).toEqual({
+      organization_id: ORG,
+      changed_field_ids: ['int:o:employees', 'str:o:city'],
+      changes: { 'int:o:employees': 6, 'str:o:city': null },
+    });
+    expect(organizationEvents(ORG, change({ oldImage: org({}, 1), newImage: org({}, 2) }))).toEqual(
+      [],
+    );
+    // The same change delivered twice makes the same event ID; another change, another.
+    const again = organizationEvents(ORG, change({ eventName: 'INSERT', newImage: org({}) }));
+    expect(again[0]?.id).toBe(
+      organizationEvents(ORG, change({ eventName: 'INSERT', newImage: org({}) }))[0]?.id,
+    );
+    expect(again[0]?.id).not.toBe(
+      organizationEvents(
+        ORG,
+        change({ eventName: 'INSERT', sequenceNumber: '101', newImage: org({}) }),
+      )[0]?.id,
+    );
+  });
 });
 
 describe('personEvents', () => {
