@@ -141,6 +141,10 @@ export interface StreamWorkerDefinition {
    * (an item whose sort key varies, as an activity's time and ID).
    */
   readonly insertedWith?: string;
+  /** Instead: only changes of items whose sort key starts with this (`A#`, memberships). */
+  readonly sortKeyPrefix?: string;
+  /** Instead: every new item (INSERT), whatever it is (the worker tells them apart). */
+  readonly insertsOnly?: true;
   readonly batchSize: number;
   /**
    * Batches of one shard processed at once (Lambda's parallelization factor, 1-10); changes
@@ -196,6 +200,44 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     access: ['config:read', 'queue:webhooks'],
   },
   {
+    // Every new activity makes its `activity.created` webhook event (docs/webhooks.md). The
+    // activities stream's second consumer, beside the last-seen worker (AWS advises at most
+    // two per shard).
+    function: 'activity-webhook-worker',
+    table: 'activities',
+    insertsOnly: true,
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
+  },
+  {
+    // Emails sent, bounced or complained about make their webhook events.
+    function: 'email-webhook-worker',
+    table: 'emails',
+    sortKeys: ['M'],
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
+  },
+  {
+    // People entering and leaving audiences (their memberships) make their webhook events.
+    function: 'audience-webhook-worker',
+    table: 'audiences',
+    sortKeyPrefix: 'A#',
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
+  },
+  {
     // Every new activity that tracks a touch moves its person's last seen forward
     // (docs/data-model.md, "Last seen"): off the request path, a second or so behind it.
     function: 'last-seen-worker',
@@ -221,6 +263,10 @@ export function streamFilterPattern(worker: StreamWorkerDefinition): Record<stri
       dynamodb: { NewImage: { [worker.insertedWith]: { BOOL: [true] } } },
     };
   }
+  if (worker.sortKeyPrefix !== undefined) {
+    return { dynamodb: { Keys: { sk: { S: [{ prefix: worker.sortKeyPrefix }] } } } };
+  }
+  if (worker.insertsOnly) return { eventName: ['INSERT'] };
   return { dynamodb: { Keys: { sk: { S: [...(worker.sortKeys ?? [])] } } } };
 }
 
@@ -241,5 +287,9 @@ export function keepsStreamRecord(
       record.dynamodb?.NewImage?.[worker.insertedWith]?.BOOL === true
     );
   }
+  if (worker.sortKeyPrefix !== undefined) {
+    return (record.dynamodb?.Keys?.sk?.S ?? '').startsWith(worker.sortKeyPrefix);
+  }
+  if (worker.insertsOnly) return record.eventName === 'INSERT';
   return (worker.sortKeys ?? []).includes(record.dynamodb?.Keys?.sk?.S ?? '');
 }

@@ -11,7 +11,14 @@ import {
   MAX_ATTEMPTS,
   type WebhookEvent,
 } from '../domain/webhooks/delivery.js';
-import { fanOut, organizationEvents, personEvents } from '../domain/webhooks/events.js';
+import {
+  activityEvents,
+  audienceEvents,
+  emailEvents,
+  fanOut,
+  organizationEvents,
+  personEvents,
+} from '../domain/webhooks/events.js';
 import type { Webhook, WebhookServices } from '../domain/webhooks/webhook.js';
 import { logger } from '../lib/logger.js';
 import { sqsWorker } from './sqs-worker.js';
@@ -19,7 +26,8 @@ import { streamWorker, type StreamChange } from './stream-worker.js';
 
 /**
  * The composition roots of webhooks (docs/webhooks.md): the API's services, the fan-out
- * workers (the people and organizations tables' streams → the webhooks queue) and the
+ * workers (the people, organizations, activities, emails and audiences tables' streams → the
+ * webhooks queue) and the
  * delivery worker (the webhooks queue → customers' URLs).
  */
 function webhookBasics(db: DynamoDBDocumentClient) {
@@ -84,22 +92,47 @@ async function queueDeliveries(
   }
 }
 
-/** `<inst>#P#<person>` or `<inst>#O#<organization>` → its instance and record. */
-function subjectOf(pk: string, kind: 'P' | 'O'): { instanceId: string; id: string } | undefined {
-  const match = new RegExp(`^(.+)#${kind}#([0-9a-f]{24})$`).exec(pk);
+/** What a fan-out worker reads of a table's changes. */
+interface FanoutSource {
+  /**
+   * The instance a change is about, and the subject its changes are handled in order with
+   * (its item's partition); none to skip it.
+   */
+  subjectOf(change: StreamChange): { instanceId: string; subject: string } | undefined;
+  eventsOf(subject: string, change: StreamChange): WebhookEvent[];
+}
+
+const ID = '[0-9a-f]{24}';
+const PERSON_PK = new RegExp(`^(.+)#P#(${ID})$`);
+
+/** The instance and the record of a partition key `<inst>#<kind>#<id>`. */
+function partitionOf(pk: unknown, kind: string): { instanceId: string; id: string } | undefined {
+  const match = new RegExp(`^(.+)#${kind}#([0-9a-zA-Z_-]+)$`).exec(String(pk));
   return match?.[1] && match[2] ? { instanceId: match[1], id: match[2] } : undefined;
 }
 
-/**
- * A fan-out worker: each change of a record (a person, an organization) makes its events
- * (events.ts), queued once per enabled webhook of the record's instance subscribed to them.
- * Webhooks are read afresh for each batch (consistently): a webhook made before a change
- * gets it.
- */
-function createFanoutWorker(
-  sortKey: 'P' | 'O',
+/** A source whose subjects are one partition kind (`P` people, `O` organizations, …). */
+function partitionSource(
+  kind: string,
+  keep: (change: StreamChange) => boolean,
   eventsOf: (id: string, change: StreamChange) => WebhookEvent[],
-) {
+): FanoutSource {
+  return {
+    subjectOf: (change) => {
+      if (!keep(change)) return undefined;
+      const partition = partitionOf(change.keys.pk, kind);
+      return partition ? { instanceId: partition.instanceId, subject: partition.id } : undefined;
+    },
+    eventsOf,
+  };
+}
+
+/**
+ * A fan-out worker: each change of a record makes its events (events.ts), queued once per
+ * enabled webhook of the record's instance subscribed to them. Webhooks are read afresh for
+ * each batch (consistently): a webhook made before a change gets it.
+ */
+function createFanoutWorker(source: FanoutSource) {
   const db = createDocumentClient();
   const { env, store } = webhookBasics(db);
   const sqs = createSqsClient();
@@ -116,14 +149,16 @@ function createFanoutWorker(
       return webhooks;
     };
     const handle = streamWorker({
-      subjectOf: (change) => (change.keys.sk === sortKey ? String(change.keys.pk) : undefined),
-      process: async (subject, changes) => {
-        const record = subjectOf(subject, sortKey);
-        if (!record) return;
-        const webhooks = await webhooksOf(record.instanceId);
+      subjectOf: (change) => {
+        const found = source.subjectOf(change);
+        return found ? `${found.instanceId}\u0000${found.subject}` : undefined;
+      },
+      process: async (key, changes) => {
+        const [instanceId = '', subject = ''] = key.split('\u0000');
+        const webhooks = await webhooksOf(instanceId);
         if (webhooks.length === 0) return;
-        const events = changes.flatMap((change) => eventsOf(record.id, change));
-        await queueDeliveries(sqs, queueUrl, fanOut(record.instanceId, events, webhooks));
+        const events = changes.flatMap((change) => source.eventsOf(subject, change));
+        await queueDeliveries(sqs, queueUrl, fanOut(instanceId, events, webhooks));
       },
     });
     return handle(...args);
@@ -132,12 +167,43 @@ function createFanoutWorker(
 
 /** The people table's fan-out worker (`person.*` events). */
 export function createWebhookFanoutWorker() {
-  return createFanoutWorker('P', personEvents);
+  return createFanoutWorker(partitionSource('P', (change) => change.keys.sk === 'P', personEvents));
 }
 
 /** The organizations table's fan-out worker (`organization.*` events). */
 export function createOrganizationWebhookWorker() {
-  return createFanoutWorker('O', organizationEvents);
+  return createFanoutWorker(
+    partitionSource('O', (change) => change.keys.sk === 'O', organizationEvents),
+  );
+}
+
+/** The activities table's fan-out worker (`activity.created`). */
+export function createActivityWebhookWorker() {
+  return createFanoutWorker(
+    partitionSource(
+      'P',
+      (change) => change.eventName === 'INSERT' && PERSON_PK.test(String(change.keys.pk)),
+      (_person, change) => activityEvents(change),
+    ),
+  );
+}
+
+/** The emails table's fan-out worker (`email.*`). */
+export function createEmailWebhookWorker() {
+  return createFanoutWorker(
+    partitionSource(
+      'M',
+      (change) => change.keys.sk === 'M',
+      (_message, change) => emailEvents(change),
+    ),
+  );
+}
+
+/** The audiences table's fan-out worker (`audience.*`, from memberships). */
+export function createAudienceWebhookWorker() {
+  return createFanoutWorker(
+    partitionSource('P', (change) => String(change.keys.sk).startsWith('A#'), audienceEvents),
+  );
 }
 
 /** The delivery worker: one attempt per message, retried on the schedule (delivery.ts). */

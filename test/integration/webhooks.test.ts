@@ -349,6 +349,147 @@ describe('webhooks: deliveries', () => {
     await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: hook.id } });
   });
 
+  it('delivers activity.created for a recorded activity', async () => {
+    const hook = await createWebhook(
+      { url: receiver.url('/activities'), events: ['activity.*'] },
+      KEYS.tracker,
+    );
+    const email = uniqueEmail('acted');
+    const recorded = await call('/v1/activities/create', {
+      key: KEYS.tracker,
+      body: {
+        activities: [
+          {
+            activity_id: 'act:cm:viewed',
+            fields: { 'str::email': email },
+            attributes: { 'str:cm:page': '/hooked' },
+          },
+        ],
+      },
+    });
+    expect(recorded.status).toBe(200);
+    const entry = (recorded.body.activities as { person_id: string; activity_id: string }[])[0];
+    const arrived = await until(
+      () =>
+        receiver
+          .at('/activities')
+          .find(
+            (delivery) =>
+              parsed(delivery).data.person_id === entry?.person_id &&
+              parsed(delivery).data.field_id === 'act:cm:viewed',
+          ),
+      'activity.created',
+    );
+    expect(verified(arrived, hook.secret)).toMatchObject({
+      type: 'activity.created',
+      data: {
+        person_id: entry?.person_id,
+        field_id: 'act:cm:viewed',
+        attributes: { 'str:cm:page': '/hooked' },
+      },
+    });
+    // Built-in activities too: the new person's subscription (`act::s-all`).
+    await until(
+      () =>
+        receiver
+          .at('/activities')
+          .find(
+            (delivery) =>
+              parsed(delivery).data.person_id === entry?.person_id &&
+              parsed(delivery).data.field_id === 'act::s-all',
+          ),
+      'the built-in activity',
+    );
+    await call('/v1/webhooks/delete', {
+      key: KEYS.tracker,
+      method: 'DELETE',
+      body: { webhook_id: hook.id },
+    });
+  });
+
+  it('delivers email.sent once SES has taken a transactional email', async () => {
+    const hook = await createWebhook(
+      { url: receiver.url('/emails'), events: ['email.*'] },
+      KEYS.mailer,
+    );
+    const sent = await call('/v1/transactional/send', {
+      key: KEYS.mailer,
+      body: {
+        merge_by: ['str::email'],
+        asset: {
+          from_email: 'team@mail.mailer.test',
+          subject: 'Hooked',
+          email_name: 'hooked',
+          html_body: '<html><body><p>Hello</p></body></html>',
+        },
+        emails: [{ fields: { 'str::email': uniqueEmail('mailed') } }],
+      },
+    });
+    expect(sent.status).toBe(202);
+    const messageId = (sent.body.emails as { message_id: string }[])[0]?.message_id;
+    const arrived = await until(
+      () =>
+        receiver
+          .at('/emails')
+          .find(
+            (delivery) =>
+              (parsed(delivery).data as Record<string, unknown>).message_id === messageId,
+          ),
+      'email.sent',
+    );
+    expect(verified(arrived, hook.secret)).toMatchObject({
+      type: 'email.sent',
+      data: { message_id: messageId, email_name: 'hooked', status: 'sent' },
+    });
+    await call('/v1/webhooks/delete', {
+      key: KEYS.mailer,
+      method: 'DELETE',
+      body: { webhook_id: hook.id },
+    });
+  });
+
+  it('delivers audience.entered and audience.exited as a person joins and leaves', async () => {
+    const hook = await createWebhook(
+      { url: receiver.url('/audiences'), events: ['audience.*'] },
+      KEYS.audiences,
+    );
+    const plan = `hooked-${Date.now().toString(36)}`;
+    const created = await call('/v1/audiences/create', {
+      key: KEYS.audiences,
+      body: {
+        name: `Hooked ${plan}`,
+        filter: { $and: [{ '$str::is': { field_id: 'str:cm:plan', value: plan } }] },
+      },
+    });
+    expect(created.status).toBe(200);
+    const audienceId = created.body.id as string;
+    const email = uniqueEmail('joiner');
+    const id = await personId(email, KEYS.audiences, { 'str:cm:plan': plan });
+    const ofType = (type: string) =>
+      receiver.at('/audiences').find((delivery) => {
+        const event = parsed(delivery);
+        return event.type === type && event.data.person_id === id;
+      });
+    const entered = await until(() => ofType('audience.entered'), 'audience.entered');
+    expect(verified(entered, hook.secret).data).toMatchObject({
+      audience_id: audienceId,
+      person_id: id,
+    });
+    await personId(email, KEYS.audiences, { 'str:cm:plan': 'other' });
+    const exited = await until(() => ofType('audience.exited'), 'audience.exited');
+    expect(verified(exited, hook.secret).data).toMatchObject({ audience_id: audienceId });
+    await call('/v1/audiences/delete', {
+      key: KEYS.audiences,
+      method: 'DELETE',
+      body: { audience_id: audienceId },
+    });
+    await call('/v1/webhooks/delete', {
+      key: KEYS.audiences,
+      method: 'DELETE',
+      body: { webhook_id: hook.id },
+    });
+  });
+
   it('retries an endpoint that answered 500, with the same webhook-id', async () => {
     receiver.script('/flaky', [500]);
     const hook = await createWebhook({ url: receiver.url('/flaky'), events: ['person.created'] });

@@ -136,6 +136,102 @@ export function organizationEvents(organizationId: string, change: ItemChange): 
   ];
 }
 
+/**
+ * The event of a new activity item (`<inst>#P#<person>` / `<time>#<id>`): `activity.created`
+ * with the activity as recorded (`{activity_id, person_id, field_id, attributes,
+ * created_at, source}`, and its value or location when it has one). Other new items of the
+ * table (idempotency keys) make none.
+ */
+export function activityEvents(change: ItemChange): WebhookEvent[] {
+  const after = change.newImage;
+  if (change.eventName !== 'INSERT' || !after || typeof after.field_id !== 'string') return [];
+  const id = String(after.id);
+  return [
+    {
+      id: eventId(id, change.sequenceNumber, 'activity.created'),
+      type: 'activity.created',
+      timestamp: timestampOf(change),
+      data: {
+        activity_id: id,
+        person_id: after.person_id ?? null,
+        field_id: after.field_id,
+        attributes: record(after.attr),
+        created_at: after.created_at ?? null,
+        source: after.source ?? null,
+        ...(typeof after.value === 'number' ? { value: after.value } : {}),
+        ...(after.location !== undefined ? { location: after.location } : {}),
+      },
+    },
+  ];
+}
+
+/** The states of an email that make events, by the event they make. */
+const EMAIL_EVENTS: Readonly<Record<string, string>> = {
+  sent: 'email.sent',
+  bounced: 'email.bounced',
+  complained: 'email.complained',
+};
+
+/**
+ * The events of a change of an email item (`<inst>#M#<message>` / `M`): entering the state
+ * `sent`, `bounced` or `complained` makes `email.sent`, `email.bounced` or
+ * `email.complained`, with the email as `transactional/get` shows it in short.
+ */
+export function emailEvents(change: ItemChange): WebhookEvent[] {
+  const after = change.newImage;
+  const status = typeof after?.status === 'string' ? after.status : undefined;
+  const type = status === undefined ? undefined : EMAIL_EVENTS[status];
+  if (!after || !type || change.oldImage?.status === status) return [];
+  const messageId = String(after.message_id);
+  const events = Array.isArray(after.events) ? (after.events as Record<string, unknown>[]) : [];
+  const last = [...events].reverse().find((event) => event.type === status);
+  return [
+    {
+      id: eventId(messageId, change.sequenceNumber, type),
+      type,
+      timestamp: timestampOf(change),
+      data: {
+        message_id: messageId,
+        person_id: after.person_id ?? null,
+        email_name: after.email_name ?? null,
+        to: after.to ?? null,
+        status,
+        at: last?.at ?? after.updated_at ?? null,
+        ...(typeof last?.detail === 'string' ? { detail: last.detail } : {}),
+      },
+    },
+  ];
+}
+
+/**
+ * The events of a change of a membership (`<inst>#P#<person>` / `A#<audience>`): becoming a
+ * member makes `audience.entered`, ceasing to be one `audience.exited`
+ * (`{audience_id, person_id, at}`). A membership removed with its person (erasure) or its
+ * audience (deletion) makes none: `person.deleted` says the one, the audience's owner did
+ * the other.
+ */
+export function audienceEvents(personId: string, change: ItemChange): WebhookEvent[] {
+  const after = change.newImage;
+  if (!after) return [];
+  const was = change.oldImage?.member === true;
+  const is = after.member === true;
+  if (was === is) return [];
+  const audienceId = String(after.audience_id);
+  const type = is ? 'audience.entered' : 'audience.exited';
+  return [
+    {
+      id: eventId(`${audienceId}#${personId}`, change.sequenceNumber, type),
+      type,
+      timestamp: timestampOf(change),
+      data: {
+        audience_id: audienceId,
+        person_id: personId,
+        at: (is ? after.member_from : after.left_at) ?? null,
+      },
+    },
+  ];
+}
+
 /** The deliveries of an instance's events: one per event and enabled webhook subscribed to it. */
 export function fanOut(
   instanceId: string,

@@ -1,11 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import {
+  activityEvents,
+  audienceEvents,
+  emailEvents,
   fanOut,
   organizationEvents,
   personEvents,
   type ItemChange,
 } from '../../../shared/domain/webhooks/events.js';
 import { subscribesTo, type Webhook } from '../../../shared/domain/webhooks/webhook.js';
+import { keepsStreamRecord, STREAM_WORKERS } from '../../../shared/workers.js';
 
 const PERSON = '66a1f0c2e4b0a1b2c3d4e5f6';
 const AT = Date.parse('2026-11-24T12:00:00Z');
@@ -87,6 +91,177 @@ describe('organizationEvents', () => {
         change({ eventName: 'INSERT', sequenceNumber: '101', newImage: org({}) }),
       )[0]?.id,
     );
+  });
+});
+
+describe('activityEvents', () => {
+  const activity = {
+    pk: `acme#P#${PERSON}`,
+    sk: '2026-11-24T11:59:00.000Z#88c3f0c2e4b0a1b2c3d4e5f6',
+    id: '88c3f0c2e4b0a1b2c3d4e5f6',
+    person_id: PERSON,
+    person_status: 'merged',
+    field_id: 'act:cm:signed-up',
+    attr: { 'str:cm:plan': 'pro' },
+    display: 'Signed up',
+    created_at: '2026-11-24T11:59:00.000Z',
+    source: 'api',
+  };
+
+  it('makes activity.created of a new activity, with the activity as recorded', () => {
+    expect(activityEvents(change({ eventName: 'INSERT', newImage: activity }))).toEqual([
+      {
+        id: expect.stringMatching(/^msg_[0-9a-f]{32}$/) as unknown,
+        type: 'activity.created',
+        timestamp: '2026-11-24T12:00:00.000Z',
+        data: {
+          activity_id: activity.id,
+          person_id: PERSON,
+          field_id: 'act:cm:signed-up',
+          attributes: { 'str:cm:plan': 'pro' },
+          created_at: '2026-11-24T11:59:00.000Z',
+          source: 'api',
+        },
+      },
+    ]);
+  });
+
+  it('makes nothing of an idempotency key or of a change to an activity', () => {
+    const key = { pk: 'acme#KEY#abc', sk: 'KEY', key: 'abc', status: 'pending' };
+    expect(activityEvents(change({ eventName: 'INSERT', newImage: key }))).toEqual([]);
+    expect(activityEvents(change({ eventName: 'MODIFY', newImage: activity }))).toEqual([]);
+  });
+});
+
+describe('emailEvents', () => {
+  const email = (status: string, events: Record<string, unknown>[] = []) => ({
+    pk: 'acme#M#m1',
+    sk: 'M',
+    message_id: 'm1',
+    person_id: PERSON,
+    email_name: 'welcome',
+    to: 'ada@example.com',
+    status,
+    events,
+    updated_at: '2026-11-24T12:00:00.000Z',
+  });
+
+  it('makes email.sent, email.bounced and email.complained as the email enters each state', () => {
+    const sent = emailEvents(change({ oldImage: email('sending'), newImage: email('sent') }));
+    expect(sent).toMatchObject([
+      {
+        type: 'email.sent',
+        data: { message_id: 'm1', person_id: PERSON, email_name: 'welcome', status: 'sent' },
+      },
+    ]);
+    const bounce = { type: 'bounced', at: '2026-11-24T12:01:00.000Z', detail: 'mailbox full' };
+    expect(
+      emailEvents(change({ oldImage: email('sent'), newImage: email('bounced', [bounce]) })),
+    ).toMatchObject([
+      {
+        type: 'email.bounced',
+        data: { at: bounce.at, detail: 'mailbox full', to: 'ada@example.com' },
+      },
+    ]);
+    expect(
+      emailEvents(change({ oldImage: email('sent'), newImage: email('complained') })),
+    ).toMatchObject([{ type: 'email.complained' }]);
+  });
+
+  it('makes nothing for other states, or for a change within the same state (an open)', () => {
+    expect(emailEvents(change({ eventName: 'INSERT', newImage: email('queued') }))).toEqual([]);
+    expect(emailEvents(change({ oldImage: email('queued'), newImage: email('sending') }))).toEqual(
+      [],
+    );
+    expect(
+      emailEvents(
+        change({
+          oldImage: email('sent'),
+          newImage: email('sent', [{ type: 'open', at: '2026-11-24T12:02:00.000Z' }]),
+        }),
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe('audienceEvents', () => {
+  const membership = (member: boolean, extra: Record<string, unknown> = {}) => ({
+    pk: `acme#P#${PERSON}`,
+    sk: 'A#99d4f0c2e4b0a1b2c3d4e5f6',
+    audience_id: '99d4f0c2e4b0a1b2c3d4e5f6',
+    member,
+    subscribed: true,
+    rev: 1,
+    ...extra,
+  });
+
+  it('makes audience.entered and audience.exited as a person becomes and stops being a member', () => {
+    const at = '2026-11-24T12:00:00.000Z';
+    expect(
+      audienceEvents(
+        PERSON,
+        change({ eventName: 'INSERT', newImage: membership(true, { member_from: at }) }),
+      ),
+    ).toMatchObject([
+      {
+        type: 'audience.entered',
+        data: { audience_id: '99d4f0c2e4b0a1b2c3d4e5f6', person_id: PERSON, at },
+      },
+    ]);
+    expect(
+      audienceEvents(
+        PERSON,
+        change({ oldImage: membership(true), newImage: membership(false, { left_at: at }) }),
+      ),
+    ).toMatchObject([{ type: 'audience.exited', data: { at } }]);
+  });
+
+  it('makes nothing of a preference change or of a membership removed with its person', () => {
+    expect(
+      audienceEvents(
+        PERSON,
+        change({ oldImage: membership(true), newImage: membership(true, { subscribed: false }) }),
+      ),
+    ).toEqual([]);
+    expect(
+      audienceEvents(PERSON, change({ eventName: 'REMOVE', oldImage: membership(true) })),
+    ).toEqual([]);
+  });
+});
+
+describe('the fan-out workers are fed only what they make events of', () => {
+  const worker = (name: string) => {
+    const found = STREAM_WORKERS.find((w) => w.function === name);
+    if (!found) throw new Error(`no ${name}`);
+    return found;
+  };
+  const streamRecord = (eventName: string, sk: string) => ({
+    eventName,
+    dynamodb: { Keys: { pk: { S: `acme#P#${PERSON}` }, sk: { S: sk } } },
+  });
+
+  it('memberships by their sort key prefix, activities by being new, emails by their sort key', () => {
+    const audiences = worker('audience-webhook-worker');
+    expect(keepsStreamRecord(audiences, streamRecord('MODIFY', 'A#99d4'))).toBe(true);
+    expect(keepsStreamRecord(audiences, streamRecord('MODIFY', 'S'))).toBe(false);
+    const activities = worker('activity-webhook-worker');
+    expect(keepsStreamRecord(activities, streamRecord('INSERT', '2026-11-24T12:00:00Z#x'))).toBe(
+      true,
+    );
+    expect(keepsStreamRecord(activities, streamRecord('MODIFY', '2026-11-24T12:00:00Z#x'))).toBe(
+      false,
+    );
+    const emails = worker('email-webhook-worker');
+    expect(keepsStreamRecord(emails, streamRecord('MODIFY', 'M'))).toBe(true);
+    expect(keepsStreamRecord(emails, streamRecord('MODIFY', 'SUP'))).toBe(false);
+  });
+
+  it('no table stream has more than two consumers (AWS advises at most two per shard)', () => {
+    const consumers = new Map<string, number>();
+    for (const entry of STREAM_WORKERS) {
+      consumers.set(entry.table, (consumers.get(entry.table) ?? 0) + 1);
+    }
+    expect(Math.max(...consumers.values())).toBeLessThanOrEqual(2);
   });
 });
 
