@@ -78,6 +78,37 @@ function streamSpecification(table: TableDefinition): StreamSpecification {
     : { StreamEnabled: false };
 }
 
+/**
+ * Creates a table, again after a while when the endpoint failed to (LocalStack, right after
+ * the table was dropped: the stream of the table it replaces is still being removed, and its
+ * CreateTable answers 500 "Stream … already exists", sometimes leaving the table half made,
+ * which goes first).
+ */
+async function createTable(
+  db: DynamoDBClient,
+  TableName: string,
+  command: () => CreateTableCommand,
+): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await db.send(command());
+      return;
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata
+        ?.httpStatusCode;
+      const retryable =
+        status === undefined ||
+        status >= 500 ||
+        (error as Error).name === 'ResourceInUseException' ||
+        /already exists/i.test(String(error));
+      if (!retryable || attempt >= 8) throw error;
+      await db.send(new DeleteTableCommand({ TableName })).catch(() => undefined);
+      await waitUntilTableNotExists({ client: db, maxWaitTime: 60 }, { TableName });
+      await new Promise((resolve) => setTimeout(resolve, 1_000 * attempt));
+    }
+  }
+}
+
 async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefinition) {
   const TableName = tableName(region, table.name);
   let existing: Set<string> | undefined;
@@ -92,18 +123,21 @@ async function ensureTable(db: DynamoDBClient, region: Region, table: TableDefin
     if (!(error instanceof ResourceNotFoundException)) throw error;
   }
   if (!existing) {
-    await db.send(
-      new CreateTableCommand({
-        TableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: attributeDefinitions(table),
-        KeySchema: [
-          { AttributeName: 'pk', KeyType: 'HASH' },
-          { AttributeName: 'sk', KeyType: 'RANGE' },
-        ],
-        ...(table.indexes.length > 0 ? { GlobalSecondaryIndexes: table.indexes.map(gsi) } : {}),
-        ...(table.stream ? { StreamSpecification: streamSpecification(table) } : {}),
-      }),
+    await createTable(
+      db,
+      TableName,
+      () =>
+        new CreateTableCommand({
+          TableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: attributeDefinitions(table),
+          KeySchema: [
+            { AttributeName: 'pk', KeyType: 'HASH' },
+            { AttributeName: 'sk', KeyType: 'RANGE' },
+          ],
+          ...(table.indexes.length > 0 ? { GlobalSecondaryIndexes: table.indexes.map(gsi) } : {}),
+          ...(table.stream ? { StreamSpecification: streamSpecification(table) } : {}),
+        }),
     );
     if (table.ttlAttribute) {
       await db.send(

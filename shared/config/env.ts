@@ -37,6 +37,13 @@ export const ApiEnv = z.object({
   CDP_KEYS_CHECK_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
   /** Unknown API keys one address may try a minute before it is refused (429). */
   CDP_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(1).max(1_000_000).default(60),
+  /**
+   * A request takes one more token of its key's rate limit per started this many ms of its
+   * function's time (docs/api.md, Rate limits). Deployments keep the default; the test
+   * stacks raise it, as emulators are many times slower than AWS and their time is not the
+   * work a request did.
+   */
+  CDP_REQUEST_COST_MS: z.coerce.number().int().min(50).max(900_000).default(250),
   /** The region's KMS key wrapping the signing keys (AWS); absent, the local wrapper. */
   SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   BASE_URL_DEFAULT: z.url(),

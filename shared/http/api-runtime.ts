@@ -85,7 +85,7 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
     : undefined;
   const charge = async (tenant: Tenant, elapsedMs: number) => {
-    const extra = extraCost(elapsedMs);
+    const extra = extraCost(elapsedMs, env.CDP_REQUEST_COST_MS);
     if (!limiter || extra === 0) return;
     const { bucket, limit } = rateLimitOf(tenant);
     logger.info('Request cost', {
@@ -118,8 +118,8 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
  */
 export const REQUEST_COST_MS = 250;
 
-export function extraCost(elapsedMs: number): number {
-  return Math.max(0, Math.ceil(elapsedMs / REQUEST_COST_MS) - 1);
+export function extraCost(elapsedMs: number, costMs: number = REQUEST_COST_MS): number {
+  return Math.max(0, Math.ceil(elapsedMs / costMs) - 1);
 }
 
 /**

@@ -5,10 +5,11 @@ import { join } from 'node:path';
 import {
   CreateTableCommand,
   DeleteItemCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { startStreamPoller, type StreamFailure } from '../../local/stream-poller.js';
 import { stackAwsEnv, stackEndpoint } from './stack.js';
@@ -44,7 +45,19 @@ async function streamTable(): Promise<string> {
       StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
     }),
   );
-  return name;
+  // Its stream takes writes once it has a shard (LocalStack makes it after the table, and
+  // drops the changes made before).
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { Table } = await db.send(new DescribeTableCommand({ TableName: name }));
+    const arn = Table?.LatestStreamArn;
+    const stream = arn
+      ? (await streams.send(new DescribeStreamCommand({ StreamArn: arn }))).StreamDescription
+      : undefined;
+    if (stream?.StreamStatus === 'ENABLED' && (stream.Shards ?? []).length > 0) return name;
+    if (Date.now() > deadline) throw new Error(`the stream of ${name} is not ready`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 const put = (table: string, pk: string, sk: string, n: number) =>
