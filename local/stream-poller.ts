@@ -69,6 +69,8 @@ export interface StreamPollerOptions {
   checkpointFile?: string;
   /** How long to wait before reading a shard that had nothing new (ms). */
   idleMs?: number;
+  /** How often the stream is described again while all its shards are read (ms). */
+  describeEveryMs?: number;
   /** First retry of a failed batch after this (ms), doubling each time. */
   retryBaseMs?: number;
 }
@@ -182,6 +184,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const awsRegion = process.env.AWS_REGION ?? 'us-east-1';
   const idleMs = options.idleMs ?? 200;
   const parallelization = Math.max(1, options.parallelization ?? 1);
+  const describeEveryMs = options.describeEveryMs ?? 10_000;
   const retryBaseMs = options.retryBaseMs ?? 500;
   const reading = new Map<string, Promise<void>>();
 
@@ -336,8 +339,14 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
     return shards;
   };
 
+  // Woken when a shard is read to its end: its children can be read now.
+  let wake: (() => void) | undefined;
   const loop = async () => {
     while (!stopped()) {
+      // Shards change only when one closes (which wakes the loop): while every shard is being
+      // read, the stream is described again only every `describeEveryMs`, so that idle pollers
+      // cost the endpoint little (LocalStack serves every call through one gateway).
+      let settled = false;
       try {
         const { Table } = await db.send(new DescribeTableCommand({ TableName: tableName }));
         const streamArn = Table?.LatestStreamArn;
@@ -356,14 +365,24 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
               .catch((error: unknown) => {
                 if (!stopped()) console.error(`Reading the stream of ${tableName} failed`, error);
               })
-              .finally(() => reading.delete(shardId)),
+              .finally(() => {
+                reading.delete(shardId);
+                wake?.();
+              }),
           );
         }
+        settled = reading.size > 0;
       } catch (error) {
         if (stopped()) return;
         console.error(`Describing the stream of ${tableName} failed; retrying`, error);
       }
-      await sleep(1_000, abort.signal);
+      await Promise.race([
+        sleep(settled ? describeEveryMs : 1_000, abort.signal),
+        new Promise<void>((resolve) => {
+          wake = resolve;
+        }),
+      ]);
+      wake = undefined;
     }
   };
   const running = loop();
