@@ -158,6 +158,25 @@ export interface StreamWorkerDefinition {
   readonly access: readonly Access[];
 }
 
+/** A webhook fan-out worker of one table (they differ only in what they are fed). */
+function webhookFanout(
+  name: string,
+  table: TableName,
+  filter: Pick<StreamWorkerDefinition, 'sortKeys' | 'sortKeyPrefix' | 'insertsOnly'>,
+): StreamWorkerDefinition {
+  return {
+    function: name,
+    table,
+    ...filter,
+    batchSize: 100,
+    parallelization: 2,
+    maxRetryAttempts: 10,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: ['config:read', 'queue:webhooks'],
+  };
+}
+
 export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
   {
     // Every change of a person, and every request to evaluate one (`E` items), re-evaluates
@@ -173,70 +192,18 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     // People: reads them, and removes an erased person's evaluation item (`E`).
     access: ['config:read', 'people', 'audiences', 'activities'],
   },
-  {
-    // Every change of a person makes its webhook events, queued once per subscribed webhook
-    // of its instance (docs/webhooks.md). Reads webhooks, writes nothing but messages.
-    function: 'webhook-fanout-worker',
-    table: 'people',
-    sortKeys: ['P'],
-    batchSize: 100,
-    parallelization: 2,
-    maxRetryAttempts: 10,
-    memoryMb: 512,
-    timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
-  },
-  {
-    // Every change of an organization makes its webhook events (docs/webhooks.md), as the
-    // people table's fan-out worker does for people.
-    function: 'organization-webhook-worker',
-    table: 'organizations',
-    sortKeys: ['O'],
-    batchSize: 100,
-    parallelization: 2,
-    maxRetryAttempts: 10,
-    memoryMb: 512,
-    timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
-  },
-  {
-    // Every new activity makes its `activity.created` webhook event (docs/webhooks.md). The
-    // activities stream's second consumer, beside the last-seen worker (AWS advises at most
-    // two per shard).
-    function: 'activity-webhook-worker',
-    table: 'activities',
-    insertsOnly: true,
-    batchSize: 100,
-    parallelization: 2,
-    maxRetryAttempts: 10,
-    memoryMb: 512,
-    timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
-  },
-  {
-    // Emails sent, bounced or complained about make their webhook events.
-    function: 'email-webhook-worker',
-    table: 'emails',
-    sortKeys: ['M'],
-    batchSize: 100,
-    parallelization: 2,
-    maxRetryAttempts: 10,
-    memoryMb: 512,
-    timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
-  },
-  {
-    // People entering and leaving audiences (their memberships) make their webhook events.
-    function: 'audience-webhook-worker',
-    table: 'audiences',
-    sortKeyPrefix: 'A#',
-    batchSize: 100,
-    parallelization: 2,
-    maxRetryAttempts: 10,
-    memoryMb: 512,
-    timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
-  },
+  // The webhook fan-out workers (docs/webhooks.md): every change of a table's records makes
+  // its events, queued once per subscribed webhook of its instance. They read webhooks and
+  // write nothing but messages.
+  webhookFanout('webhook-fanout-worker', 'people', { sortKeys: ['P'] }),
+  webhookFanout('organization-webhook-worker', 'organizations', { sortKeys: ['O'] }),
+  // The activities stream's second consumer, beside the last-seen worker (AWS advises at
+  // most two per shard): every new activity makes `activity.created`.
+  webhookFanout('activity-webhook-worker', 'activities', { insertsOnly: true }),
+  // Emails sent, bounced or complained about.
+  webhookFanout('email-webhook-worker', 'emails', { sortKeys: ['M'] }),
+  // People entering and leaving audiences (their memberships, `A#<audience>`).
+  webhookFanout('audience-webhook-worker', 'audiences', { sortKeyPrefix: 'A#' }),
   {
     // Every new activity that tracks a touch moves its person's last seen forward
     // (docs/data-model.md, "Last seen"): off the request path, a second or so behind it.
