@@ -86,6 +86,8 @@ async function main(): Promise<void> {
         functionName: worker.function,
         batchSize: worker.batchSize,
         parallelization: worker.parallelization,
+        // On LocalStack an idle shard is read at most once a second (its reads are costly).
+        ...(process.env.CDP_AWS_ENDPOINT === 'external' ? { maxIdleMs: 1_000 } : {}),
         timeoutSeconds: worker.timeoutSeconds,
         maxRetryAttempts: worker.maxRetryAttempts,
         keep: (record) => keepsStreamRecord(worker, record),

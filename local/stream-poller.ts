@@ -69,6 +69,12 @@ export interface StreamPollerOptions {
   checkpointFile?: string;
   /** How long to wait before reading a shard that had nothing new (ms). */
   idleMs?: number;
+  /**
+   * The longest wait of a shard that stays idle (ms): the wait doubles from `idleMs` with each
+   * empty read up to this (no backoff by default; LocalStack's stacks wait up to a second,
+   * since every read of its streams costs its one gateway and kinesis-mock).
+   */
+  maxIdleMs?: number;
   /** How often the stream is described again while all its shards are read (ms). */
   describeEveryMs?: number;
   /** First retry of a failed batch after this (ms), doubling each time. */
@@ -183,6 +189,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const finished = new Set(checkpoints.finished);
   const awsRegion = process.env.AWS_REGION ?? 'us-east-1';
   const idleMs = options.idleMs ?? 200;
+  const maxIdleMs = Math.max(idleMs, options.maxIdleMs ?? idleMs);
   const parallelization = Math.max(1, options.parallelization ?? 1);
   const describeEveryMs = options.describeEveryMs ?? 10_000;
   const retryBaseMs = options.retryBaseMs ?? 500;
@@ -291,6 +298,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const readShard = async (streamArn: string, shard: Shard) => {
     const shardId = shard.ShardId ?? '';
     let position = await resume(streamArn, shardId);
+    let idle = idleMs / 2;
     while (!stopped() && position) {
       let answer;
       try {
@@ -318,7 +326,9 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
       if (records.length > 0) await deliver(streamArn, shardId, records);
       if (stopped()) return;
       position = answer.NextShardIterator;
-      if (records.length === 0 && position) await sleep(idleMs, abort.signal);
+      // Idle: the wait doubles with each empty read, up to `maxIdleMs`; records reset it.
+      idle = records.length > 0 ? idleMs / 2 : Math.min(maxIdleMs, idle * 2);
+      if (records.length === 0 && position) await sleep(idle, abort.signal);
     }
     if (!stopped()) finish(shardId);
   };
