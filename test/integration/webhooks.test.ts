@@ -588,7 +588,9 @@ describe('webhooks: deliveries', () => {
     const people = (path: string) => receiver.at(path).map((entry) => parsed(entry).data.person_id);
     expect(people('/theirs')).not.toContain(myPerson);
     expect(people('/mine')).not.toContain(theirPerson);
-    expect(new Set(people('/mine'))).toEqual(new Set([myPerson]));
+    // The other instance has no people but this test's; this one's earlier tests' late
+    // events (a slow stream) may reach `/mine`, which subscribes to everything of it.
+    expect(people('/mine')).toContain(myPerson);
     expect(new Set(people('/theirs'))).toEqual(new Set([theirPerson]));
     await call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: mine.id } });
     await call('/v1/webhooks/delete', {
