@@ -68,7 +68,10 @@ const put = (table: string, pk: string, sk: string, n: number) =>
     }),
   );
 
-async function until(check: () => boolean, timeoutMs = 20_000) {
+/** LocalStack's streams, on a machine busy with the rest of the suite, can take a minute. */
+const PATIENCE_MS = process.env.CDP_AWS_ENDPOINT === 'external' ? 90_000 : 20_000;
+
+async function until(check: () => boolean, timeoutMs = PATIENCE_MS) {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
