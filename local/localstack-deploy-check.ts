@@ -32,7 +32,7 @@ import type { Region } from '../shared/domain/regions.js';
 import { STAGE_NAME } from '../shared/edge.js';
 import { QUEUES, TABLES, queueName, tableName } from '../shared/resources.js';
 import { ROUTES, routeKey } from '../shared/routes.js';
-import { WORKERS } from '../shared/workers.js';
+import { STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 
 /**
  * What `npm run deploy:localstack` checks once CloudFormation is done: that what the stacks
@@ -405,14 +405,15 @@ async function checkFunctions(
       states.set(state, (states.get(state) ?? 0) + 1);
     }),
   );
-  // One per folder of the routes table (routes may share one), the fallback, one per worker.
-  const expected = functionSpecs(ROUTES, WORKERS).length;
+  // One per folder of the routes table (routes may share one), the fallback, one per queue
+  // worker and one per stream worker.
+  const expected = functionSpecs(ROUTES, WORKERS, STREAM_WORKERS).length;
   const folders = new Set(ROUTES.map((route) => route.function)).size;
   const rows: CheckRow[] = [
     {
       what: 'functions',
       name: `${found.size} of ${names.length} found`,
-      detail: `one per folder of the routes (${folders}), per worker (${WORKERS.length}) and the fallback; ${[...states].map(([state, count]) => `${count} ${state}`).join(', ')}`,
+      detail: `one per folder of the routes (${folders}), per worker (${WORKERS.length} queue, ${STREAM_WORKERS.length} stream) and the fallback; ${[...states].map(([state, count]) => `${count} ${state}`).join(', ')}`,
       ok:
         found.size === names.length &&
         names.length === expected &&
