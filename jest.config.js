@@ -52,6 +52,7 @@ const integrationFaults = {
     '/stream-poller\\.test\\.ts$',
     '/fault-injection\\.test\\.ts$',
     '/store-faults\\.test\\.ts$',
+    '/audience-evaluation\\.test\\.ts$',
     '/ingest-worker\\.test\\.ts$',
     '/ses-gateway\\.test\\.ts$',
     '/process-faults\\.test\\.ts$',

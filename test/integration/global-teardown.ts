@@ -1,5 +1,6 @@
 // Loaded by jest outside its ESM module mapper, hence the .ts extension.
 import type { startStack } from './stack-process.ts';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { stopStack } from './stack-process.ts';
 
 /**
@@ -10,9 +11,12 @@ export default async function globalTeardown(): Promise<void> {
   const stacks = (globalThis as { cdpStacks?: ReturnType<typeof startStack>[] }).cdpStacks ?? [];
   const stopping = stacks.splice(0);
   await Promise.all(stopping.map((stack) => stopStack(stack.child)));
-  for (const stack of stopping) {
+  for (const [index, stack] of stopping.entries()) {
     for (const line of stack.output().split('\n')) {
       if (line.includes('DynamoDB faults injected in the')) console.warn(line);
     }
+    // What the stack printed (an unexpected 500's error among it), kept for a look after.
+    mkdirSync('.data', { recursive: true });
+    writeFileSync(`.data/test-stack-${process.pid}-${index}.log`, stack.output());
   }
 }
