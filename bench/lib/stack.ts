@@ -81,6 +81,8 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     SES_MAX_SEND_RATE: process.env.SES_MAX_SEND_RATE ?? '1000',
     INGEST_RETRY_BASE_SECONDS: '1',
     EMAIL_RETRY_BASE_SECONDS: '1',
+    // Stream pollers read an idle shard every 200 ms: the lag figures' floor.
+    CDP_STREAM_MAX_IDLE_MS: '200',
   });
   const stop = () => stopStack(started.child);
   const onSignal = () => void stop().then(() => process.exit(130));
