@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { startStack, stopStack, waitForBanner } from '../../test/integration/stack-process.js';
@@ -102,6 +102,12 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
       cpuSeconds,
       output: started.output,
     });
+  } catch (error) {
+    // What the stack printed (the error behind a 500 among it), kept for a look after.
+    mkdirSync('.data', { recursive: true });
+    writeFileSync('.data/bench-stack.log', started.output());
+    console.error('bench: the stack output is in .data/bench-stack.log');
+    throw error;
   } finally {
     await stop();
     process.off('SIGINT', onSignal);
