@@ -24,6 +24,10 @@ import { cancellationCodes, conditionally, type Item } from './dynamo-helpers.js
  */
 const webhooksPk = (instanceId: string) => `INST#${instanceId}#WH`;
 const webhookSk = (webhookId: string) => `W#${webhookId}`;
+const webhookKey = (instanceId: string, webhookId: string) => ({
+  pk: webhooksPk(instanceId),
+  sk: webhookSk(webhookId),
+});
 
 const StoredWebhook = z.object({
   id: z.string(),
@@ -99,7 +103,7 @@ export class DynamoWebhookStore implements WebhookStore {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.configTable,
-        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        Key: webhookKey(instanceId, webhookId),
         ConsistentRead: true,
       }),
     );
@@ -187,7 +191,7 @@ export class DynamoWebhookStore implements WebhookStore {
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
-        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        Key: webhookKey(instanceId, webhookId),
         UpdateExpression:
           'SET failing_since = :since, failures = :failures, paused_until = :until, last_failure = :why',
         // Another attempt recorded a failure meanwhile: its record stands.
@@ -210,7 +214,7 @@ export class DynamoWebhookStore implements WebhookStore {
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
-        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        Key: webhookKey(instanceId, webhookId),
         UpdateExpression: `REMOVE ${HEALTH_ATTRIBUTES.join(', ')}`,
         ConditionExpression: 'attribute_exists(failing_since)',
       }),
@@ -227,7 +231,7 @@ export class DynamoWebhookStore implements WebhookStore {
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
-        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        Key: webhookKey(instanceId, webhookId),
         UpdateExpression: 'SET paused_until = :until',
         ConditionExpression: 'paused_until = :seen',
         ExpressionAttributeValues: { ':until': until, ':seen': seen },
@@ -240,7 +244,7 @@ export class DynamoWebhookStore implements WebhookStore {
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
-        Key: { pk: webhooksPk(instanceId), sk: webhookSk(webhookId) },
+        Key: webhookKey(instanceId, webhookId),
         UpdateExpression:
           'SET webhook.enabled = :false, webhook.disabled_reason = :reason, webhook.updated_at = :at',
         ConditionExpression: 'webhook.enabled = :true',
