@@ -266,6 +266,26 @@ describe('POST /v1/accounts/get', () => {
     expect({ ...rest, request_id: '' }).toEqual({ ...restOfAccounts, request_id: '' });
   });
 
+  it('takes a limit of 1 to 500, as the real API documents, naming limit beyond', async () => {
+    const prefix = `Paged ${stamp}`;
+    const created = await mergeAccounts({
+      accounts: [1, 2, 3].map((n) => ({ fields: { 'str:o:name': `${prefix} ${n}` } })),
+      merge_by: ['str:o:name'],
+    });
+    const page = await call('/v1/accounts/get', { key: KEY, body: { q: prefix, limit: 500 } });
+    expect(page.status).toBe(200);
+    expect((page.body.accounts as { id: string }[]).map((a) => a.id)).toEqual(
+      created.map((entry) => entry.account_id),
+    );
+    expect(page.body.has_more).toBe(false);
+    expect((await call('/v1/accounts/get', { key: KEY, body: { limit: 500 } })).status).toBe(200);
+    for (const limit of [0, 501]) {
+      const refused = await call('/v1/accounts/get', { key: KEY, body: { limit } });
+      expect({ limit, status: refused.status }).toEqual({ limit, status: 400 });
+      expect(refused.body.error).toMatch(/\blimit: /);
+    }
+  });
+
   it('refuses a field organizations do not have, naming it', async () => {
     const response = await call('/v1/accounts/get', {
       key: KEY,
