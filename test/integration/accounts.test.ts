@@ -234,12 +234,16 @@ describe('POST /v1/accounts/merge', () => {
 });
 
 describe('POST /v1/accounts/get', () => {
-  it('lists and searches as organizations/get does, answering `accounts`', async () => {
-    const prefix = `Listed ${stamp}`;
-    const created = await mergeAccounts({
+  /** Three accounts named `<prefix> 1` to `3`, in that order. */
+  const threeAccounts = (prefix: string) =>
+    mergeAccounts({
       accounts: [1, 2, 3].map((n) => ({ fields: { 'str:o:name': `${prefix} ${n}` } })),
       merge_by: ['str:o:name'],
     });
+
+  it('lists and searches as organizations/get does, answering `accounts`', async () => {
+    const prefix = `Listed ${stamp}`;
+    const created = await threeAccounts(prefix);
     const first = await call('/v1/accounts/get', { key: KEY, body: { q: prefix, limit: 2 } });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({
@@ -268,10 +272,7 @@ describe('POST /v1/accounts/get', () => {
 
   it('takes a limit of 1 to 500, as the real API documents, naming limit beyond', async () => {
     const prefix = `Paged ${stamp}`;
-    const created = await mergeAccounts({
-      accounts: [1, 2, 3].map((n) => ({ fields: { 'str:o:name': `${prefix} ${n}` } })),
-      merge_by: ['str:o:name'],
-    });
+    const created = await threeAccounts(prefix);
     const page = await call('/v1/accounts/get', { key: KEY, body: { q: prefix, limit: 500 } });
     expect(page.status).toBe(200);
     expect((page.body.accounts as { id: string }[]).map((a) => a.id)).toEqual(

@@ -161,20 +161,18 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
   const eis = [`ei-${label}1-${stamp}`, `ei-${label}2-${stamp}`];
   const names = [`Name${label}1${stamp}`, `Name${label}2${stamp}`];
   // Names already in kebab case, so that a field's ID holds its name as sent.
-  const personField = (
-    await ok('/v1/person/custom-field/create', key, {
-      name: `secret-${label}-${stamp}`,
-      type: 'single_select',
-      values: [`option-${label}-${stamp}`],
-    })
-  ).field_id as string;
-  const organizationField = (
-    await ok('/v1/accounts/custom-field/create', key, {
-      name: `account-${label}-${stamp}`,
-      type: 'single_select',
-      values: [`level-${label}-${stamp}`],
-    })
-  ).field_id as string;
+  const selectField = async (path: string, name: string, option: string) =>
+    (await ok(path, key, { name, type: 'single_select', values: [option] })).field_id as string;
+  const personField = await selectField(
+    '/v1/person/custom-field/create',
+    `secret-${label}-${stamp}`,
+    `option-${label}-${stamp}`,
+  );
+  const organizationField = await selectField(
+    '/v1/accounts/custom-field/create',
+    `account-${label}-${stamp}`,
+    `level-${label}-${stamp}`,
+  );
   const definition = (
     (
       await ok('/v1/definitions/activity/create', key, {
