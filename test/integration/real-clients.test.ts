@@ -494,8 +494,13 @@ describe('fields created through the API are configuration fields at once', () =
       ),
     );
     const statuses = answers.map((answer) => answer.status);
+    // One item holds the schema: 100 conditional writes race on it. Under injected faults
+    // (integration-faults) a create may still be losing that race when its retry budget
+    // ends: a 503 that wrote nothing (DESIGN.md's errors), which the listing below proves.
+    const unavailable = statuses.filter((status) => status === 503).length;
+    expect(unavailable).toBeLessThanOrEqual(process.env.CDP_TEST_STACK === 'faults' ? 100 : 0);
     expect(statuses.filter((status) => status === 200)).toHaveLength(5);
-    expect(statuses.filter((status) => status === 400)).toHaveLength(95);
+    expect(statuses.filter((status) => status === 400)).toHaveLength(95 - unavailable);
     for (const refused of answers.filter((answer) => answer.status === 400)) {
       expect(refused.body.error).toContain('100 custom person fields');
     }
