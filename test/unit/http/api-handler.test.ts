@@ -168,7 +168,7 @@ describe('the HTTP stack', () => {
       ['{"people":[1,{"x":{"constructor":{"prototype":{}}}}]}', 'people[1].x.constructor'],
       ['{"people":[{"\\u005f_proto__":{"polluted":true}}]}', 'people[0].__proto__'],
     ]) {
-      const response = await handler(event(body as string, { 'x-api-key': 'good' }), context);
+      const response = await handler(event(body, { 'x-api-key': 'good' }), context);
       expect(response.statusCode).toBe(400);
       expect(parse(response)).toMatchObject({
         error: `Forbidden member "${member}" in the request body: it names an object prototype`,
