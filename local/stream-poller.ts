@@ -289,7 +289,12 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
         if (last) checkpoint(shardId, last);
         return;
       }
-      await sleep(Math.min(30_000, retryBaseMs * 2 ** (attempt - 1)), abort.signal);
+      const wait = Math.min(30_000, retryBaseMs * 2 ** (attempt - 1));
+      // Lambda shows a retried batch in its metrics; here the stack's output says it.
+      console.error(
+        `${functionName}: ${pending.length} records of a batch of ${tableName}'s stream failed; attempt ${attempt + 1} in ${wait} ms`,
+      );
+      await sleep(wait, abort.signal);
       if (stopped()) return;
     }
   };

@@ -1,6 +1,6 @@
 import { expect } from '@jest/globals';
 import { simpleParser } from 'mailparser';
-import { KEYS, TEST_STACK, call } from './stack.js';
+import { KEYS, TEST_STACK, WORKER_PATIENCE_MS, call } from './stack.js';
 import { checkedFetch } from '../contract.js';
 
 /** Helpers for the transactional email tests: send, and wait for an email's status. */
@@ -49,7 +49,7 @@ export async function statusOf(messageId: string): Promise<Body> {
 }
 
 export async function until<T>(what: string, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + WORKER_PATIENCE_MS;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;

@@ -79,6 +79,13 @@ export function externalAws(): boolean {
 }
 
 /**
+ * How long a test waits for what a worker does after the answer (a stream or queue worker):
+ * LocalStack's streams (kinesis-mock) and queues lag seconds behind on busy cores, and its
+ * one gateway serves every poller of the three regions.
+ */
+export const WORKER_PATIENCE_MS = externalAws() ? 90_000 : 30_000;
+
+/**
  * Where a service of the test stack answers: its emulator, or the external endpoint, read
  * from the same variables as `local/settings.ts` reads (that module cannot be imported here).
  */

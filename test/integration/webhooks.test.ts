@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
-import { KEYS, call } from './stack.js';
+import { KEYS, WORKER_PATIENCE_MS, call } from './stack.js';
 import { mergeOne, uniqueEmail } from './people.js';
 
 /**
@@ -84,7 +84,11 @@ const receiver = new Receiver();
 beforeAll(() => receiver.start());
 afterAll(() => receiver.stop());
 
-async function until<T>(read: () => T | undefined, what: string, timeoutMs = 40_000): Promise<T> {
+async function until<T>(
+  read: () => T | undefined,
+  what: string,
+  timeoutMs = Math.max(40_000, WORKER_PATIENCE_MS),
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = read();
