@@ -385,9 +385,6 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/webhooks/replay', 'webhooks-replay', {
     access: ['config:read', 'deliveries', 'queue:webhooks', 'queue:webhook-replays'],
   }),
-  api('POST', '/v1/webhooks/replays/get', 'webhooks-replays-get', {
-    access: ['config:read', 'deliveries:read'],
-  }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

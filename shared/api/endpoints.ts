@@ -42,7 +42,7 @@ import {
   WebhookUpdateRequest,
 } from '../domain/webhooks/webhook.js';
 import { DeliveriesGetRequest } from '../domain/webhooks/attempts.js';
-import { ReplayRequest, ReplaysGetRequest } from '../domain/webhooks/replay.js';
+import { ReplayRequest } from '../domain/webhooks/replay.js';
 import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
 import {
   AccountGetByIdsResponse,
@@ -1421,10 +1421,28 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'Webhooks',
     summary: 'Send events again',
     description:
-      'Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced, whose progress `POST /v1/webhooks/replays/get` reports. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400).',
+      'Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced. The same call with `replay_id` alone answers 200 with that replay’s progress: events found in the range so far, queued again, skipped (no longer subscribed) and delivered since. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400); an unknown webhook, event or replay, or another instance’s, is a 404.',
     request: ReplayRequest,
     requestExample: { webhook_id: webhookExample.id, since: '2026-11-24T00:00:00Z' },
     responses: {
+      200: {
+        description: 'With `replay_id` alone: the replay and how far it got',
+        schema: ReplaySchema,
+        example: {
+          replay_id: '66a1f0c9e4b0a1b2c3d4e666',
+          webhook_id: webhookExample.id,
+          since: '2026-11-24T00:00:00.000Z',
+          until: '2026-11-24T10:30:00.000Z',
+          status: 'complete',
+          events_found: 1240,
+          events_queued: 1240,
+          events_skipped: 0,
+          events_delivered: 1187,
+          created_at: '2026-11-24T10:30:00.000Z',
+          updated_at: '2026-11-24T10:30:14.000Z',
+          completed_at: '2026-11-24T10:30:14.000Z',
+        },
+      },
       202: {
         description: 'The replay, started',
         schema: ReplaySchema,
@@ -1444,34 +1462,5 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
       },
     },
     errors: [404, 409],
-  },
-  'POST /v1/webhooks/replays/get': {
-    tag: 'Webhooks',
-    summary: 'Follow a replay',
-    description:
-      'How far a replay got: the events found in its range so far, queued again, skipped (no longer subscribed) and delivered since. An unknown replay, or another instance’s, is a 404.',
-    request: ReplaysGetRequest,
-    requestExample: { replay_id: '66a1f0c9e4b0a1b2c3d4e666' },
-    responses: {
-      200: {
-        description: 'The replay',
-        schema: ReplaySchema,
-        example: {
-          replay_id: '66a1f0c9e4b0a1b2c3d4e666',
-          webhook_id: webhookExample.id,
-          since: '2026-11-24T00:00:00.000Z',
-          until: '2026-11-24T10:30:00.000Z',
-          status: 'complete',
-          events_found: 1240,
-          events_queued: 1240,
-          events_skipped: 0,
-          events_delivered: 1187,
-          created_at: '2026-11-24T10:30:00.000Z',
-          updated_at: '2026-11-24T10:30:14.000Z',
-          completed_at: '2026-11-24T10:30:14.000Z',
-        },
-      },
-    },
-    errors: [404],
   },
 };

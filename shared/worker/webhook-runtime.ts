@@ -92,7 +92,7 @@ export function createAttemptServices(
   return (cursors) => ({ webhooks: store, attempts: deliveries, cursors });
 }
 
-/** `webhooks/replay` and `webhooks/replays/get`: replays and what they queue. */
+/** `webhooks/replay`: replays, what they queue, and their progress. */
 export function createReplayServices(db: DynamoDBDocumentClient): ReplayPorts {
   const { env, store } = webhookBasics(db);
   const { deliveries, jobs } = deliveryStores(db, env);

@@ -1131,29 +1131,9 @@ export interface paths {
         put?: never;
         /**
          * Send events again
-         * @description Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced, whose progress `POST /v1/webhooks/replays/get` reports. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400). Bodies over 1,048,576 bytes are refused (413).
+         * @description Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced. The same call with `replay_id` alone answers 200 with that replay’s progress: events found in the range so far, queued again, skipped (no longer subscribed) and delivered since. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400); an unknown webhook, event or replay, or another instance’s, is a 404. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["webhooksReplay"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/webhooks/replays/get": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Follow a replay
-         * @description How far a replay got: the events found in its range so far, queued again, skipped (no longer subscribed) and delivered since. An unknown replay, or another instance’s, is a 404. Bodies over 1,048,576 bytes are refused (413).
-         */
-        post: operations["webhooksReplaysGet"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6471,7 +6451,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    webhook_id: string;
+                    /** @description Alone: the replay whose progress to answer (nothing is sent) */
+                    replay_id?: string;
+                    /** @description The webhook to replay to */
+                    webhook_id?: string;
                     /** @description The event to send again: its `webhook-id` */
                     event_id?: string;
                     /** @description Every event at or after this time (at most 30 days ago) */
@@ -6482,71 +6465,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The replay, started */
-            202: {
-                headers: {
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "replay_id": "66a1f0c9e4b0a1b2c3d4e666",
-                     *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
-                     *       "since": "2026-11-24T00:00:00.000Z",
-                     *       "until": "2026-11-24T10:30:00.000Z",
-                     *       "status": "queued",
-                     *       "events_found": 0,
-                     *       "events_queued": 0,
-                     *       "events_skipped": 0,
-                     *       "events_delivered": 0,
-                     *       "created_at": "2026-11-24T10:30:00.000Z",
-                     *       "updated_at": "2026-11-24T10:30:00.000Z"
-                     *     }
-                     */
-                    "application/json": components["schemas"]["Replay"];
-                };
-            };
-            400: components["responses"]["Error400"];
-            401: components["responses"]["Error401"];
-            404: components["responses"]["Error404"];
-            409: components["responses"]["Error409"];
-            413: components["responses"]["Error413"];
-            421: components["responses"]["Error421"];
-            422: components["responses"]["Error422"];
-            429: components["responses"]["Error429"];
-            431: components["responses"]["Error431"];
-            500: components["responses"]["Error500"];
-            502: components["responses"]["Error502"];
-            503: components["responses"]["Error503"];
-            504: components["responses"]["Error504"];
-        };
-    };
-    webhooksReplaysGet: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
-            };
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "replay_id": "66a1f0c9e4b0a1b2c3d4e666"
-                 *     }
-                 */
-                "application/json": {
-                    replay_id: string;
-                };
-            };
-        };
-        responses: {
-            /** @description The replay */
+            /** @description With `replay_id` alone: the replay and how far it got */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6568,6 +6487,32 @@ export interface operations {
                      *       "created_at": "2026-11-24T10:30:00.000Z",
                      *       "updated_at": "2026-11-24T10:30:14.000Z",
                      *       "completed_at": "2026-11-24T10:30:14.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Replay"];
+                };
+            };
+            /** @description The replay, started */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "replay_id": "66a1f0c9e4b0a1b2c3d4e666",
+                     *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "since": "2026-11-24T00:00:00.000Z",
+                     *       "until": "2026-11-24T10:30:00.000Z",
+                     *       "status": "queued",
+                     *       "events_found": 0,
+                     *       "events_queued": 0,
+                     *       "events_skipped": 0,
+                     *       "events_delivered": 0,
+                     *       "created_at": "2026-11-24T10:30:00.000Z",
+                     *       "updated_at": "2026-11-24T10:30:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Replay"];

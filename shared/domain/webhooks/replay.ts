@@ -40,10 +40,20 @@ export const eventIdSchema = z
   .string()
   .regex(/^msg_[0-9a-f]{32}$/, 'expected an event ID (the webhook-id of a delivery: msg_…)');
 
-/** `POST /v1/webhooks/replay`: one event (`event_id`), or every event `since` a time. */
+const replayIdSchema = z
+  .string()
+  .regex(ID_PATTERN, 'expected a replay ID (24 hexadecimal characters)');
+
+/**
+ * `POST /v1/webhooks/replay`: one event (`event_id`), or every event `since` a time, sent
+ * again; or, with `replay_id` alone, how far that replay got.
+ */
 export const ReplayRequest = z
   .strictObject({
-    webhook_id: webhookIdSchema,
+    replay_id: replayIdSchema.optional().meta({
+      description: 'Alone: the replay whose progress to answer (nothing is sent)',
+    }),
+    webhook_id: webhookIdSchema.optional().meta({ description: 'The webhook to replay to' }),
     event_id: eventIdSchema
       .optional()
       .meta({ description: 'The event to send again: its `webhook-id`' }),
@@ -55,6 +65,25 @@ export const ReplayRequest = z
     }),
   })
   .superRefine((request, context) => {
+    if (request.replay_id !== undefined) {
+      for (const member of ['webhook_id', 'event_id', 'since', 'until'] as const) {
+        if (request[member] !== undefined) {
+          context.addIssue({
+            code: 'custom',
+            path: [member],
+            message: 'not with replay_id (which asks for a replay’s progress)',
+          });
+        }
+      }
+      return;
+    }
+    if (request.webhook_id === undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['webhook_id'],
+        message: 'expected a webhook ID (24 hexadecimal characters), or replay_id alone',
+      });
+    }
     if ((request.event_id === undefined) === (request.since === undefined)) {
       context.addIssue({
         code: 'custom',
@@ -67,12 +96,6 @@ export const ReplayRequest = z
     }
   });
 export type ReplayRequest = z.infer<typeof ReplayRequest>;
-
-/** `POST /v1/webhooks/replays/get`. */
-export const ReplaysGetRequest = z.strictObject({
-  replay_id: z.string().regex(ID_PATTERN, 'expected a replay ID (24 hexadecimal characters)'),
-});
-export type ReplaysGetRequest = z.infer<typeof ReplaysGetRequest>;
 
 export const REPLAY_STATUSES = ['queued', 'running', 'complete', 'failed'] as const;
 export type ReplayStatus = (typeof REPLAY_STATUSES)[number];
@@ -201,7 +224,7 @@ export interface ReplayPorts {
 export class ReplayRunningError extends ConflictError {
   constructor(webhookId: string, replayId: string | undefined) {
     super(
-      `webhook_id: a replay of webhook ${webhookId} is running${replayId ? ` (replay_id ${replayId})` : ''}; wait for it to complete (webhooks/replays/get)`,
+      `webhook_id: a replay of webhook ${webhookId} is running${replayId ? ` (replay_id ${replayId})` : ''}; wait for it to complete (webhooks/replay with replay_id shows its progress)`,
       [{ field: 'webhook_id', error: 'a replay is running' }],
     );
   }
@@ -228,10 +251,10 @@ async function replayable(instanceId: string, webhookId: string, ports: ReplayPo
 /**
  * Starts a replay (checked before anything is written or queued): one event is queued at
  * once, and its replay is complete; a range becomes a job for the replay worker. Answers the
- * replay (`webhooks/replays/get` follows it).
+ * replay (`webhooks/replay` with its `replay_id` follows it).
  */
 export async function replayWebhook(
-  request: ReplayRequest,
+  request: ReplayRequest & { webhook_id: string },
   tenant: Tenant,
   ports: ReplayPorts,
 ): Promise<ReplayEntry> {
@@ -353,14 +376,36 @@ function deliveryOf(
   return kept.event ? { ...base, event: kept.event } : { ...base, event_id: kept.id };
 }
 
+/** A replay's progress, by its ID (another instance's is unknown). */
 export async function getReplay(
-  request: ReplaysGetRequest,
+  replayId: string,
   tenant: Tenant,
   jobs: Pick<ReplayStore, 'get'>,
 ): Promise<ReplayEntry> {
-  const job = await jobs.get(tenant.instance.id, request.replay_id);
-  if (!job) throw replayNotFound(request.replay_id);
+  const job = await jobs.get(tenant.instance.id, replayId);
+  if (!job) throw replayNotFound(replayId);
   return replayEntry(job);
+}
+
+/**
+ * `webhooks/replay`: starts a replay (`started`), or answers the progress of the one
+ * `replay_id` names.
+ */
+export async function replay(
+  request: ReplayRequest,
+  tenant: Tenant,
+  ports: ReplayPorts,
+): Promise<{ started: boolean; replay: ReplayEntry }> {
+  const { replay_id: replayId, webhook_id: webhookId } = request;
+  if (replayId !== undefined) {
+    return { started: false, replay: await getReplay(replayId, tenant, ports.jobs) };
+  }
+  // The request's schema asks for webhook_id without replay_id.
+  if (webhookId === undefined) throw webhookNotFound('');
+  return {
+    started: true,
+    replay: await replayWebhook({ ...request, webhook_id: webhookId }, tenant, ports),
+  };
 }
 
 export interface ReplayWorkerPorts extends ReplayPorts {

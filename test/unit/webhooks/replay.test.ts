@@ -8,7 +8,8 @@ import {
   ReplayRunningError,
   abandonReplay,
   getReplay,
-  replayWebhook,
+  replay,
+  type ReplayPorts,
   runReplay,
   type KeptEvent,
   type KeptEvents,
@@ -174,6 +175,13 @@ function portsFor(events: WebhookEvent[], hook: Webhook = webhook()) {
   return { ports, queued, continued, slept, jobs, clock };
 }
 
+/** Starts a replay through the endpoint's entry: it must start one. */
+async function replayed(body: ReplayRequest, of: typeof tenant, ports: ReplayPorts) {
+  const answer = await replay(body, of, ports);
+  expect(answer.started).toBe(true);
+  return answer.replay;
+}
+
 const request = (body: Record<string, unknown>) =>
   parseWith(ReplayRequest, { webhook_id: WEBHOOK, ...body }, 'request body');
 
@@ -189,6 +197,12 @@ describe('replay requests', () => {
     expect(() => request({ event_id: 'msg_1' })).toThrow(/event_id: expected an event ID/);
     expect(() => request({ since: 'yesterday' })).toThrow(/since: expected an ISO 8601 time/);
     expect(request({ since: '2026-11-24T10:00:00+02:00' }).since).toBe('2026-11-24T08:00:00.000Z');
+    expect(() => request({ webhook_id: undefined, since: '2026-11-24T10:00:00Z' })).toThrow(
+      /webhook_id: expected a webhook ID/,
+    );
+    expect(() => request({ replay_id: '0123456789abcdef01234567' })).toThrow(
+      /webhook_id: not with replay_id/,
+    );
   });
 
   it('refuses, before anything is written, a range older than what is kept, in the future or empty', async () => {
@@ -199,7 +213,7 @@ describe('replay requests', () => {
       [{ since: '2026-11-24T10:00:00Z', until: '2026-11-24T09:00:00Z' }, 'until'],
       [{ since: '2026-11-24T13:00:00Z' }, 'since'],
     ] as const) {
-      const error = await replayWebhook(request(body), tenant, ports).catch((e: unknown) => e);
+      const error = await replayed(request(body), tenant, ports).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ValidationError);
       expect((error as Error).message).toMatch(new RegExp(`^${field}: `));
     }
@@ -210,7 +224,7 @@ describe('replay requests', () => {
   it('answers an unknown webhook, or another instance’s, as not found, and refuses a disabled one', async () => {
     const { ports } = portsFor([eventAt(1)]);
     await expect(
-      replayWebhook(
+      replayed(
         request({ webhook_id: 'ffffffffffffffffffffffff', event_id: eventAt(1).id }),
         tenant,
         ports,
@@ -218,7 +232,7 @@ describe('replay requests', () => {
     ).rejects.toThrow(NotFoundError);
     const disabled = portsFor([eventAt(1)], webhook({ enabled: false }));
     await expect(
-      replayWebhook(request({ event_id: eventAt(1).id }), tenant, disabled.ports),
+      replayed(request({ event_id: eventAt(1).id }), tenant, disabled.ports),
     ).rejects.toThrow(/^webhook_id: .* is disabled/);
   });
 });
@@ -227,7 +241,7 @@ describe('replaying one event', () => {
   it('queues it at once with its own ID, for a replay that is complete', async () => {
     const event = eventAt(7);
     const { ports, queued, jobs } = portsFor([event]);
-    const answer = await replayWebhook(request({ event_id: event.id }), tenant, ports);
+    const answer = await replayed(request({ event_id: event.id }), tenant, ports);
     expect(answer).toMatchObject({
       webhook_id: WEBHOOK,
       event_id: event.id,
@@ -238,17 +252,17 @@ describe('replaying one event', () => {
     expect(queued).toEqual([
       { instance_id: INSTANCE, webhook_id: WEBHOOK, replay_id: answer.replay_id, event },
     ]);
-    await expect(getReplay({ replay_id: answer.replay_id }, tenant, jobs)).resolves.toEqual(answer);
+    await expect(getReplay(answer.replay_id, tenant, jobs)).resolves.toEqual(answer);
   });
 
   it('answers an event the webhook never had as not found, one of a type no longer subscribed as bad input', async () => {
     const { ports, queued } = portsFor([eventAt(1, 'organization.created')]);
-    await expect(
-      replayWebhook(request({ event_id: eventAt(2).id }), tenant, ports),
-    ).rejects.toThrow(/^event_id: no event/);
-    await expect(
-      replayWebhook(request({ event_id: eventAt(1).id }), tenant, ports),
-    ).rejects.toThrow(/^event_id: .*no longer subscribes to organization.created/);
+    await expect(replayed(request({ event_id: eventAt(2).id }), tenant, ports)).rejects.toThrow(
+      /^event_id: no event/,
+    );
+    await expect(replayed(request({ event_id: eventAt(1).id }), tenant, ports)).rejects.toThrow(
+      /^event_id: .*no longer subscribes to organization.created/,
+    );
     expect(queued).toEqual([]);
   });
 
@@ -256,7 +270,7 @@ describe('replaying one event', () => {
     const event = eventAt(3);
     const { ports, jobs } = portsFor([event]);
     ports.deliveries = { queue: () => Promise.reject(new Error('queue unavailable')) };
-    await expect(replayWebhook(request({ event_id: event.id }), tenant, ports)).rejects.toThrow(
+    await expect(replayed(request({ event_id: event.id }), tenant, ports)).rejects.toThrow(
       'queue unavailable',
     );
     expect(jobs.jobs.size).toBe(0);
@@ -268,7 +282,7 @@ describe('replaying since a time', () => {
 
   async function start(events: WebhookEvent[], hook?: Webhook) {
     const setup = portsFor(events, hook);
-    const answer = await replayWebhook(
+    const answer = await replayed(
       request({ since: new Date(NOW - 7_200_000).toISOString() }),
       tenant,
       setup.ports,
@@ -283,7 +297,7 @@ describe('replaying since a time', () => {
     const { answer, message, ports, queued, jobs } = await start(events);
     expect(answer).toMatchObject({ status: 'queued', events_found: 0, events_queued: 0 });
     await runReplay(message, ports);
-    const job = await getReplay({ replay_id: answer.replay_id }, tenant, jobs);
+    const job = await getReplay(answer.replay_id, tenant, jobs);
     expect(job).toMatchObject({
       status: 'complete',
       events_found: 251,
@@ -323,7 +337,7 @@ describe('replaying since a time', () => {
     expect(first).toBeGreaterThan(0);
     // SQS delivers the message again: the job carries on from where it was recorded.
     await runReplay(message, ports);
-    const job = await getReplay({ replay_id: answer.replay_id }, tenant, jobs);
+    const job = await getReplay(answer.replay_id, tenant, jobs);
     expect(job).toMatchObject({ status: 'complete', events_found: 600, events_queued: 600 });
     expect(new Set(queued.map((delivery) => delivery.event?.id)).size).toBe(600);
     expect(queued.length - 600).toBe(first);
@@ -333,14 +347,14 @@ describe('replaying since a time', () => {
   it('counts each event once when its message is handled twice at the same time', async () => {
     const { answer, message, ports, queued, jobs } = await start(many(400));
     await Promise.all([runReplay(message, ports), runReplay(message, ports)]);
-    const job = await getReplay({ replay_id: answer.replay_id }, tenant, jobs);
+    const job = await getReplay(answer.replay_id, tenant, jobs);
     expect(job).toMatchObject({ status: 'complete', events_found: 400, events_queued: 400 });
     expect(new Set(queued.map((delivery) => delivery.event?.id)).size).toBe(400);
   });
 
   it('holds its webhook while it runs: a second replay of it is a conflict until it completes', async () => {
     const { message, ports } = await start(many(10));
-    const second = await replayWebhook(
+    const second = await replayed(
       request({ since: new Date(NOW - 60_000).toISOString() }),
       tenant,
       ports,
@@ -349,7 +363,7 @@ describe('replaying since a time', () => {
     expect(String(second)).toMatch(/^.*webhook_id: a replay of webhook .* is running/);
     await runReplay(message, ports);
     await expect(
-      replayWebhook(request({ since: new Date(NOW - 60_000).toISOString() }), tenant, ports),
+      replayed(request({ since: new Date(NOW - 60_000).toISOString() }), tenant, ports),
     ).resolves.toMatchObject({ status: 'queued' });
   });
 
@@ -359,15 +373,15 @@ describe('replaying since a time', () => {
     hook.enabled = false;
     await runReplay(message, ports);
     expect(queued).toEqual([]);
-    await expect(getReplay({ replay_id: answer.replay_id }, tenant, jobs)).resolves.toMatchObject({
+    await expect(getReplay(answer.replay_id, tenant, jobs)).resolves.toMatchObject({
       status: 'failed',
       error: 'the webhook was disabled',
     });
     const other = await start(many(10));
     await abandonReplay(other.message, 'the replay stopped after repeated failures', other.ports);
-    await expect(
-      getReplay({ replay_id: other.answer.replay_id }, tenant, other.jobs),
-    ).resolves.toMatchObject({ status: 'failed' });
+    await expect(getReplay(other.answer.replay_id, tenant, other.jobs)).resolves.toMatchObject({
+      status: 'failed',
+    });
     expect(other.jobs.holder).toBeUndefined();
   });
 });
