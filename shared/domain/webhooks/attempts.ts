@@ -71,6 +71,13 @@ export interface AttemptReader {
   ): Promise<{ attempts: DeliveryAttempt[]; next?: string }>;
 }
 
+/** Whether the date of `YYYY-MM-DD…` is a day of the calendar (Date.parse takes 02-30 as 03-02). */
+function dayExists(value: string): boolean {
+  const [year = 0, month = 0, day = 0] = value.slice(0, 10).split('-').map(Number);
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return month >= 1 && month <= 12 && day >= 1 && day <= days;
+}
+
 /** An ISO 8601 time with its offset (`2026-11-24T10:00:00Z`), read as the instant it names. */
 export const isoTime = z
   .string()
@@ -78,7 +85,7 @@ export const isoTime = z
     /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/,
     'expected an ISO 8601 time with its offset, such as 2026-11-24T10:00:00Z',
   )
-  .refine((value) => !Number.isNaN(Date.parse(value)), 'not a valid time')
+  .refine((value) => !Number.isNaN(Date.parse(value)) && dayExists(value), 'not a valid time')
   .transform((value) => new Date(value).toISOString());
 
 /** `POST /v1/webhooks/deliveries/get`. */
