@@ -54,7 +54,7 @@ import { queryShard } from './sharded-index.js';
  *
  * - `<inst>#WE#<webhook>#<event>` / `E`: an event queued for a webhook (`event_json`, or for a
  *   large event `payload_key`, its body in the payloads bucket under `webhooks/`); in the
- *   `events` index by `vpk` = `<inst>#WV#<webhook>#<shard>`, `vsk` = `<time>#<event>`.
+ *   `events` index by `vpk` = `<inst>#WV#<webhook>#<shard>`, `vsk` = `<kept at>#<event>`.
  * - same partition, `A#<replay or 0>#<attempt>`: an attempt, in the `attempts` index by
  *   `apk` = `<inst>#WA#<webhook>#<S|F>#<shard>`, `ask` = `<attempted at>#<event>#<replay>#<attempt>`.
  *   Its key is what identifies the attempt: a message handled twice rewrites one item.
@@ -198,7 +198,12 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
     const large = new Map<string, WebhookEvent>();
     for (const { event } of deliveries) if (isLargeEvent(event)) large.set(event.id, event);
     for (const event of large.values()) await this.putPayload(instanceId, event);
-    const expires = expiresAt(this.now());
+    const now = this.now();
+    const expires = expiresAt(now);
+    // Indexed by when it was kept (queued), which follows its change: a replay since a time
+    // finds every event changed since then, whatever the precision of the change's time (the
+    // stream's: a second on AWS, a minute on DynamoDB Local).
+    const keptAt = new Date(now).toISOString();
     const writes: WriteRequest[] = [];
     const seen = new Set<string>();
     for (const { webhook_id: webhookId, event } of deliveries) {
@@ -217,7 +222,7 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
               ? { payload_key: payloadKey(instanceId, event.id) }
               : { event_json: JSON.stringify(event) }),
             vpk: eventsIndexPk(instanceId, webhookId, eventShard(event.id)),
-            vsk: `${event.timestamp}#${event.id}`,
+            vsk: `${keptAt}#${event.id}`,
             expires_at: expires,
           },
         },

@@ -162,7 +162,11 @@ export interface KeptEvent {
 export interface KeptEvents {
   /** One event kept for the webhook (read consistently), without a large event's body. */
   find(instanceId: string, webhookId: string, eventId: string): Promise<KeptEvent | undefined>;
-  /** A page of one shard's events in `[since, until)`, by time, after `after`. */
+  /**
+   * A page of one shard's events queued in `[since, until)`, in the order they were queued,
+   * after `after`. (When an event was queued, not when it happened: that follows its change
+   * by the stream's delay, so every event changed since `since` is found.)
+   */
   page(
     instanceId: string,
     webhookId: string,
