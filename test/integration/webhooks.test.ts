@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
-import { KEYS, call } from './stack.js';
+import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { KEYS, call, stackDb } from './stack.js';
+import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
+import { SqsDeliveryQueue } from '../../shared/adapters/delivery-queue.js';
+import { DynamoDeliveryStore } from '../../shared/adapters/delivery-store.js';
+import {
+  LARGE_EVENT_BYTES,
+  queuedDelivery,
+  type DeliveryMessage,
+} from '../../shared/domain/webhooks/delivery.js';
+import { localBucketName, queueName, tableName } from '../../shared/resources.js';
 import { mergeOne, uniqueEmail } from './people.js';
 
 /**
@@ -919,4 +929,45 @@ describe('webhooks: attempts and replays', () => {
     expect(about('/private', id, 'person.created')).toHaveLength(2);
     await removeHook(hook.id);
   }, 90_000);
+
+  it('delivers an event larger than a queue message by claim check, whole and verifiable', async () => {
+    const hook = await createWebhook({ url: receiver.url('/large'), events: ['person.updated'] });
+    // What the fan-out does with an event of a person holding a large value: keep it (its body
+    // in the payloads bucket) and queue its ID only.
+    const { db } = stackDb();
+    const kept = new DynamoDeliveryStore(
+      db,
+      tableName('default', 'deliveries'),
+      createS3Client(),
+      localBucketName('default', 'payloads'),
+    );
+    const message: DeliveryMessage = {
+      instance_id: 'hooks',
+      webhook_id: hook.id,
+      event: {
+        id: `msg_${Date.now().toString(16).padStart(32, '0')}`,
+        type: 'person.updated',
+        timestamp: new Date().toISOString(),
+        data: {
+          person_id: '66a1f0c2e4b0a1b2c3d4e5f6',
+          changed_field_ids: ['str:cm:notes'],
+          changes: { 'str:cm:notes': 'n'.repeat(300 * 1024) },
+        },
+      },
+    };
+    const queued = queuedDelivery(message);
+    expect(queued.event).toBeUndefined();
+    expect(queued.event_id).toBe(message.event.id);
+    expect(JSON.stringify(message.event).length).toBeGreaterThan(LARGE_EVENT_BYTES);
+    await kept.keep('hooks', [message]);
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'webhooks') }),
+    );
+    await new SqsDeliveryQueue(sqs, QueueUrl ?? '').queue([queued]);
+    const arrived = await until(() => receiver.at('/large')[0], 'the large delivery');
+    expect(arrived.headers['webhook-id']).toBe(message.event.id);
+    expect(verified(arrived, hook.secret).data).toEqual(message.event.data);
+    await removeHook(hook.id);
+  });
 });

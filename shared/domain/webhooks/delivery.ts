@@ -224,14 +224,7 @@ export async function deliver(
   await logAttempt(message, attempt, now, result, ports);
   if (!result.failure && result.answer) {
     if (health) await ports.store.recordSuccess(message.instance_id, webhook.id);
-    if (message.replay_id !== undefined) {
-      await ports.replays.delivered(
-        message.instance_id,
-        message.replay_id,
-        webhook.id,
-        message.event.id,
-      );
-    }
+    if (message.replay_id !== undefined) await countReplayed(message, ports);
     return { kind: 'delivered', status: result.answer.status, latencyMs: result.answer.latencyMs };
   }
   const why = result.failure?.why ?? 'no answer';
@@ -331,6 +324,30 @@ async function logAttempt(
       webhookId: message.webhook_id,
       eventId: message.event.id,
       attempt,
+      error: error as Error,
+    });
+  }
+}
+
+/**
+ * Counts a replayed event delivered. Like the attempt log, the count is not part of the
+ * delivery: one that cannot be written is reported and the delivery stands (sending the
+ * event again for the count's sake would be worse than a count one short).
+ */
+async function countReplayed(message: DeliveryMessage, ports: DeliveryPorts): Promise<void> {
+  try {
+    await ports.replays.delivered(
+      message.instance_id,
+      message.replay_id ?? '',
+      message.webhook_id,
+      message.event.id,
+    );
+  } catch (error) {
+    logger.error('Could not count a replayed webhook event delivered', {
+      instanceId: message.instance_id,
+      webhookId: message.webhook_id,
+      replayId: message.replay_id,
+      eventId: message.event.id,
       error: error as Error,
     });
   }

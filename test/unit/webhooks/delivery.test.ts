@@ -317,10 +317,13 @@ describe('the attempt log', () => {
     expect(failed.delivered).toEqual([]);
   });
 
-  it('delivers even when the log cannot be written (the log is not part of the delivery)', async () => {
+  it('delivers even when the log or a replay’s count cannot be written (neither is part of the delivery)', async () => {
     const { ports, sent } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
     ports.log = { record: () => Promise.reject(new Error('throttled')) };
-    await expect(deliver(message, 1, ports)).resolves.toMatchObject({ kind: 'delivered' });
+    ports.replays = { delivered: () => Promise.reject(new Error('throttled')) };
+    await expect(deliver({ ...message, replay_id: 'replay-1' }, 1, ports)).resolves.toMatchObject({
+      kind: 'delivered',
+    });
     expect(sent).toHaveLength(1);
   });
 });
