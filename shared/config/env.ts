@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { REGIONS } from '../domain/regions.js';
+import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../domain/webhooks/delivery.js';
 
 /**
  * Environment of the functions, read and checked once at cold start. A missing or malformed
@@ -217,6 +218,13 @@ export const WebhooksEnv = z.object({
   WEBHOOK_REPLAYS_QUEUE_URL: z.url().optional(),
   /** The most events one replay queues a second (the webhooks queue is every endpoint's). */
   CDP_WEBHOOK_REPLAY_RATE: z.coerce.number().min(1).max(10_000).default(100),
+  /** Attempts in flight to one endpoint at once in a delivery worker (delivery.ts). */
+  CDP_WEBHOOK_MAX_IN_FLIGHT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(MAX_IN_FLIGHT_PER_ENDPOINT),
   /** How long one message of a replay works before it queues the rest. */
   WEBHOOK_REPLAY_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
 });

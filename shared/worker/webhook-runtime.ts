@@ -27,6 +27,7 @@ import {
 import type { DeliveriesPorts } from '../domain/webhooks/attempts.js';
 import type { CursorCodec } from '../domain/cursor.js';
 import { sleep } from '../lib/time-budget.js';
+import { KeyedLimiter } from '../lib/keyed-limiter.js';
 import {
   activityEvents,
   audienceEvents,
@@ -247,6 +248,9 @@ export function createWebhookDeliveryWorker() {
     log: new BatchedAttemptLog(deliveries),
     replays: deliveries,
   };
+  // The whole attempt waits for a slot, the webhook's read included: an attempt let in after
+  // the endpoint's first failure reads it paused.
+  const endpoints = new KeyedLimiter(env.CDP_WEBHOOK_MAX_IN_FLIGHT);
   return sqsWorker({
     sqs: createSqsClient(),
     queueUrl,
@@ -271,7 +275,9 @@ export function createWebhookDeliveryWorker() {
         logger.warn('Webhook event dropped: it is no longer kept', context);
         return;
       }
-      const outcome = await deliver(message, attempt, ports);
+      const outcome = await endpoints.run(`${message.instance_id}/${message.webhook_id}`, () =>
+        deliver(message, attempt, ports),
+      );
       logger.info(outcome.kind === 'delivered' ? 'Webhook delivered' : 'Webhook event dropped', {
         ...context,
         type: message.event.type,

@@ -3,13 +3,17 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
 import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { KEYS, call, stackDb } from './stack.js';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { KEYS, call, functionEnv, stackDb } from './stack.js';
+import { createWebhookDeliveryWorker } from '../../shared/worker/webhook-runtime.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
 import { SqsDeliveryQueue } from '../../shared/adapters/delivery-queue.js';
 import { DynamoDeliveryStore } from '../../shared/adapters/delivery-store.js';
 import {
   LARGE_EVENT_BYTES,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
   queuedDelivery,
+  type QueuedDelivery,
   type DeliveryMessage,
 } from '../../shared/domain/webhooks/delivery.js';
 import { localBucketName, queueName, tableName } from '../../shared/resources.js';
@@ -970,4 +974,64 @@ describe('webhooks: attempts and replays', () => {
     expect(verified(arrived, hook.secret).data).toEqual(message.event.data);
     await removeHook(hook.id);
   });
+
+  it('caps the attempts in flight to an endpoint before its first failure is known', async () => {
+    // A batch of the delivery worker, in this process: ten events for one endpoint that
+    // hangs. Without a cap all ten would wait their 15 s; with it, MAX_IN_FLIGHT_PER_ENDPOINT
+    // do, the endpoint is paused when they fail, and the others fail at once without a request.
+    const BATCH = 10;
+    receiver.script(
+      '/capped',
+      Array.from({ length: BATCH }, () => HANG),
+    );
+    const hook = await createWebhook({
+      url: receiver.url('/capped'),
+      events: ['email.complained'],
+    });
+    // This process's AWS settings point at the stack's services.
+    stackDb();
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'webhooks') }),
+    );
+    functionEnv({
+      WEBHOOKS_QUEUE_URL: QueueUrl ?? '',
+      DELIVERIES_TABLE: tableName('default', 'deliveries'),
+      CDP_WEBHOOKS_ALLOW_LOOPBACK: 'true',
+    });
+    const worker = createWebhookDeliveryWorker();
+    const records = Array.from({ length: BATCH }, (_, n): SQSRecord => {
+      const body: QueuedDelivery = {
+        instance_id: 'hooks',
+        webhook_id: hook.id,
+        event: {
+          id: `msg_${(Date.now() * 100 + n).toString(16).padStart(32, '0')}`,
+          type: 'email.complained',
+          timestamp: new Date().toISOString(),
+          data: { message_id: String(n) },
+        },
+      };
+      return {
+        messageId: `capped-${n}`,
+        // Not a receipt of the queue: the worker's backoff (a visibility change) fails, harmlessly.
+        receiptHandle: `capped-${n}`,
+        body: JSON.stringify(body),
+        attributes: { ApproximateReceiveCount: '1' },
+      } as unknown as SQSRecord;
+    });
+    const started = Date.now();
+    const batch: SQSEvent = { Records: records };
+    const answer = await worker(batch, {
+      getRemainingTimeInMillis: () => 60_000,
+    } as unknown as Parameters<typeof worker>[1]);
+    expect(answer.batchItemFailures).toHaveLength(BATCH);
+    expect(receiver.at('/capped')).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT);
+    // One wave of timeouts, not two: the messages that waited found the endpoint paused.
+    expect(Date.now() - started).toBeLessThan(2 * 15_000);
+    const listed = await call('/v1/webhooks/get', { key, body: { webhook_id: hook.id } });
+    expect((listed.body.webhooks as Record<string, unknown>[])[0]).toMatchObject({
+      failing_since: expect.stringMatching(/^\d{4}-/),
+    });
+    await removeHook(hook.id);
+  }, 60_000);
 });

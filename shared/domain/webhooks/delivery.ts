@@ -175,6 +175,15 @@ export function pauseSeconds(failures: number): number {
   return Math.min(MAX_PAUSE_SECONDS, RETRY_SCHEDULE_SECONDS[index] ?? MAX_PAUSE_SECONDS);
 }
 
+/**
+ * Attempts in flight to one endpoint at once, per worker container (default). Until an
+ * attempt fails, nothing says an endpoint hangs: without a cap, every message of every
+ * batch in flight for it would wait its 15 s before the first failure pauses it. With it,
+ * the others wait for a slot (not a retry: they keep their attempt), then find the endpoint
+ * paused and fail at once, or go on if it answered.
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
+
 /** An endpoint failing this long is disabled (its owner enables it again). */
 export const DISABLE_AFTER_MS = 5 * 86_400_000;
 
