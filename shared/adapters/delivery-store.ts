@@ -437,50 +437,34 @@ export function payloadKey(instanceId: string, eventId: string): string {
 }
 
 /**
- * The attempt log of the delivery worker: attempts that end within `lingerMs` of each other
- * (the messages of a batch are attempted at once) are written together; each `record`
- * resolves once its own is written.
+ * The attempt log of the delivery worker: records are kept in the process as attempts end
+ * and written together when the worker's batch ends (`flush`, one `BatchWriteItem` per 25),
+ * so that no message waits for its record. A flush that fails is reported (the error log) and
+ * its records are lost: the log is for watching deliveries, not part of them.
  */
 export class BatchedAttemptLog implements AttemptLog {
-  private pending: {
-    instanceId: string;
-    attempt: DeliveryAttempt;
-    resolve: () => void;
-    reject: (error: Error) => void;
-  }[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private pending: { instanceId: string; attempt: DeliveryAttempt }[] = [];
 
   constructor(
     private readonly store: Pick<DynamoDeliveryStore, 'recordAttempts'>,
-    private readonly lingerMs = 20,
+    private readonly onError: (error: unknown, lost: number) => void = () => undefined,
   ) {}
 
   record(instanceId: string, attempt: DeliveryAttempt): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ instanceId, attempt, resolve, reject });
-      if (this.pending.length >= 25) this.flush();
-      else
-        this.timer ??= setTimeout(() => {
-          this.flush();
-        }, this.lingerMs);
-    });
+    this.pending.push({ instanceId, attempt });
+    return Promise.resolve();
   }
 
-  private flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+  /** Writes what was recorded since the last flush (what is recorded meanwhile waits). */
+  async flush(): Promise<void> {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
-    this.store.recordAttempts(batch).then(
-      () => {
-        for (const entry of batch) entry.resolve();
-      },
-      (error: unknown) => {
-        const failure = error instanceof Error ? error : new Error('the attempts were not written');
-        for (const entry of batch) entry.reject(failure);
-      },
-    );
+    try {
+      await this.store.recordAttempts(batch);
+    } catch (error) {
+      this.onError(error, batch.length);
+    }
   }
 }
 

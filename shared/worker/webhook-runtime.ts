@@ -245,13 +245,18 @@ export function createWebhookDeliveryWorker() {
     addresses,
     resolve: resolveHost,
     transport: httpWebhookTransport(addresses),
-    log: new BatchedAttemptLog(deliveries),
+    log: new BatchedAttemptLog(deliveries, (error, lost) => {
+      logger.error('Could not record webhook delivery attempts', {
+        attempts: lost,
+        error: error as Error,
+      });
+    }),
     replays: deliveries,
   };
   // The whole attempt waits for a slot, the webhook's read included: an attempt let in after
   // the endpoint's first failure reads it paused.
   const endpoints = new KeyedLimiter(env.CDP_WEBHOOK_MAX_IN_FLIGHT);
-  return sqsWorker({
+  const worker = sqsWorker({
     sqs: createSqsClient(),
     queueUrl,
     maxReceiveCount: MAX_ATTEMPTS,
@@ -286,6 +291,15 @@ export function createWebhookDeliveryWorker() {
     },
     onLastFailure: () => Promise.resolve('dead-letter'),
   });
+  // The batch's attempts are written together as it ends, before the function returns (a
+  // Lambda container may be frozen after that).
+  return async (...args: Parameters<typeof worker>) => {
+    try {
+      return await worker(...args);
+    } finally {
+      await ports.log.flush();
+    }
+  };
 }
 
 /** A queued delivery with its event: carried, or read where it is kept (a large one). */

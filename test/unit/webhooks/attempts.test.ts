@@ -134,32 +134,28 @@ describe('the attempt records', () => {
     );
   });
 
-  it('writes the attempts that end together in one batch', async () => {
+  it('writes the attempts of a batch together when it ends, and reports a write that failed', async () => {
     const writes: number[] = [];
-    const log = new BatchedAttemptLog(
-      {
-        recordAttempts: (entries) => {
-          writes.push(entries.length);
-          return Promise.resolve();
-        },
+    const log = new BatchedAttemptLog({
+      recordAttempts: (entries) => {
+        writes.push(entries.length);
+        return Promise.resolve();
       },
-      5,
-    );
+    });
     await Promise.all(Array.from({ length: 7 }, (_, n) => log.record('acme', attempt(n))));
+    expect(writes).toEqual([]);
+    await log.flush();
     expect(writes).toEqual([7]);
-    await log.record('acme', attempt(9));
-    expect(writes).toEqual([7, 1]);
-  });
-
-  it('fails every record of a batch that could not be written', async () => {
-    const log = new BatchedAttemptLog(
+    await log.flush();
+    expect(writes).toEqual([7]);
+    const lost: number[] = [];
+    const failing = new BatchedAttemptLog(
       { recordAttempts: () => Promise.reject(new Error('throttled')) },
-      1,
+      (_error, count) => lost.push(count),
     );
-    const outcomes = await Promise.allSettled([
-      log.record('acme', attempt(1)),
-      log.record('acme', attempt(2)),
-    ]);
-    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    await failing.record('acme', attempt(1));
+    await failing.record('acme', attempt(2));
+    await expect(failing.flush()).resolves.toBeUndefined();
+    expect(lost).toEqual([2]);
   });
 });
