@@ -236,15 +236,9 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
     webhookId: string,
     eventId: string,
   ): Promise<KeptEvent | undefined> {
-    const { Item } = await this.db.send(
-      new GetCommand({
-        TableName: this.table,
-        Key: { pk: eventPk(instanceId, webhookId, eventId), sk: EVENT_SK },
-        ConsistentRead: true,
-      }),
-    );
-    if (!Item) return undefined;
-    const { payloadKey: _key, ...kept } = keptEventOf(Item);
+    const item = await this.eventItem(instanceId, webhookId, eventId);
+    if (!item) return undefined;
+    const { payloadKey: _key, ...kept } = keptEventOf(item);
     return kept;
   }
 
@@ -254,6 +248,23 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
     webhookId: string,
     eventId: string,
   ): Promise<WebhookEvent | undefined> {
+    const item = await this.eventItem(instanceId, webhookId, eventId);
+    if (!item) return undefined;
+    const kept = keptEventOf(item);
+    if (kept.event) return kept.event;
+    if (!kept.payloadKey || !this.s3 || !this.bucket) return undefined;
+    const object = await this.s3.send(
+      new GetObjectCommand({ Bucket: this.bucket, Key: kept.payloadKey }),
+    );
+    return WebhookEvent.parse(JSON.parse((await object.Body?.transformToString('utf8')) ?? ''));
+  }
+
+  /** An event kept for a webhook (read consistently: its message was queued after it). */
+  private async eventItem(
+    instanceId: string,
+    webhookId: string,
+    eventId: string,
+  ): Promise<Item | undefined> {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.table,
@@ -261,14 +272,7 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
         ConsistentRead: true,
       }),
     );
-    if (!Item) return undefined;
-    const kept = keptEventOf(Item);
-    if (kept.event) return kept.event;
-    if (!kept.payloadKey || !this.s3 || !this.bucket) return undefined;
-    const object = await this.s3.send(
-      new GetObjectCommand({ Bucket: this.bucket, Key: kept.payloadKey }),
-    );
-    return WebhookEvent.parse(JSON.parse((await object.Body?.transformToString('utf8')) ?? ''));
+    return Item;
   }
 
   async page(

@@ -174,6 +174,21 @@ const webhookExample = {
   updated_at: '2026-07-01T09:30:00.000Z',
 };
 
+/** A replay as `webhooks/replay` answers it when it starts, for the examples. */
+const replayExample = {
+  replay_id: '66a1f0c9e4b0a1b2c3d4e666',
+  webhook_id: webhookExample.id,
+  since: '2026-11-24T00:00:00.000Z',
+  until: '2026-11-24T10:30:00.000Z',
+  status: 'queued',
+  events_found: 0,
+  events_queued: 0,
+  events_skipped: 0,
+  events_delivered: 0,
+  created_at: '2026-11-24T10:30:00.000Z',
+  updated_at: '2026-11-24T10:30:00.000Z',
+};
+
 /** An audience as the endpoints answer it, for the examples. */
 const audienceExample = {
   id: audienceId,
@@ -1429,16 +1444,11 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
         description: 'With `replay_id` alone: the replay and how far it got',
         schema: ReplaySchema,
         example: {
-          replay_id: '66a1f0c9e4b0a1b2c3d4e666',
-          webhook_id: webhookExample.id,
-          since: '2026-11-24T00:00:00.000Z',
-          until: '2026-11-24T10:30:00.000Z',
+          ...replayExample,
           status: 'complete',
           events_found: 1240,
           events_queued: 1240,
-          events_skipped: 0,
           events_delivered: 1187,
-          created_at: '2026-11-24T10:30:00.000Z',
           updated_at: '2026-11-24T10:30:14.000Z',
           completed_at: '2026-11-24T10:30:14.000Z',
         },
@@ -1446,19 +1456,7 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
       202: {
         description: 'The replay, started',
         schema: ReplaySchema,
-        example: {
-          replay_id: '66a1f0c9e4b0a1b2c3d4e666',
-          webhook_id: webhookExample.id,
-          since: '2026-11-24T00:00:00.000Z',
-          until: '2026-11-24T10:30:00.000Z',
-          status: 'queued',
-          events_found: 0,
-          events_queued: 0,
-          events_skipped: 0,
-          events_delivered: 0,
-          created_at: '2026-11-24T10:30:00.000Z',
-          updated_at: '2026-11-24T10:30:00.000Z',
-        },
+        example: replayExample,
       },
     },
     errors: [404, 409],

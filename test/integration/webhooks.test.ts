@@ -17,6 +17,8 @@ import {
   type DeliveryMessage,
 } from '../../shared/domain/webhooks/delivery.js';
 import { localBucketName, queueName, tableName } from '../../shared/resources.js';
+import type { DeliveryAttempt } from '../../shared/domain/webhooks/attempts.js';
+import type { ReplayEntry } from '../../shared/domain/webhooks/replay.js';
 import { mergeOne, uniqueEmail } from './people.js';
 
 /**
@@ -623,20 +625,7 @@ describe('webhooks: deliveries', () => {
   });
 });
 
-interface Attempt {
-  webhook_id: string;
-  event_id: string;
-  event_type: string;
-  replay_id: string | null;
-  attempt: number;
-  status: 'succeeded' | 'failed';
-  status_code: number | null;
-  latency_ms: number | null;
-  response_body: string | null;
-  response_truncated: boolean;
-  error: string | null;
-  attempted_at: string;
-}
+type Attempt = DeliveryAttempt;
 
 interface Page {
   deliveries: Attempt[];
@@ -663,15 +652,7 @@ async function everyPage(body: Record<string, unknown>): Promise<Attempt[][]> {
   return pages;
 }
 
-interface Replay {
-  replay_id: string;
-  webhook_id: string;
-  status: string;
-  events_found: number;
-  events_queued: number;
-  events_skipped: number;
-  events_delivered: number;
-}
+type Replay = ReplayEntry;
 
 async function replay(body: Record<string, unknown>): Promise<Replay> {
   const response = await call('/v1/webhooks/replay', { key, body });
