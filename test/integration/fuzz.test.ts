@@ -768,7 +768,7 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       },
       { name: 'from', invalid: fc.oneof(wrongType('string'), badTime) },
       { name: 'to', invalid: fc.oneof(wrongType('string'), badTime) },
-      { name: 'limit', invalid: badInteger(1, 500) },
+      { name: 'limit', invalid: badInteger(1, 100) },
       { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(2001, 3000)) },
     ],
     special: () =>

@@ -106,7 +106,7 @@ describe('webhooks/deliveries/get', () => {
     expect(() => request({ status: 'ok' })).toThrow(/status: expected succeeded or failed/);
     expect(() => request({ from: '2026-02-30T00:00:00Z' })).toThrow(/from: not a valid time/);
     expect(() => request({ to: '2026-11-24T10:00:00' })).toThrow(/to: expected an ISO 8601 time/);
-    expect(() => request({ limit: 501 })).toThrow(/limit/);
+    expect(() => request({ limit: 101 })).toThrow(/limit/);
   });
 });
 
