@@ -2,8 +2,9 @@
  * Stress (issue 23, "held-out style"): one tenant sends a request of 100 recipients whose
  * `html_body` is about 1 MB of hostile markup (`<a ` repeated, which a backtracking link
  * regex takes quadratic time over) wrapped around a nested-loop Liquid template, with the
- * same loops in its subject; meanwhile another tenant makes small requests one after the
- * other. Measured in the same run, side by side:
+ * same loops in its subject; then the same markup with a benign template, so that every
+ * recipient's body reaches the link scan; meanwhile another tenant makes small requests one
+ * after the other. Measured in the same run, side by side:
  *
  * - the other tenant's latency alone (baseline), then while the hostile request runs;
  * - the hostile request's time against its deadline (the route's timeout), beside a benign
@@ -32,8 +33,10 @@ const SEND_TIMEOUT_MS =
 const NESTED_LOOPS =
   '{% for i in (1..3000) %}{% for j in (1..3000) %}{{ i }}-{{ j }} {% endfor %}{% endfor %}';
 
-function hostileBody(): string {
-  const head = `<html><body><p>${NESTED_LOOPS}</p><a href="https://shop.example/{{ json.n }}">x</a>`;
+/** About 1 MB of `<a ` after a real link; with the nested loops in it, or a benign template. */
+function hostileBody(loops: boolean): string {
+  const text = loops ? NESTED_LOOPS : 'Hi, order {{ json.n }}.';
+  const head = `<html><body><p>${text}</p><a href="https://shop.example/{{ json.n }}">x</a>`;
   const tail = '</body></html>';
   return head + '<a '.repeat(Math.floor((HOSTILE_BYTES - head.length - tail.length) / 3)) + tail;
 }
@@ -123,13 +126,22 @@ export async function sendStressFigure(stack: BenchStack): Promise<FigureResult>
       'Order {{ json.n }}',
     ),
   );
-  const body = hostileBody();
+  const body = hostileBody(true);
   const hostile = await underLoad(
     stack,
     `${run}-hostile`,
     sendRequest(`${run}-hostile`, body, NESTED_LOOPS),
   );
+  // The same markup with a benign template: every render succeeds, so each recipient's 1 MB
+  // body reaches the link scan (with the loops, the renders fail first).
+  const markupBody = hostileBody(false);
+  const markup = await underLoad(
+    stack,
+    `${run}-markup`,
+    sendRequest(`${run}-markup`, markupBody, 'Order {{ json.n }}'),
+  );
   const ratio95 = percentile(hostile.latencies, 95) / percentile(baseline, 95);
+  const markupRatio95 = percentile(markup.latencies, 95) / percentile(baseline, 95);
   return {
     rows: [
       {
@@ -152,6 +164,24 @@ export async function sendStressFigure(stack: BenchStack): Promise<FigureResult>
       },
       {
         figure: 'stress',
+        measure: `hostile markup only (html_body ${fixed(markupBody.length / 1e6, 2)} MB of \`<a \`, benign Liquid) to ${RECIPIENTS}: time`,
+        value: `${fixed(markup.ms)} ms`,
+        reference: `deadline ${SEND_TIMEOUT_MS} ms`,
+        ratio: markup.ms / SEND_TIMEOUT_MS,
+        target: '< deadline',
+        met: markup.ms < SEND_TIMEOUT_MS && markup.failure === undefined,
+      },
+      {
+        figure: 'stress',
+        measure: `other tenant's merge, p50 / p95 / max while the markup-only send runs (${markup.latencies.length} requests)`,
+        value: `${p(markup.latencies, 50)} / ${p(markup.latencies, 95)} / ${p(markup.latencies, 100)}`,
+        reference: `alone: ${p(baseline, 50)} / ${p(baseline, 95)} / ${p(baseline, 100)}`,
+        ratio: markupRatio95,
+        target: 'p95 ≤ 3 × alone',
+        met: markupRatio95 <= 3,
+      },
+      {
+        figure: 'stress',
         measure: `other tenant's merge, p50 / p95 while a benign send runs (${benign.latencies.length} requests)`,
         value: `${p(benign.latencies, 50)} / ${p(benign.latencies, 95)}`,
         reference: `alone: ${p(baseline, 50)} / ${p(baseline, 95)}`,
@@ -159,8 +189,8 @@ export async function sendStressFigure(stack: BenchStack): Promise<FigureResult>
       },
     ],
     notes: [
-      `Hostile send answered ${hostile.failure ?? JSON.stringify(hostile.statuses)}; benign send answered ${benign.failure ?? JSON.stringify(benign.statuses)}.`,
-      `Errors of the hostile send, one of each kind: ${JSON.stringify(hostile.errors)}; of the benign send: ${JSON.stringify(benign.errors)}.`,
+      `Hostile send answered ${hostile.failure ?? JSON.stringify(hostile.statuses)}; markup-only send ${markup.failure ?? JSON.stringify(markup.statuses)}; benign send ${benign.failure ?? JSON.stringify(benign.statuses)}.`,
+      `Errors, one of each kind: hostile send ${JSON.stringify(hostile.errors)}; markup-only send ${JSON.stringify(markup.errors)}; benign send ${JSON.stringify(benign.errors)}.`,
       `The other tenant's requests run one after the other, from the start of each send to its answer; the baseline is ${BASELINE_REQUESTS} of them alone, just before.`,
       'Locally every route of a region shares one Node process (on AWS each request has its own function): the other tenant only keeps its latency if the hostile request yields between its pieces of work.',
     ],

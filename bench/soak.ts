@@ -454,6 +454,12 @@ async function main(): Promise<number> {
     INGEST_RETRY_BASE_SECONDS: process.env.INGEST_RETRY_BASE_SECONDS ?? '1',
     EMAIL_RETRY_BASE_SECONDS: process.env.EMAIL_RETRY_BASE_SECONDS ?? '1',
     SES_MAX_SEND_RATE: process.env.SES_MAX_SEND_RATE ?? '200',
+    // An email whose SES call's outcome is unknown (an attempt cut by its function's time on
+    // a loaded machine) waits out the confirmation window before it is settled: a minute
+    // here, not the deployments' 10, so that the drain sees it end.
+    EMAIL_CONFIRM_WINDOW_SECONDS: process.env.EMAIL_CONFIRM_WINDOW_SECONDS ?? '60',
+    // SES events retried after 2 … 16 s: within that window, as the defaults are in theirs.
+    EMAIL_EVENTS_RETRY_BASE_SECONDS: process.env.EMAIL_EVENTS_RETRY_BASE_SECONDS ?? '2',
   });
   console.log(`Starting the soak stack on ${base} (pid ${stack.child.pid ?? '?'})…`);
   try {

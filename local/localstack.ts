@@ -391,14 +391,26 @@ async function stop(code: number): Promise<never> {
   process.exit(code);
 }
 
-async function main(): Promise<void> {
-  const port = localstackPort(process.env);
-  const paths = localstackPaths(root);
-  await checkPortFree(port);
+/** Everything LocalStack needs on this machine, so that it starts without a download. */
+function prepare(paths: LocalstackPaths): boolean {
   ensureVirtualEnvironment(paths);
   seedLibraries(paths, root);
   const dockerStandIn = !hasContainerRuntime();
   if (dockerStandIn) seedLambda(paths);
+  return dockerStandIn;
+}
+
+async function main(): Promise<void> {
+  const paths = localstackPaths(root);
+  // `--prepare`: install and seed, then exit (CI does it while the tests run).
+  if (process.argv.includes('--prepare')) {
+    prepare(paths);
+    console.log(`localstack: LocalStack ${LOCALSTACK_VERSION} is installed in ${paths.venv}.`);
+    return;
+  }
+  const port = localstackPort(process.env);
+  await checkPortFree(port);
+  const dockerStandIn = prepare(paths);
   // State is in memory; kinesis-mock's and DynamoDB Local's files of an earlier run would
   // otherwise come back as streams and tables of nothing.
   rmSync(join(paths.filesystem, 'tmp'), { recursive: true, force: true });

@@ -8,8 +8,13 @@ import { startStack, stopStack, waitForBanner } from '../../test/integration/sta
  * 6350, 9605 unless `BENCH_PORT`, `BENCH_DYNAMODB_PORT`, `BENCH_SQS_PORT`, `BENCH_SES_PORT`
  * say otherwise: not `npm start`'s nor the test stacks'), in memory, with
  * `bench/bench-config.json` (instance `bench`, key `BENCH_KEY`), stopped by its PID.
- * `CDP_FAULTS` is passed through.
+ * `CDP_FAULTS` is passed through. With `BENCH_AWS_ENDPOINT` (a LocalStack, say
+ * `http://127.0.0.1:4566`) every AWS service is there instead (`CDP_AWS_ENDPOINT=external`):
+ * DynamoDB Local's own streams slow every call as a stream grows (one SQLite connection that
+ * reads stream records by scanning), so a figure over 100,000 people needs LocalStack's
+ * (kinesis-mock).
  */
+const external = process.env.BENCH_AWS_ENDPOINT;
 export const BENCH_INSTANCE = 'bench';
 export const BENCH_KEY = 'bench-key-32-characters-or-more-x';
 
@@ -54,6 +59,15 @@ function pidsOf(output: string): Record<string, number> {
 
 /** The AWS SDK settings of the bench stack's emulators, for in-process clients. */
 export function benchAwsEnv(): Record<string, string> {
+  if (external) {
+    return {
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      AWS_ENDPOINT_URL: external,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    };
+  }
   return {
     AWS_REGION: 'us-east-1',
     AWS_ACCESS_KEY_ID: 'local',
@@ -83,6 +97,7 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     EMAIL_RETRY_BASE_SECONDS: '1',
     // Stream pollers read an idle shard every 200 ms: the lag figures' floor.
     CDP_STREAM_MAX_IDLE_MS: '200',
+    ...(external ? { CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL: external } : {}),
   });
   const stop = () => stopStack(started.child);
   const onSignal = () => void stop().then(() => process.exit(130));
@@ -97,7 +112,7 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     return await work({
       base: `http://127.0.0.1:${ports.port}`,
       key: BENCH_KEY,
-      dynamodbEndpoint: `http://127.0.0.1:${ports.dynamodbPort}`,
+      dynamodbEndpoint: external ?? `http://127.0.0.1:${ports.dynamodbPort}`,
       pids: pidsOf(started.output()),
       cpuSeconds,
       output: started.output,

@@ -83,6 +83,25 @@ function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
   ]);
 }
 
+/**
+ * middy's own error when the function's time is nearly up (`timeoutEarlyResponse`): the
+ * request ran past its budget (a store slower than every retry allowed for). What it wrote
+ * so far stays written, so this is a 503 the client may repeat, not a bare 500.
+ */
+function fromTimeout(error: unknown): CdpError | undefined {
+  if (!(error instanceof Error) || error.name !== 'TimeoutError') return undefined;
+  if ((error.cause as { package?: unknown } | undefined)?.package !== '@middy/core') {
+    return undefined;
+  }
+  return new ServiceUnavailableError(
+    'The request ran out of time before it finished: part of it may have been applied. ' +
+      'Repeating it is safe (merges match the same people; an Idempotency-Key makes any ' +
+      'request apply once)',
+    undefined,
+    5,
+  );
+}
+
 /** Shorter strings than this are not taken for a key (nothing would be left to read). */
 const MIN_SECRET_LENGTH = 8;
 
@@ -103,7 +122,11 @@ export function errorResponse(
   secret?: string,
 ): HttpResponse {
   const known =
-    error instanceof CdpError ? error : isMiddyHttpError(error) ? fromMiddy(error) : undefined;
+    error instanceof CdpError
+      ? error
+      : isMiddyHttpError(error)
+        ? fromMiddy(error)
+        : fromTimeout(error);
   if (!known) {
     if (log) logger.error('Unexpected error', { requestId, error: error as Error });
     return envelope(500, 'Internal Server Error', requestId);

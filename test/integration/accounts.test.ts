@@ -234,12 +234,16 @@ describe('POST /v1/accounts/merge', () => {
 });
 
 describe('POST /v1/accounts/get', () => {
-  it('lists and searches as organizations/get does, answering `accounts`', async () => {
-    const prefix = `Listed ${stamp}`;
-    const created = await mergeAccounts({
+  /** Three accounts named `<prefix> 1` to `3`, in that order. */
+  const threeAccounts = (prefix: string) =>
+    mergeAccounts({
       accounts: [1, 2, 3].map((n) => ({ fields: { 'str:o:name': `${prefix} ${n}` } })),
       merge_by: ['str:o:name'],
     });
+
+  it('lists and searches as organizations/get does, answering `accounts`', async () => {
+    const prefix = `Listed ${stamp}`;
+    const created = await threeAccounts(prefix);
     const first = await call('/v1/accounts/get', { key: KEY, body: { q: prefix, limit: 2 } });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({
@@ -264,6 +268,23 @@ describe('POST /v1/accounts/get', () => {
     const { accounts, ...restOfAccounts } = first.body;
     expect(organizations).toEqual(accounts);
     expect({ ...rest, request_id: '' }).toEqual({ ...restOfAccounts, request_id: '' });
+  });
+
+  it('takes a limit of 1 to 500, as the real API documents, naming limit beyond', async () => {
+    const prefix = `Paged ${stamp}`;
+    const created = await threeAccounts(prefix);
+    const page = await call('/v1/accounts/get', { key: KEY, body: { q: prefix, limit: 500 } });
+    expect(page.status).toBe(200);
+    expect((page.body.accounts as { id: string }[]).map((a) => a.id)).toEqual(
+      created.map((entry) => entry.account_id),
+    );
+    expect(page.body.has_more).toBe(false);
+    expect((await call('/v1/accounts/get', { key: KEY, body: { limit: 500 } })).status).toBe(200);
+    for (const limit of [0, 501]) {
+      const refused = await call('/v1/accounts/get', { key: KEY, body: { limit } });
+      expect({ limit, status: refused.status }).toEqual({ limit, status: 400 });
+      expect(refused.body.error).toMatch(/\blimit: /);
+    }
   });
 
   it('refuses a field organizations do not have, naming it', async () => {

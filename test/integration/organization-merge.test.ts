@@ -251,6 +251,21 @@ describe('organization get', () => {
     expect(byCreation.meta.total_organizations).toBe(byCreation.ids.length);
   });
 
+  it('answers pages of 500, the most the real API documents (issue 25)', async () => {
+    const searched = await call('/v1/organizations/get', { key, body: { q: prefix, limit: 500 } });
+    expect(searched.status).toBe(200);
+    expect((searched.body.organizations as { id: string }[]).map((o) => o.id)).toEqual(created);
+    expect(searched.body.has_more).toBe(false);
+    const listed = await call('/v1/organizations/get', {
+      key,
+      body: { limit: 500, sort_order: 'asc' },
+    });
+    expect(listed.status).toBe(200);
+    const ids = (listed.body.organizations as { id: string }[]).map((o) => o.id);
+    expect(ids.length).toBeLessThanOrEqual(500);
+    expect(ids).toEqual(expect.arrayContaining(created));
+  });
+
   it('returns the requested fields and keeps the person meta total in step', async () => {
     const response = await call('/v1/organizations/get', {
       key,
@@ -273,7 +288,9 @@ describe('organization get', () => {
     [{ fields: ['str::email'] }, /fields\[0\]/],
     [{ cursor_id: 'garbage' }, /cursor_id/],
     [{ sort_by_field_id: 'int:o:employees' }, /sort_by_field_id/],
-    [{ limit: 0 }, /limit/],
+    [{ limit: 0 }, /\blimit: /],
+    // 1 to 500, as the real API documents (issue 25).
+    [{ limit: 501 }, /\blimit: Too big/],
   ])('refuses %p', async (body, message) => {
     const response = await call('/v1/organizations/get', { key, body });
     expect(response.status).toBe(400);

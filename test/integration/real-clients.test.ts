@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
-import { sentMail } from './emails.js';
+import { sentMail, until } from './emails.js';
 import { activitiesOf, merge, mergeOne, uniqueEmail } from './people.js';
 import { call, stackDb } from './stack.js';
 
@@ -36,6 +36,8 @@ const CONFIG = {
       data_sources: [{ name: 'Web', api_key: KEY, merge_by: ['str::email'] }],
       person_fields: [{ id: 'str:cm:shoe-size', name: 'Shoe size' }],
       organization_fields: [{ id: 'int:oc:revenue', name: 'Revenue' }],
+      // Its activities move last seen (`l`).
+      activities: [{ id: 'act:cm:visited', name: 'Visited', track_as_touch: true }],
     },
     {
       id: 'realc-other',
@@ -103,6 +105,7 @@ async function tags(key: string, body?: Body): Promise<Tag[]> {
 }
 
 const unique = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+const daysAgo = (days: number) => new Date(Date.now() - days * 24 * 3600 * 1000).toISOString();
 
 describe('first runs of the integrations', () => {
   it('the warehouse import: custom-field/get with no body as its key check, then pages of 500', async () => {
@@ -204,6 +207,54 @@ describe('first runs of the integrations', () => {
     });
     expect(recent.map((c) => c.id)).toContain(second.person_id);
     expect(recent.map((c) => c.id)).not.toContain(first.person_id);
+  });
+
+  it('sorts by `l` (last seen) in either order, people never seen last', async () => {
+    const [older, newer, never] = ['older', 'newer', 'never'].map((label) => uniqueEmail(label));
+    const seen: [string, string][] = [
+      [older as string, daysAgo(3)],
+      [newer as string, daysAgo(1)],
+    ];
+    await ok('/v1/activities/create', KEY, {
+      activities: seen.map(([email, created]) => ({
+        activity_id: 'act:cm:visited',
+        fields: { 'str::email': email },
+        created,
+      })),
+      merge_by: ['str::email'],
+    });
+    await mergeOne(KEY, { fields: { 'str::email': never } });
+    const ours = {
+      $or: [older, newer, never].map((email) => ({
+        '$str::is': { field_id: 'str::email', value: email },
+      })),
+    };
+    const sorted = (order: 'asc' | 'desc') =>
+      contacts(KEY, {
+        limit: 10,
+        sort_by_field_id: 'l',
+        sort_order: order,
+        fields: ['str::email', 'l'],
+        filter: ours,
+      });
+    // Last seen is moved off the request path (the activities' stream): wait for both.
+    await until('last seen of both visitors', async () => {
+      const page = await sorted('desc');
+      return page.filter((c) => c.fields?.l !== undefined).length === 2 ? true : undefined;
+    });
+    const at = Object.fromEntries(seen);
+    const read = (page: Contact[]) =>
+      page.map((c) => [c.fields?.['str::email'], c.fields?.l ?? null]);
+    expect(read(await sorted('desc'))).toEqual([
+      [newer, at[newer as string]],
+      [older, at[older as string]],
+      [never, null],
+    ]);
+    expect(read(await sorted('asc'))).toEqual([
+      [older, at[older as string]],
+      [newer, at[newer as string]],
+      [never, null],
+    ]);
   });
 
   it('the SDK and the account-copy script: fields created, then merged into, by type', async () => {
@@ -367,6 +418,7 @@ describe('first runs of the integrations', () => {
       '/v1/instance-schema/get',
       '/v1/person/get',
       '/v1/organizations/get',
+      '/v1/accounts/get',
     ]) {
       for (const rawBody of [undefined, '']) {
         const response = await call(path, { key: KEY, ...(rawBody === '' ? { rawBody } : {}) });
@@ -442,8 +494,13 @@ describe('fields created through the API are configuration fields at once', () =
       ),
     );
     const statuses = answers.map((answer) => answer.status);
+    // One item holds the schema: 100 conditional writes race on it. Under injected faults
+    // (integration-faults) a create may still be losing that race when its retry budget
+    // ends: a 503 that wrote nothing (DESIGN.md's errors), which the listing below proves.
+    const unavailable = statuses.filter((status) => status === 503).length;
+    expect(unavailable).toBeLessThanOrEqual(process.env.CDP_TEST_STACK === 'faults' ? 100 : 0);
     expect(statuses.filter((status) => status === 200)).toHaveLength(5);
-    expect(statuses.filter((status) => status === 400)).toHaveLength(95);
+    expect(statuses.filter((status) => status === 400)).toHaveLength(95 - unavailable);
     for (const refused of answers.filter((answer) => answer.status === 400)) {
       expect(refused.body.error).toContain('100 custom person fields');
     }

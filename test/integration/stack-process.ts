@@ -161,7 +161,8 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     DYNAMODB_PORT: String(ports.dynamodbPort),
     SQS_PORT: String(ports.sqsPort),
     SES_PORT: String(ports.sesPort),
-    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    // Errors only: an unexpected 500 is logged with its cause, which the teardown shows.
+    POWERTOOLS_LOG_LEVEL: 'ERROR',
     // Configuration applied by a test reaches the functions at once.
     CDP_CONFIG_CACHE_MS: '0',
     // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import { checkedFetch } from '../contract.js';
 /**
  * Tenant isolation (issue 12): a key of instance A tries every endpoint of the routes table
  * with B's identifiers (people, organizations, activities and their keys, cursors, async
- * requests, messages, templates, Idempotency-Keys, link tokens). Each try is paired with the
+ * requests, messages, templates, Idempotency-Keys, link tokens, and since issue 25 custom
+ * fields, activity definitions and tags made through the API). Each try is paired with the
  * same request naming a value nobody ever used: both answers must be the same (status,
  * body without request_id, the tried value masked), so that B's data is neither read nor
  * changed nor revealed to exist. B's data, read back with B's key, is the same afterwards.
@@ -92,6 +93,8 @@ const methodOf = (path: string) =>
     ? 'DELETE'
     : path.includes('/contacts/') ||
         path.endsWith('/archive') ||
+        path.endsWith('/modify') ||
+        path.endsWith('/rotate-secret') ||
         path.endsWith('/restore') ||
         path.endsWith('/update') ||
         path.endsWith('/subscribe')
@@ -99,6 +102,17 @@ const methodOf = (path: string) =>
       : 'POST';
 const PERSON_FIELDS = ['str::email', 'str::first', 'str::ei', 'str:cm:colour', 'idt::o', 'bol::p'];
 const hexId = () => randomBytes(12).toString('hex');
+/** Tag IDs are small numbers: tried under this label, so that masking never hides A's counts. */
+const TAG_ID = 'tag-id:';
+const tagIdOf = (label: string) => Number(label.slice(TAG_ID.length));
+
+/** A value of the same form as `value` that nobody ever used. */
+function freshOf(value: string): string {
+  const unused = `${stamp}x${randomBytes(3).toString('hex')}`;
+  if (value.startsWith(TAG_ID)) return `${TAG_ID}${randomInt(1_000_000, 2_000_000)}`;
+  if (value.includes(stamp)) return value.replace(stamp, unused);
+  return value.startsWith('act:cm:') ? `act:cm:fresh-${unused}` : `${value}-${unused}`;
+}
 const email = (label: string) => `${label}-${stamp}@example.com`;
 
 async function ok(path: string, key: string, body: unknown, headers?: Record<string, string>) {
@@ -131,14 +145,50 @@ interface World {
   idempotencyKeys: string[];
   idempotentBody: Body;
   cursors: { people: string; organizations: string; activities: string };
+  /** Made through the API (issue 25): a select field of each kind and an activity definition. */
+  personField: string;
+  organizationField: string;
+  definition: string;
+  /** The names of the tags only this instance has, and the IDs of every tag it has. */
+  tagNames: string[];
+  tagIds: number[];
 }
 
 /** One instance's data: two people in an organization, activities with keys, an async
- * request, an email with tracked links, an Idempotency-Key and a cursor of each listing. */
+ * request, an email with tracked links, an Idempotency-Key, a cursor of each listing, and
+ * custom fields, an activity definition and tags made through the API. */
 async function populate(label: 'a' | 'b', key: string): Promise<World> {
   const emails = [email(`${label}1`), email(`${label}2`)];
   const eis = [`ei-${label}1-${stamp}`, `ei-${label}2-${stamp}`];
   const names = [`Name${label}1${stamp}`, `Name${label}2${stamp}`];
+  // Names already in kebab case, so that a field's ID holds its name as sent.
+  const selectField = async (path: string, name: string, option: string) =>
+    (await ok(path, key, { name, type: 'single_select', values: [option] })).field_id as string;
+  const personField = await selectField(
+    '/v1/person/custom-field/create',
+    `secret-${label}-${stamp}`,
+    `option-${label}-${stamp}`,
+  );
+  const organizationField = await selectField(
+    '/v1/accounts/custom-field/create',
+    `account-${label}-${stamp}`,
+    `level-${label}-${stamp}`,
+  );
+  const definition = (
+    (
+      await ok('/v1/definitions/activity/create', key, {
+        name: `visit-${label}-${stamp}`,
+        touch: true,
+        attributes: [{ name: 'Page', display_type: 'text', field_id: 'do-not-map' }],
+      })
+    ).custom_activity as { activity_field_id: string }
+  ).activity_field_id;
+  // Both hold a tag of the same name (each with its own ID), B two more: a filter with one of
+  // B's IDs that reached B's names would find A's holder of the shared one. Each instance
+  // numbers its tags from small numbers, so A has only the one: B's other IDs are numbers A
+  // never gave out.
+  const shared = `shared-${stamp}`;
+  const tagNames = label === 'b' ? [`tag-b1-${stamp}`, `tag-b2-${stamp}`] : [];
   const merged = await ok('/v1/person/merge', key, {
     people: emails.map((address, i) => ({
       fields: {
@@ -146,16 +196,25 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
         'str::ei': eis[i],
         'str::first': names[i],
         'str:cm:colour': `colour-${label}`,
+        [personField]: `option-${label}-${stamp}`,
       },
+      tags: i === 0 ? [shared, ...tagNames] : [],
     })),
   });
   const people = (merged.people as { person_id: string }[]).map((p) => p.person_id);
+  const tagIds = ((await ok('/v1/tags/get', key, {})) as unknown as { id: number }[]).map(
+    (tag) => tag.id,
+  );
   const organizationNames = [`Org ${label}1 ${stamp}`, `Org ${label}2 ${stamp}`];
   const organizations = (
     (
       await ok('/v1/organizations/merge', key, {
         organizations: organizationNames.map((name) => ({
-          fields: { 'str:o:name': name, 'str:oc:tier': `tier-${label}` },
+          fields: {
+            'str:o:name': name,
+            'str:oc:tier': `tier-${label}`,
+            [organizationField]: `level-${label}-${stamp}`,
+          },
         })),
         merge_by: ['str:o:name'],
       })
@@ -256,6 +315,11 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
       organizations: await cursor('/v1/organizations/get', {}),
       activities: await cursor('/v1/person/get/activities', { person_id: people[0] }),
     },
+    personField,
+    organizationField,
+    definition,
+    tagNames,
+    tagIds,
   };
 }
 
@@ -288,6 +352,11 @@ async function snapshot(key: string, world: World) {
     audiences: await read('/v1/audiences/get', { with_filter: true }),
     webhooks: await read('/v1/webhooks/get', {}),
     emails,
+    personFields: await read('/v1/person/custom-field/get', {}),
+    organizationFields: await read('/v1/accounts/custom-field/get', {}),
+    tags: await read('/v1/tags/get', {}),
+    // Activity definitions (names, attributes) with the rest of the schema.
+    schema: await read('/v1/instance-schema/get', { namespaces: [] }),
   };
 }
 
@@ -341,6 +410,13 @@ function secretsOf(world: World): string[] {
     'colour-b',
     'tier-b',
     'item-b',
+    // Issue 25: the names of fields, options, the definition and tags only B has.
+    `secret-b-${stamp}`,
+    `option-b-${stamp}`,
+    `account-b-${stamp}`,
+    `level-b-${stamp}`,
+    `visit-b-${stamp}`,
+    ...world.tagNames,
   ];
 }
 
@@ -361,6 +437,8 @@ async function indistinguishable(
     call(path, { key: KEY_A, method, body: body(value), headers: headers(value) });
   const withForeign = await send(foreign);
   const withFresh = await send(fresh);
+  // A 405 for both would compare equal and prove nothing.
+  if (withFresh.status === 405) throw new Error(`${name}: ${path} does not take ${method}`);
   cases += 1;
   const text = JSON.stringify(withForeign.body);
   const sent = JSON.stringify(body(foreign));
@@ -569,6 +647,145 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       );
     }
 
+    // Issue 25: B's custom fields, activity definitions and tags wherever a request names one,
+    // before A makes fields and definitions of its own under B's names (below).
+    const bDefinitions = ['act:cm:b-only', b.definition];
+    const bTagIds = b.tagIds.filter((id) => !a.tagIds.includes(id));
+    // B has three tags and A one: at least two of B's IDs are numbers A never gave out.
+    expect(bTagIds.length).toBeGreaterThanOrEqual(2);
+    const tagLabels = bTagIds.map((id) => `${TAG_ID}${id}`);
+    const byTag = (operator: string) => (label: string) => ({
+      fields: [...PERSON_FIELDS, 'u4s::t'],
+      filter: { [operator]: { field_id: 'u4s::t', value: tagIdOf(label) } },
+    });
+    const schemaSlots: [string, string, string[], (value: string) => unknown][] = [
+      [
+        'add options to a person field',
+        '/v1/person/custom-field/update',
+        [b.personField],
+        (id) => ({ field_id: id, add_values: ['Taken'] }),
+      ],
+      [
+        'track a person field',
+        '/v1/person/custom-field/update',
+        [b.personField],
+        (id) => ({ field_id: id, track_changes: true }),
+      ],
+      ...['/v1/accounts/custom-field/update', '/v1/organizations/custom-field/update'].map(
+        (path): [string, string, string[], (value: string) => unknown] => [
+          `replace the options of ${path.split('/')[2] ?? ''} field`,
+          path,
+          [b.organizationField],
+          (id) => ({ field_id: id, replace_values: ['Taken'] }),
+        ],
+      ),
+      // With B's option: were B's field A's, the value would be valid.
+      [
+        'merge into a person field',
+        '/v1/person/merge',
+        [b.personField],
+        (id) => ({
+          people: [{ fields: { 'str::email': a.emails[0], [id]: `option-b-${stamp}` } }],
+        }),
+      ],
+      [
+        'select a person field',
+        '/v1/person/get',
+        [b.personField],
+        (id) => ({ fields: ['str::email', id] }),
+      ],
+      [
+        'filter on a person field',
+        '/v1/person/get',
+        [b.personField],
+        (id) => ({ filter: { '$str::is': { field_id: id, value: `option-b-${stamp}` } } }),
+      ],
+      [
+        'sort by a person field',
+        '/v1/person/get',
+        [b.personField],
+        (id) => ({ sort_by_field_id: id }),
+      ],
+      [
+        'suppression list field',
+        '/v1/person/merge',
+        [b.personField],
+        (id) => ({
+          people: [{ fields: { 'str::email': a.emails[0] } }],
+          suppression_list_field_id: id,
+        }),
+      ],
+      [
+        'map an attribute to a person field',
+        '/v1/definitions/activity/create',
+        [b.personField],
+        (id) => ({
+          name: `Mapped ${stamp}`,
+          attributes: [{ name: 'Choice', display_type: 'text', field_id: id }],
+        }),
+      ],
+      [
+        'merge into an organization field',
+        '/v1/organizations/merge',
+        [b.organizationField],
+        (id) => ({
+          organizations: [
+            { fields: { 'str:o:name': a.organizationNames[0], [id]: `level-b-${stamp}` } },
+          ],
+          merge_by: ['str:o:name'],
+        }),
+      ],
+      ...['/v1/organizations/get', '/v1/accounts/get'].map(
+        (path): [string, string, string[], (value: string) => unknown] => [
+          `select an organization field (${path})`,
+          path,
+          [b.organizationField],
+          (id) => ({ fields: ['str:o:name', id] }),
+        ],
+      ),
+      [
+        'modify a definition',
+        '/v1/definitions/activity/modify',
+        bDefinitions,
+        (id) => ({ activity_field_id: id, name: 'Renamed by A', touch: false }),
+      ],
+      // The reference's other way to name it: the name whose kebab case is the ID.
+      [
+        'modify a definition by name',
+        '/v1/definitions/activity/modify',
+        ['b-only', `visit-b-${stamp}`],
+        (name) => ({ name, visible_in_feeds: false }),
+      ],
+      [
+        'archive a definition',
+        '/v1/definitions/activity/delete',
+        bDefinitions,
+        (id) => ({
+          activity_field_id: id,
+        }),
+      ],
+      [
+        'record an activity of a definition',
+        '/v1/activities/create',
+        [b.definition],
+        (id) => ({ activities: [{ activity_id: id, person_id: a.people[1] }] }),
+      ],
+      ['people with a tag by ID', '/v1/person/get', tagLabels, byTag('$u4s::is')],
+      ['people without a tag by ID', '/v1/person/get', tagLabels, byTag('$u4s::is_not')],
+      [
+        'people with a tag by name',
+        '/v1/person/get',
+        b.tagNames,
+        (name) => ({ filter: { '$u4s::is': { field_id: 'u4s::t', value: name } } }),
+      ],
+      ['tags by name', '/v1/tags/get', b.tagNames, (q) => ({ q })],
+    ];
+    for (const [name, path, tried, body] of schemaSlots) {
+      for (const value of tried) {
+        await indistinguishable(`${name} ${value}`, path, value, freshOf(value), body);
+      }
+    }
+
     // B's merge-key values and names, where A looks people and organizations up by value.
     const values: [string, string, string[], (value: string) => unknown][] = [
       ['search people', '/v1/person/get', [...b.emails, ...b.names, ...b.eis], (q) => ({ q })],
@@ -639,16 +856,29 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       [
         'activity definition id',
         '/v1/definitions/activity/create',
-        ['act:cm:b-only'],
+        bDefinitions,
         (value) => ({ id: value, name: 'Defined by A' }),
+      ],
+      // A's own fields of B's fields' names: a name is taken per instance. (The real shape of
+      // a definition's create answers its times, which differ; the configuration's shape
+      // above claims the same ID through the same store.)
+      [
+        'person field name',
+        '/v1/person/custom-field/create',
+        [`secret-b-${stamp}`],
+        (name) => ({ name, type: 'text' }),
+      ],
+      // One function serves both names of organization fields.
+      [
+        'account field name',
+        '/v1/accounts/custom-field/create',
+        [`account-b-${stamp}`],
+        (name) => ({ name, type: 'text' }),
       ],
     ];
     for (const [name, path, tried, body] of values) {
       for (const value of tried) {
-        const fresh = value.startsWith('act:cm:')
-          ? `act:cm:fresh-${stamp}`
-          : value.replace(stamp, `${stamp}x${randomBytes(3).toString('hex')}`);
-        await indistinguishable(`${name} ${value}`, path, value, fresh, body);
+        await indistinguishable(`${name} ${value}`, path, value, freshOf(value), body);
       }
     }
 
@@ -699,24 +929,34 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       );
     }
 
-    // A's schema is A's: its own definition of B's activity ID, nothing of B's.
+    // A's schema is A's: its own definitions and fields of B's IDs, nothing of B's.
     const schema = await call('/v1/instance-schema/get', { key: KEY_A, body: { namespaces: [] } });
     cases += 1;
     expect(schema.status).toBe(200);
-    const custom = (schema.body.namespaces as Record<string, { fields: Record<string, Body> }>).cm;
-    expect(custom?.fields['act:cm:b-only']).toMatchObject({ name: 'Defined by A' });
+    const namespaces = schema.body.namespaces as Record<string, { fields: Record<string, Body> }>;
+    for (const id of bDefinitions) {
+      expect(namespaces.cm?.fields[id]).toMatchObject({ name: 'Defined by A' });
+    }
+    // Text fields, as A made them: B's are selects.
+    expect(namespaces.cm?.fields[b.personField]).toMatchObject({ display_type: 'text' });
+    expect(namespaces.oc?.fields[b.organizationField]).toMatchObject({ display_type: 'text' });
+    const adopted = [`secret-b-${stamp}`, `account-b-${stamp}`, `visit-b-${stamp}`];
     expect(
-      [...secretsOf(b), 'Only B'].filter((secret) => JSON.stringify(schema.body).includes(secret)),
+      [...secretsOf(b), 'Only B']
+        .filter((secret) => !adopted.includes(secret))
+        .filter((secret) => JSON.stringify(schema.body).includes(secret)),
     ).toEqual([]);
 
     // Nothing of B changed: every read of B's key answers as before.
     expect(await snapshot(KEY_B, b)).toEqual(bBefore);
-    // B's definition is B's still (A's key defined its own of the same ID).
-    const bOnly = await call('/v1/activities/create', {
-      key: KEY_B,
-      body: { activities: [{ activity_id: 'act:cm:b-only', person_id: b.people[1] }] },
-    });
-    expect(bOnly.status).toBe(200);
+    // B's definitions are B's still, not archived (A's key defined its own of the same IDs).
+    for (const id of bDefinitions) {
+      const recorded = await call('/v1/activities/create', {
+        key: KEY_B,
+        body: { activities: [{ activity_id: id, person_id: b.people[1] }] },
+      });
+      expect({ id, status: recorded.status }).toEqual({ id, status: 200 });
+    }
     // A's organization holds A's member only: none of B's people was linked.
     const members = await call('/v1/person/get-by-ids', {
       key: KEY_A,

@@ -10,6 +10,7 @@ import {
   type CustomFieldConfig,
 } from '../../../shared/domain/fields/custom-fields.js';
 import { ValidationError } from '../../../shared/domain/errors.js';
+import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import { holderOf, tagCountDeltas, withCounted } from '../../../shared/domain/people/tag-counts.js';
 import { testTenant } from '../fixtures.js';
 
@@ -35,12 +36,15 @@ describe('custom fields as the real API creates them', () => {
       ['integer', 'int:cm:x'],
       ['decimal', 'int:cm:x'],
       ['currency', 'int:cm:x'],
+      ['price', 'int:cm:x'],
       ['date', 'dtz:cm:x'],
       ['time', 'tme:cm:x'],
       ['bool', 'bol:cm:x'],
       ['phone', 'phn:cm:x'],
       ['link', 'str:cm:x'],
+      ['email', 'str:cm:x'],
       ['multi_select', 'sst:cm:x'],
+      ['object', 'obj:cm:x'],
     ];
     for (const [type, id] of cases) {
       const values = type.endsWith('select') ? ['A'] : undefined;
@@ -58,6 +62,36 @@ describe('custom fields as the real API creates them', () => {
       source: 'api',
       created_at: NOW,
     });
+  });
+
+  it('gives price, email and object fields the value rules of their display type', () => {
+    const catalog = FieldCatalog.forPerson(
+      (['price', 'email', 'object'] as const).map((type) =>
+        plannedField('person', { name: `My ${type}`, type }, NOW),
+      ),
+    );
+    // A price is sent and stored ×1000 (API.md), so a whole number: 12.50 is 12500.
+    expect(catalog.get('int:cm:my-price')).toMatchObject({ displayType: 'price', scale: 1000 });
+    expect(
+      catalog.parseValues({
+        'int:cm:my-price': 12_500,
+        'str:cm:my-email': ' ada@example.com ',
+        'obj:cm:my-object': { plan: 'pro', seats: 3 },
+      }),
+    ).toEqual({
+      'int:cm:my-price': 12_500,
+      'str:cm:my-email': 'ada@example.com',
+      'obj:cm:my-object': { plan: 'pro', seats: 3 },
+    });
+    expect(refusal(() => catalog.parseValues({ 'int:cm:my-price': 12.5 }))).toMatch(
+      /^int:cm:my-price: expected a whole number/,
+    );
+    expect(refusal(() => catalog.parseValues({ 'str:cm:my-email': 'not an address' }))).toBe(
+      'str:cm:my-email: expected an email address',
+    );
+    expect(refusal(() => catalog.parseValues({ 'obj:cm:my-object': 'text' }))).toMatch(
+      /^obj:cm:my-object: /,
+    );
   });
 
   it('refuses an unknown type, options on a plain type, a select without options, naming each', () => {

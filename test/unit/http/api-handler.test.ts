@@ -248,6 +248,18 @@ describe('the HTTP stack', () => {
     expect(response.body).not.toMatch(/dynamodb|10\.0\.0\.7|stack/i);
   });
 
+  it('answers a request that runs out of its function time with a 503 to repeat, not a 500', async () => {
+    const { handler } = setup(() => new Promise(() => undefined));
+    const nearlyOut = { ...context, getRemainingTimeInMillis: () => 50 };
+    const response = await handler(event('{"people":[1]}', { 'x-api-key': 'good' }), nearlyOut);
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['retry-after']).toBe('5');
+    expect(parse(response)).toMatchObject({
+      code: 503,
+      error: expect.stringContaining('ran out of time before it finished') as unknown,
+    });
+  });
+
   it('serves public endpoints without a key', async () => {
     const handler = publicHandler(() => Promise.resolve({ body: { status: 'ok' } }));
     const response = await handler(event(undefined), context);
