@@ -163,6 +163,11 @@ function errorEnvelope(): Middleware {
         requestIdOf(request.event),
         true,
         request.event.headers['x-api-key'] ?? undefined,
+        // Still the text when the parser refused it; read only for that answer.
+        () =>
+          typeof request.event.body === 'string' && request.event.isBase64Encoded
+            ? Buffer.from(request.event.body, 'base64').toString('utf8')
+            : request.event.body,
       );
     },
   };

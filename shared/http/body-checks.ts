@@ -78,3 +78,47 @@ function findIllFormed(value: unknown, path: (string | number)[]): (string | num
   }
   return undefined;
 }
+
+/** A member name that would set or reach an object's prototype (as middy's parser refuses). */
+const isPrototypeMember = (key: string, value: unknown) =>
+  key === '__proto__' ||
+  (key === 'constructor' &&
+    typeof value === 'object' &&
+    value !== null &&
+    Object.hasOwn(value, 'prototype'));
+
+/**
+ * The path of a member that names an object prototype (`organizations[0].fields.__proto__`),
+ * for the answer to a body middy's parser refused: its error names only the member. JSON.parse makes such members plain own properties, so
+ * reading the body again here changes no prototype. Called on refused bodies only.
+ */
+export function prototypeMemberPath(text: string): string | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const path = findPrototypeMember(body, []);
+  return path && formatPath(path);
+}
+
+/** Depth is bounded by `checkJsonDepth`, so the recursion is too. */
+function findPrototypeMember(
+  value: unknown,
+  path: (string | number)[],
+): (string | number)[] | undefined {
+  if (Array.isArray(value)) {
+    for (let index = 0; index < value.length; index += 1) {
+      const found = findPrototypeMember(value[index], [...path, index]);
+      if (found) return found;
+    }
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, member] of Object.entries(value)) {
+      if (isPrototypeMember(key, member)) return [...path, key];
+      const found = findPrototypeMember(member, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}

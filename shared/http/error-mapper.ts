@@ -18,6 +18,7 @@ import {
   type ErrorDetail,
 } from '../domain/errors.js';
 import { logger } from '../lib/logger.js';
+import { prototypeMemberPath } from './body-checks.js';
 import { json, type HttpResponse } from './responses.js';
 
 /**
@@ -62,7 +63,10 @@ function isMiddyHttpError(error: unknown): error is Error & MiddyHttpError {
   );
 }
 
-function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
+function fromMiddy(
+  error: Error & MiddyHttpError,
+  body?: () => string | null,
+): CdpError | undefined {
   if (error.cause?.package !== '@middy/http-json-body-parser') return undefined;
   if (error.cause.data === undefined || error.cause.data === '') {
     return new ValidationError('A request body is required: send a JSON object', [
@@ -71,8 +75,10 @@ function fromMiddy(error: Error & MiddyHttpError): CdpError | undefined {
   }
   if (error.message === 'Forbidden key in JSON body') {
     // middy's parser refuses `__proto__` (and `constructor.prototype`) members: valid JSON,
-    // but a way to change objects' prototypes. The message names the member.
-    const member = typeof error.cause.data === 'string' ? error.cause.data : 'member';
+    // but a way to change objects' prototypes. The message names the member by its path.
+    const name = typeof error.cause.data === 'string' ? error.cause.data : 'member';
+    const text = body?.();
+    const member = (typeof text === 'string' && prototypeMemberPath(text)) || name;
     return new ValidationError(
       `Forbidden member "${member}" in the request body: it names an object prototype`,
       [{ field: member, error: 'forbidden member name' }],
@@ -120,12 +126,14 @@ export function errorResponse(
   requestId: string,
   log = true,
   secret?: string,
+  /** The request's body as received (JSON text), to name a refused member by its path. */
+  body?: () => string | null,
 ): HttpResponse {
   const known =
     error instanceof CdpError
       ? error
       : isMiddyHttpError(error)
-        ? fromMiddy(error)
+        ? fromMiddy(error, body)
         : fromTimeout(error);
   if (!known) {
     if (log) logger.error('Unexpected error', { requestId, error: error as Error });

@@ -158,6 +158,27 @@ describe('the HTTP stack', () => {
     );
   });
 
+  it('names a nested prototype member by its path, escaped or not, and runs nothing', async () => {
+    const { handler, runs } = setup();
+    for (const [body, member] of [
+      [
+        '{"people":[{"fields":{"str::email":"a@b.co","__proto__":1}}]}',
+        'people[0].fields.__proto__',
+      ],
+      ['{"people":[1,{"x":{"constructor":{"prototype":{}}}}]}', 'people[1].x.constructor'],
+      ['{"people":[{"\\u005f_proto__":{"polluted":true}}]}', 'people[0].__proto__'],
+    ]) {
+      const response = await handler(event(body, { 'x-api-key': 'good' }), context);
+      expect(response.statusCode).toBe(400);
+      expect(parse(response)).toMatchObject({
+        error: `Forbidden member "${member}" in the request body: it names an object prototype`,
+        details: [{ field: member, error: 'forbidden member name' }],
+      });
+    }
+    expect(runs()).toBe(0);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('says a deeply nested valid JSON body nests too deep, not that it is malformed', async () => {
     const { handler, runs } = setup();
     const deep = `{"people":[${'['.repeat(10_000)}${']'.repeat(10_000)}]}`;
