@@ -1,6 +1,25 @@
 import type { Region } from './domain/regions.js';
 
 /**
+ * What the `attempts` index of the deliveries table carries of an attempt beside its keys:
+ * everything `webhooks/deliveries/get` answers, so that a page is its queries alone.
+ */
+export const ATTEMPT_ATTRIBUTES = [
+  'webhook_id',
+  'event_id',
+  'event_type',
+  'replay_id',
+  'attempt',
+  'outcome',
+  'status_code',
+  'latency_ms',
+  'response_body',
+  'response_truncated',
+  'error',
+  'attempted_at',
+] as const;
+
+/**
  * The stateful resources of one regional deployment: tables, queues and buckets. The CDK
  * stacks create them from this list, and so does the local stack at start (idempotently).
  * Names are `cdp-<region>-<name>`, so that one DynamoDB Local can hold all three regions.
@@ -30,7 +49,14 @@ export interface TableDefinition {
 export type StreamView = 'NEW_IMAGE' | 'NEW_AND_OLD_IMAGES';
 
 export type TableName =
-  'config' | 'people' | 'organizations' | 'activities' | 'requests' | 'emails' | 'audiences';
+  | 'config'
+  | 'people'
+  | 'organizations'
+  | 'activities'
+  | 'requests'
+  | 'emails'
+  | 'audiences'
+  | 'deliveries';
 
 /** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
 export const TABLES: readonly TableDefinition[] = [
@@ -93,9 +119,27 @@ export const TABLES: readonly TableDefinition[] = [
     ttlAttribute: 'expires_at',
     stream: 'NEW_AND_OLD_IMAGES',
   },
+  {
+    name: 'deliveries',
+    purpose:
+      'webhook events kept for replay, delivery attempts and replay jobs, 30 days (docs/webhooks.md)',
+    indexes: [
+      // One endpoint's attempts by time, 8 shards per outcome (`webhooks/deliveries/get`).
+      {
+        name: 'attempts',
+        partitionKey: 'apk',
+        sortKey: 'ask',
+        include: [...ATTEMPT_ATTRIBUTES],
+      },
+      // One endpoint's events by time, 8 shards (replays since a time).
+      { name: 'events', partitionKey: 'vpk', sortKey: 'vsk' },
+    ],
+    ttlAttribute: 'expires_at',
+  },
 ];
 
-export type QueueName = 'ingest' | 'email' | 'email-events' | 'audience-jobs' | 'webhooks';
+export type QueueName =
+  'ingest' | 'email' | 'email-events' | 'audience-jobs' | 'webhooks' | 'webhook-replays';
 
 export interface QueueDefinition {
   readonly name: QueueName;
@@ -140,6 +184,14 @@ export const QUEUES: readonly QueueDefinition[] = [
     // Every attempt of the retry schedule (MAX_ATTEMPTS of delivery.ts), then the DLQ.
     maxReceiveCount: 15,
   },
+  {
+    name: 'webhook-replays',
+    purpose:
+      'webhook replays since a time: each message walks a slice of the job (docs/webhooks.md)',
+    // Six times the replay worker's timeout.
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 5,
+  },
 ];
 
 /**
@@ -158,7 +210,8 @@ export type BucketName = 'payloads';
 export const BUCKETS: readonly { name: BucketName; purpose: string }[] = [
   {
     name: 'payloads',
-    purpose: 'claim-check payloads: large async requests, rendered emails and attachments',
+    purpose:
+      'claim-check payloads: large async requests, rendered emails and attachments, large webhook events',
   },
 ];
 

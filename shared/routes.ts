@@ -80,7 +80,25 @@ export type Access =
    * Recording an endpoint's failures, pausing and disabling it (the delivery worker):
    * `dynamodb:UpdateItem` on the config table, only in webhook partitions (`INST#*#WH`).
    */
-  | 'webhooks:health';
+  | 'webhooks:health'
+  /**
+   * Webhook events kept for replay, delivery attempts and replay jobs (the deliveries table):
+   * reads and writes (the delivery and replay workers, replays), or reads only.
+   */
+  | 'deliveries'
+  | 'deliveries:read'
+  /**
+   * Keeping the events queued for webhooks (the fan-out workers): `dynamodb:PutItem` and
+   * `BatchWriteItem` on the deliveries table, and `s3:PutObject` under `webhooks/` of the
+   * payloads bucket for an event too large for its item and a message (claim check).
+   */
+  | 'webhook-events:keep'
+  /** Reading those large events back (`s3:GetObject` under `webhooks/`): the delivery worker. */
+  | 'webhook-payloads:get'
+  /** Queueing a replay's slices of work (the replay endpoint, the replay worker). */
+  | 'queue:webhook-replays'
+  /** Putting a failed slice of a replay back later (the replay worker's backoff). */
+  | 'queue:webhook-replays:retry';
 
 export interface RouteDefinition {
   readonly method: Method;
@@ -359,6 +377,14 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ['config:write', 'webhook-secrets:wrap'],
   }),
   api('DELETE', '/v1/webhooks/delete', 'webhooks-delete', { access: ['config:write'] }),
+  // The attempt log and replays (docs/webhooks.md, "Attempts and replays"): the deliveries
+  // table; listings' cursors are signed.
+  api('POST', '/v1/webhooks/deliveries/get', 'webhooks-deliveries-get', {
+    access: ['config:read', 'deliveries:read', 'signing'],
+  }),
+  api('POST', '/v1/webhooks/replay', 'webhooks-replay', {
+    access: ['config:read', 'deliveries', 'queue:webhooks', 'queue:webhook-replays'],
+  }),
   // Public and signed (no key): the links of sent emails. Tokens are query parameters.
   api('GET', '/t/c', 'email-click', tracking(['emails', 'activities'])),
   api('GET', '/t/o', 'email-open', tracking(['emails', 'activities'])),

@@ -114,7 +114,32 @@ export const WORKERS: readonly WorkerDefinition[] = [
     maxConcurrency: 4,
     memoryMb: 512,
     timeoutSeconds: 60,
-    access: ['config:read', 'webhook-secrets:unwrap', 'queue:webhooks:retry', 'webhooks:health'],
+    access: [
+      'config:read',
+      'webhook-secrets:unwrap',
+      'queue:webhooks:retry',
+      'webhooks:health',
+      // The attempt log, events kept by reference (claim check), replays' delivered counts.
+      'deliveries',
+      'webhook-payloads:get',
+    ],
+  },
+  {
+    // Replays since a time (docs/webhooks.md): each message walks the endpoint's kept events
+    // a page at a time, at a paced rate, queues their deliveries and queues what follows.
+    function: 'webhook-replay-worker',
+    queue: 'webhook-replays',
+    batchSize: 1,
+    maxConcurrency: 2,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: [
+      'config:read',
+      'deliveries',
+      'queue:webhooks',
+      'queue:webhook-replays',
+      'queue:webhook-replays:retry',
+    ],
   },
 ];
 
@@ -173,7 +198,9 @@ function webhookFanout(
     maxRetryAttempts: 10,
     memoryMb: 512,
     timeoutSeconds: 60,
-    access: ['config:read', 'queue:webhooks'],
+    // Each event queued is kept first (30 days, for replays): the deliveries table, and the
+    // payloads bucket for an event too large for a message.
+    access: ['config:read', 'queue:webhooks', 'webhook-events:keep'],
   };
 }
 

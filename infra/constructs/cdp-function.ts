@@ -67,6 +67,7 @@ const READ_ONLY = {
   'activities:read': 'activities',
   'emails:read': 'emails',
   'audiences:read': 'audiences',
+  'deliveries:read': 'deliveries',
 } as const;
 
 /** The payloads bucket's prefix and actions of each payload grant. */
@@ -75,6 +76,7 @@ const PAYLOADS = {
   'payloads:get': { prefix: 'ingest/*', actions: ['s3:GetObject'] },
   'email-payloads:put': { prefix: 'email/*', actions: ['s3:PutObject'] },
   'email-payloads:get': { prefix: 'email/*', actions: ['s3:GetObject'] },
+  'webhook-payloads:get': { prefix: 'webhooks/*', actions: ['s3:GetObject'] },
 } as const;
 
 /** Erasure deletes the payloads that may hold a person's data, under both prefixes. */
@@ -87,6 +89,7 @@ const RETRIES = {
   'queue:email-events:retry': 'email-events',
   'queue:audience-jobs:retry': 'audience-jobs',
   'queue:webhooks:retry': 'webhooks',
+  'queue:webhook-replays:retry': 'webhook-replays',
 } as const;
 
 /** The queue each send grant puts messages on. */
@@ -95,6 +98,7 @@ const SENDS = {
   'queue:email': 'email',
   'queue:audience-jobs': 'audience-jobs',
   'queue:webhooks': 'webhooks',
+  'queue:webhook-replays': 'webhook-replays',
 } as const;
 
 export interface CdpFunctionProps {
@@ -188,7 +192,7 @@ export class CdpFunction extends Construct {
           id: 'AwsSolutions-IAM5',
           reason:
             'Claim-check payloads are one object per request under the ingest/ prefix of the payloads bucket.',
-          appliesTo: [{ regex: '/^Resource::.*payloads.*\\/(ingest|email)\\/\\*$/g' }],
+          appliesTo: [{ regex: '/^Resource::.*payloads.*\\/(ingest|email|webhooks)\\/\\*$/g' }],
         },
       ],
       true,
@@ -210,12 +214,25 @@ export class CdpFunction extends Construct {
         case 'requests':
         case 'emails':
         case 'audiences':
+        case 'deliveries':
           this.grantTable(data, need, [...TABLE_READS, ...TABLE_WRITES]);
+          break;
+        case 'webhook-events:keep':
+          // Puts of event items (never reads), and large events' bodies under `webhooks/`.
+          this.grantTable(data, 'deliveries', ['PutItem', 'BatchWriteItem']);
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['s3:PutObject'],
+              resources: [data.buckets.payloads.arnForObjects('webhooks/*')],
+            }),
+          );
+          this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
         case 'payloads:put':
         case 'payloads:get':
         case 'email-payloads:put':
-        case 'email-payloads:get': {
+        case 'email-payloads:get':
+        case 'webhook-payloads:get': {
           // Only the objects of one prefix, and only what each side does with them.
           const { prefix, actions } = PAYLOADS[need];
           this.fn.addToRolePolicy(
@@ -241,7 +258,8 @@ export class CdpFunction extends Construct {
         case 'queue:ingest':
         case 'queue:email':
         case 'queue:audience-jobs':
-        case 'queue:webhooks': {
+        case 'queue:webhooks':
+        case 'queue:webhook-replays': {
           const queue = SENDS[need];
           data.queues[queue].grantSendMessages(this.fn);
           this.fn.addEnvironment(queueUrlVariable(queue), data.queues[queue].queueUrl);
@@ -256,7 +274,8 @@ export class CdpFunction extends Construct {
         case 'queue:email:retry':
         case 'queue:email-events:retry':
         case 'queue:audience-jobs:retry':
-        case 'queue:webhooks:retry': {
+        case 'queue:webhooks:retry':
+        case 'queue:webhook-replays:retry': {
           const queue = RETRIES[need];
           this.fn.addToRolePolicy(
             new PolicyStatement({
@@ -329,6 +348,7 @@ export class CdpFunction extends Construct {
         case 'activities:read':
         case 'emails:read':
         case 'audiences:read':
+        case 'deliveries:read':
           this.grantTable(data, READ_ONLY[need], TABLE_READS);
           break;
       }

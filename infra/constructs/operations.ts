@@ -87,6 +87,8 @@ export interface OperationsProps {
  *   the other; a page waiting a quarter of an hour means the worker is not running.
  * - webhooks: 3 days. A delivery to an endpoint that is down legitimately waits on its retry
  *   schedule (docs/webhooks.md) for up to 3.2 days; older means the schedule is not running.
+ * - webhook-replays: 15 minutes. Each slice of a replay queues the next as it ends; a slice
+ *   waiting a quarter of an hour means the replay worker is not running.
  */
 export const MAX_MESSAGE_AGE: Record<QueueName, Duration> = {
   ingest: Duration.minutes(15),
@@ -94,6 +96,7 @@ export const MAX_MESSAGE_AGE: Record<QueueName, Duration> = {
   'email-events': Duration.minutes(5),
   'audience-jobs': Duration.minutes(15),
   webhooks: Duration.days(3),
+  'webhook-replays': Duration.minutes(15),
 };
 
 /** Thresholds, in one place so the runbook and the tests read the same numbers. */

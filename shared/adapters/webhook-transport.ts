@@ -8,6 +8,7 @@ import {
   type AddressPolicy,
   type HostResolver,
 } from '../domain/webhooks/address-policy.js';
+import { RESPONSE_BODY_BYTES, responseExcerpt } from '../domain/webhooks/attempts.js';
 import {
   DELIVERY_TIMEOUT_MS,
   type DeliveryAnswer,
@@ -46,7 +47,8 @@ function checkedLookup(policy: AddressPolicy): LookupFunction {
 
 /**
  * Deliveries over `node:http(s)`: no redirect is followed (the status is the answer), the
- * connection goes only to checked addresses, and the whole exchange has `timeoutMs`.
+ * connection goes only to checked addresses, the whole exchange has `timeoutMs`, and the
+ * answer's first KB is kept.
  */
 export function httpWebhookTransport(
   policy: AddressPolicy,
@@ -71,13 +73,34 @@ export function httpWebhookTransport(
         agent: false,
       };
       const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
+      let settled = false;
       const request = send(target, options, (response) => {
         const status = response.statusCode ?? 0;
-        // The answer's body is read (and dropped) so that the exchange ends cleanly.
-        response.resume();
-        response.once('end', () => {
+        // The first KB of the body is kept for the attempt log; past it, the answer is not
+        // read further (a receiver's large or endless body costs nothing more).
+        const chunks: Buffer[] = [];
+        let bytes = 0;
+        const answered = (truncated: boolean) => {
+          if (settled) return;
+          settled = true;
           clearTimeout(timer);
-          resolve({ status, latencyMs: Math.round(performance.now() - started) });
+          resolve({
+            status,
+            latencyMs: Math.round(performance.now() - started),
+            body: responseExcerpt(Buffer.concat(chunks)),
+            truncated,
+          });
+        };
+        response.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          bytes += chunk.length;
+          if (bytes > RESPONSE_BODY_BYTES) {
+            answered(true);
+            response.destroy();
+          }
+        });
+        response.once('end', () => {
+          answered(false);
         });
         response.once('error', fail);
       });
@@ -85,6 +108,8 @@ export function httpWebhookTransport(
         request.destroy(new Error(`no answer within ${timeoutMs} ms`));
       }, timeoutMs);
       function fail(error: Error) {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         reject(error);
       }

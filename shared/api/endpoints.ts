@@ -41,6 +41,8 @@ import {
   WebhooksGetRequest,
   WebhookUpdateRequest,
 } from '../domain/webhooks/webhook.js';
+import { DeliveriesGetRequest } from '../domain/webhooks/attempts.js';
+import { ReplayRequest } from '../domain/webhooks/replay.js';
 import { REFERENCE_ASSETS, type RouteKey } from '../routes.js';
 import {
   AccountGetByIdsResponse,
@@ -89,6 +91,8 @@ import {
   WebhookEntrySchema,
   WebhookSecretResponse,
   WebhooksGetResponse,
+  DeliveriesGetResponse,
+  ReplaySchema,
 } from './schemas.js';
 
 /**
@@ -168,6 +172,21 @@ const webhookExample = {
   enabled: true,
   created_at: '2026-07-01T09:30:00.000Z',
   updated_at: '2026-07-01T09:30:00.000Z',
+};
+
+/** A replay as `webhooks/replay` answers it when it starts, for the examples. */
+const replayExample = {
+  replay_id: '66a1f0c9e4b0a1b2c3d4e666',
+  webhook_id: webhookExample.id,
+  since: '2026-11-24T00:00:00.000Z',
+  until: '2026-11-24T10:30:00.000Z',
+  status: 'queued',
+  events_found: 0,
+  events_queued: 0,
+  events_skipped: 0,
+  events_delivered: 0,
+  created_at: '2026-11-24T10:30:00.000Z',
+  updated_at: '2026-11-24T10:30:00.000Z',
 };
 
 /** An audience as the endpoints answer it, for the examples. */
@@ -1372,5 +1391,74 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
       },
     },
     errors: [404],
+  },
+  'POST /v1/webhooks/deliveries/get': {
+    tag: 'Webhooks',
+    summary: 'List delivery attempts',
+    description:
+      'The attempts to deliver events to one webhook, newest first, kept 30 days: each with its outcome (`status`: `succeeded` for a 2xx within 15 s, `failed` otherwise), the HTTP status, the latency and the first KB of the answer. Filter by `status` and by time (`from` inclusive, `to` exclusive, ISO 8601); page with `cursor_id` (sent back with the same filters). Listings lag attempts by about a second (an index). An unknown webhook, or another instance’s, is a 404.',
+    request: DeliveriesGetRequest,
+    requestExample: {
+      webhook_id: webhookExample.id,
+      status: 'failed',
+      from: '2026-11-24T00:00:00Z',
+      limit: 50,
+    },
+    responses: {
+      200: {
+        description: 'A page of attempts',
+        schema: DeliveriesGetResponse,
+        example: {
+          deliveries: [
+            {
+              webhook_id: webhookExample.id,
+              event_id: 'msg_5f0c2a9e8b7d41c3a6e2f1d0c9b8a776',
+              event_type: 'person.created',
+              replay_id: null,
+              attempt: 1,
+              status: 'failed',
+              status_code: 503,
+              latency_ms: 182,
+              response_body: '{"error":"maintenance"}',
+              response_truncated: false,
+              error: 'it answered 503',
+              attempted_at: '2026-11-24T10:00:01.250Z',
+            },
+          ],
+          cursor_id: cursor,
+          has_more: true,
+        },
+      },
+    },
+    errors: [404],
+  },
+  'POST /v1/webhooks/replay': {
+    tag: 'Webhooks',
+    summary: 'Send events again',
+    description:
+      'Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced. The same call with `replay_id` alone answers 200 with that replay’s progress: events found in the range so far, queued again, skipped (no longer subscribed) and delivered since. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400); an unknown webhook, event or replay, or another instance’s, is a 404.',
+    request: ReplayRequest,
+    requestExample: { webhook_id: webhookExample.id, since: '2026-11-24T00:00:00Z' },
+    responses: {
+      200: {
+        description: 'With `replay_id` alone: the replay and how far it got',
+        schema: ReplaySchema,
+        example: {
+          ...replayExample,
+          status: 'complete',
+          events_found: 1240,
+          events_queued: 1240,
+          events_delivered: 1187,
+          updated_at: '2026-11-24T10:30:14.000Z',
+          completed_at: '2026-11-24T10:30:14.000Z',
+        },
+      },
+      202: {
+        description: 'The replay, started',
+        schema: ReplaySchema,
+        example: replayExample,
+      },
+    },
+    errors: [404, 409],
   },
 };

@@ -841,3 +841,82 @@ export const WebhookSecretResponse = z
     previous_secret_expires_at: z.string(),
   })
   .meta({ id: 'WebhookSecretResponse' });
+
+/** One delivery attempt (docs/webhooks.md, "Attempts and replays"). */
+export const DeliveryAttemptSchema = z
+  .object({
+    webhook_id: z.string(),
+    event_id: z
+      .string()
+      .meta({ description: 'The event’s ID: the `webhook-id` header the attempt carried' }),
+    event_type: z.string(),
+    replay_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The replay that sent it again; `null` for its own delivery' }),
+    attempt: z.number().int().meta({
+      description:
+        '1, then one more per retry (attempts skipped while the endpoint was paused are not listed)',
+    }),
+    status: z.enum(['succeeded', 'failed']).meta({
+      description: '`succeeded`: a 2xx within 15 s; `failed`: anything else',
+    }),
+    status_code: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'The HTTP status answered; `null` when none came' }),
+    latency_ms: z.number().nullable().meta({
+      description: 'Request to answer (or to giving up); `null` when no request was made',
+    }),
+    response_body: z
+      .string()
+      .nullable()
+      .meta({ description: 'The first KB of the answer’s body; `null` when none came' }),
+    response_truncated: z.boolean().meta({ description: 'Whether the body went on past that' }),
+    error: z.string().nullable().meta({ description: 'Why a failed attempt failed' }),
+    attempted_at: z.string(),
+  })
+  .meta({ id: 'DeliveryAttempt' });
+
+export const DeliveriesGetResponse = z
+  .object({
+    deliveries: z.array(DeliveryAttemptSchema).meta({ description: 'Newest first' }),
+    cursor_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'Send it back (with the same filters) for the next page' }),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'DeliveriesGetResponse' });
+
+/** A replay and how far it got. */
+export const ReplaySchema = z
+  .object({
+    replay_id: z.string(),
+    webhook_id: z.string(),
+    event_id: z.string().optional().meta({ description: 'A replay of one event' }),
+    since: z.string().optional().meta({ description: 'A replay of every event since then' }),
+    until: z.string().optional(),
+    status: z.enum(['queued', 'running', 'complete', 'failed']).meta({
+      description:
+        '`complete`: every event found was queued again (deliveries follow, counted in `events_delivered`)',
+    }),
+    events_found: z
+      .number()
+      .int()
+      .meta({ description: 'Events kept for the webhook in the range, read so far' }),
+    events_queued: z.number().int().meta({ description: 'Of those, queued again' }),
+    events_skipped: z.number().int().meta({
+      description: 'Of those, not queued: the webhook no longer subscribes to their type',
+    }),
+    events_delivered: z
+      .number()
+      .int()
+      .meta({ description: 'Queued events delivered since (a 2xx), each once' }),
+    created_at: z.string(),
+    updated_at: z.string(),
+    completed_at: z.string().optional(),
+    error: z.string().optional().meta({ description: 'Why a failed replay stopped' }),
+  })
+  .meta({ id: 'Replay' });

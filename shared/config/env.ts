@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { REGIONS } from '../domain/regions.js';
+import { MAX_IN_FLIGHT_PER_ENDPOINT } from '../domain/webhooks/delivery.js';
 
 /**
  * Environment of the functions, read and checked once at cold start. A missing or malformed
@@ -209,4 +210,21 @@ export const WebhooksEnv = z.object({
     .transform((value) => value === 'true' || value === '1'),
   /** Where events are queued for delivery (the fan-out worker, the delivery worker). */
   WEBHOOKS_QUEUE_URL: z.url().optional(),
+  /** Kept events, attempts and replays (functions granted the deliveries table). */
+  DELIVERIES_TABLE: tableName.optional(),
+  /** Large events' bodies (claim check): the fan-out writes them, the delivery worker reads. */
+  PAYLOADS_BUCKET: z.string().min(3).optional(),
+  /** Where replays since a time are queued (the replay endpoint, the replay worker). */
+  WEBHOOK_REPLAYS_QUEUE_URL: z.url().optional(),
+  /** The most events one replay queues a second (the webhooks queue is every endpoint's). */
+  CDP_WEBHOOK_REPLAY_RATE: z.coerce.number().min(1).max(10_000).default(100),
+  /** Attempts in flight to one endpoint at once in a delivery worker (delivery.ts). */
+  CDP_WEBHOOK_MAX_IN_FLIGHT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .default(MAX_IN_FLIGHT_PER_ENDPOINT),
+  /** How long one message of a replay works before it queues the rest. */
+  WEBHOOK_REPLAY_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
 });

@@ -1,16 +1,33 @@
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.js';
+import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
+import { SqsDeliveryQueue, SqsReplayQueue } from '../adapters/delivery-queue.js';
+import {
+  BatchedAttemptLog,
+  DynamoDeliveryStore,
+  DynamoReplayStore,
+} from '../adapters/delivery-store.js';
 import { createKeyWrapper, WEBHOOK_SECRET_PURPOSE } from '../adapters/key-wrappers.js';
 import { DynamoWebhookStore } from '../adapters/webhook-store.js';
 import { httpWebhookTransport, resolveHost } from '../adapters/webhook-transport.js';
 import { readEnv, WebhooksEnv } from '../config/env.js';
 import {
-  DeliveryMessage,
   deliver,
   MAX_ATTEMPTS,
+  QueuedDelivery,
+  queuedDelivery,
+  type DeliveryMessage,
   type WebhookEvent,
 } from '../domain/webhooks/delivery.js';
+import {
+  abandonReplay,
+  ReplayMessage,
+  runReplay,
+  type ReplayPorts,
+} from '../domain/webhooks/replay.js';
+import type { DeliveriesPorts } from '../domain/webhooks/attempts.js';
+import type { CursorCodec } from '../domain/cursor.js';
+import { sleep } from '../lib/time-budget.js';
+import { KeyedLimiter } from '../lib/keyed-limiter.js';
 import {
   activityEvents,
   audienceEvents,
@@ -48,48 +65,51 @@ export function createWebhookServices(
   return { store, secrets, addresses, resolve: resolveHost };
 }
 
-/** SQS takes at most 10 messages, and 256 KB in all, a batch (some room kept for the envelope). */
-const SQS_BATCH = 10;
-const SQS_BATCH_BYTES = 240 * 1024;
-
-/** The messages' bodies in batches SQS takes. */
-export function deliveryBatches(messages: readonly DeliveryMessage[]): string[][] {
-  const batches: string[][] = [];
-  let batch: string[] = [];
-  let bytes = 0;
-  for (const message of messages) {
-    const body = JSON.stringify(message);
-    const size = Buffer.byteLength(body);
-    if (batch.length > 0 && (batch.length === SQS_BATCH || bytes + size > SQS_BATCH_BYTES)) {
-      batches.push(batch);
-      batch = [];
-      bytes = 0;
-    }
-    batch.push(body);
-    bytes += size;
-  }
-  if (batch.length > 0) batches.push(batch);
-  return batches;
+/** The deliveries table (kept events, attempts, replays), from the function's environment. */
+function deliveryStores(db: DynamoDBDocumentClient, env: ReturnType<typeof webhookBasics>['env']) {
+  if (!env.DELIVERIES_TABLE) throw new Error('Invalid environment: DELIVERIES_TABLE is required');
+  return {
+    deliveries: new DynamoDeliveryStore(
+      db,
+      env.DELIVERIES_TABLE,
+      env.PAYLOADS_BUCKET ? createS3Client() : undefined,
+      env.PAYLOADS_BUCKET,
+    ),
+    jobs: new DynamoReplayStore(db, env.DELIVERIES_TABLE),
+  };
 }
 
-async function queueDeliveries(
-  sqs: SQSClient,
-  queueUrl: string,
-  messages: readonly DeliveryMessage[],
-): Promise<void> {
-  for (const batch of deliveryBatches(messages)) {
-    const { Failed } = await sqs.send(
-      new SendMessageBatchCommand({
-        QueueUrl: queueUrl,
-        Entries: batch.map((body, index) => ({ Id: String(index), MessageBody: body })),
-      }),
-    );
-    // The stream batch is retried from this subject: messages queued twice reach receivers
-    // with the same `webhook-id`, which they deduplicate.
-    if (Failed && Failed.length > 0) {
-      throw new Error(`${Failed.length} deliveries could not be queued: ${Failed[0]?.Message}`);
-    }
-  }
+function required(value: string | undefined, name: string): string {
+  if (!value) throw new Error(`Invalid environment: ${name} is required`);
+  return value;
+}
+
+/** `webhooks/deliveries/get`: the attempt log (its cursors signed per instance). */
+export function createAttemptServices(
+  db: DynamoDBDocumentClient,
+): (cursors: CursorCodec) => DeliveriesPorts {
+  const { env, store } = webhookBasics(db);
+  const { deliveries } = deliveryStores(db, env);
+  return (cursors) => ({ webhooks: store, attempts: deliveries, cursors });
+}
+
+/** `webhooks/replay`: replays, what they queue, and their progress. */
+export function createReplayServices(db: DynamoDBDocumentClient): ReplayPorts {
+  const { env, store } = webhookBasics(db);
+  const { deliveries, jobs } = deliveryStores(db, env);
+  const sqs = createSqsClient();
+  return {
+    webhooks: store,
+    events: deliveries,
+    jobs,
+    // The read-only route has neither queue: it never queues.
+    deliveries: env.WEBHOOKS_QUEUE_URL
+      ? new SqsDeliveryQueue(sqs, env.WEBHOOKS_QUEUE_URL)
+      : { queue: () => Promise.reject(new Error('WEBHOOKS_QUEUE_URL is required')) },
+    replays: env.WEBHOOK_REPLAYS_QUEUE_URL
+      ? new SqsReplayQueue(sqs, env.WEBHOOK_REPLAYS_QUEUE_URL)
+      : { send: () => Promise.reject(new Error('WEBHOOK_REPLAYS_QUEUE_URL is required')) },
+  };
 }
 
 /** What a fan-out worker reads of a table's changes. */
@@ -135,9 +155,11 @@ function partitionSource(
 function createFanoutWorker(source: FanoutSource) {
   const db = createDocumentClient();
   const { env, store } = webhookBasics(db);
-  const sqs = createSqsClient();
-  const queueUrl = env.WEBHOOKS_QUEUE_URL;
-  if (!queueUrl) throw new Error('Invalid environment: WEBHOOKS_QUEUE_URL is required');
+  const queue = new SqsDeliveryQueue(
+    createSqsClient(),
+    required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL'),
+  );
+  const { deliveries } = deliveryStores(db, env);
   return async (...args: Parameters<ReturnType<typeof streamWorker>>) => {
     const perInstance = new Map<string, Promise<Webhook[]>>();
     const webhooksOf = (instanceId: string) => {
@@ -158,7 +180,12 @@ function createFanoutWorker(source: FanoutSource) {
         const webhooks = await webhooksOf(instanceId);
         if (webhooks.length === 0) return;
         const events = changes.flatMap((change) => source.eventsOf(subject, change));
-        await queueDeliveries(sqs, queueUrl, fanOut(instanceId, events, webhooks));
+        const messages = fanOut(instanceId, events, webhooks);
+        if (messages.length === 0) return;
+        // Kept before queued: a replay finds every event queued, and a large event's message
+        // (its ID only) finds its event.
+        await deliveries.keep(instanceId, messages);
+        await queue.queue(messages.map(queuedDelivery));
       },
     });
     return handle(...args);
@@ -210,16 +237,26 @@ export function createAudienceWebhookWorker() {
 export function createWebhookDeliveryWorker() {
   const db = createDocumentClient();
   const { env, store, secrets, addresses } = webhookBasics(db);
-  const queueUrl = env.WEBHOOKS_QUEUE_URL;
-  if (!queueUrl) throw new Error('Invalid environment: WEBHOOKS_QUEUE_URL is required');
+  const queueUrl = required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL');
+  const { deliveries } = deliveryStores(db, env);
   const ports = {
     store,
     secrets,
     addresses,
     resolve: resolveHost,
     transport: httpWebhookTransport(addresses),
+    log: new BatchedAttemptLog(deliveries, (error, lost) => {
+      logger.error('Could not record webhook delivery attempts', {
+        attempts: lost,
+        error: error as Error,
+      });
+    }),
+    replays: deliveries,
   };
-  return sqsWorker({
+  // The whole attempt waits for a slot, the webhook's read included: an attempt let in after
+  // the endpoint's first failure reads it paused.
+  const endpoints = new KeyedLimiter(env.CDP_WEBHOOK_MAX_IN_FLIGHT);
+  const worker = sqsWorker({
     sqs: createSqsClient(),
     queueUrl,
     maxReceiveCount: MAX_ATTEMPTS,
@@ -229,18 +266,86 @@ export function createWebhookDeliveryWorker() {
     // One slow endpoint holds only its own message, not the rest of the batch.
     parallel: true,
     process: async (record) => {
-      const message = DeliveryMessage.parse(JSON.parse(record.body));
+      const queued = QueuedDelivery.parse(JSON.parse(record.body));
       const attempt = Number(record.attributes.ApproximateReceiveCount) || 1;
-      const outcome = await deliver(message, attempt, ports);
-      logger.info(outcome.kind === 'delivered' ? 'Webhook delivered' : 'Webhook event dropped', {
-        instanceId: message.instance_id,
-        webhookId: message.webhook_id,
-        eventId: message.event.id,
-        type: message.event.type,
+      const message = await openDelivery(queued, deliveries);
+      const context = {
+        instanceId: queued.instance_id,
+        webhookId: queued.webhook_id,
+        eventId: queued.event?.id ?? queued.event_id,
         attempt,
+        ...(queued.replay_id !== undefined ? { replayId: queued.replay_id } : {}),
+      };
+      if (!message) {
+        logger.warn('Webhook event dropped: it is no longer kept', context);
+        return;
+      }
+      const outcome = await endpoints.run(`${message.instance_id}/${message.webhook_id}`, () =>
+        deliver(message, attempt, ports),
+      );
+      logger.info(outcome.kind === 'delivered' ? 'Webhook delivered' : 'Webhook event dropped', {
+        ...context,
+        type: message.event.type,
         ...outcome,
       });
     },
     onLastFailure: () => Promise.resolve('dead-letter'),
+  });
+  // The batch's attempts are written together as it ends, before the function returns (a
+  // Lambda container may be frozen after that).
+  return async (...args: Parameters<typeof worker>) => {
+    try {
+      return await worker(...args);
+    } finally {
+      await ports.log.flush();
+    }
+  };
+}
+
+/** A queued delivery with its event: carried, or read where it is kept (a large one). */
+async function openDelivery(
+  queued: QueuedDelivery,
+  deliveries: Pick<DynamoDeliveryStore, 'event'>,
+): Promise<DeliveryMessage | undefined> {
+  const { event, event_id: eventId, ...rest } = queued;
+  if (event) return { ...rest, event };
+  const kept = await deliveries.event(queued.instance_id, queued.webhook_id, eventId ?? '');
+  return kept ? { ...rest, event: kept } : undefined;
+}
+
+/**
+ * The replay worker: carries replays since a time on, a slice per message (replay.ts). A
+ * replay whose message fails for the last time stops, saying why, and frees its webhook.
+ */
+export function createWebhookReplayWorker() {
+  const db = createDocumentClient();
+  const { env, store } = webhookBasics(db);
+  const { deliveries, jobs } = deliveryStores(db, env);
+  const sqs = createSqsClient();
+  const queueUrl = required(env.WEBHOOK_REPLAYS_QUEUE_URL, 'WEBHOOK_REPLAYS_QUEUE_URL');
+  const ports = {
+    webhooks: store,
+    events: deliveries,
+    jobs,
+    deliveries: new SqsDeliveryQueue(sqs, required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL')),
+    replays: new SqsReplayQueue(sqs, queueUrl),
+    sliceMs: env.WEBHOOK_REPLAY_SLICE_MS,
+    eventsPerSecond: env.CDP_WEBHOOK_REPLAY_RATE,
+    sleep,
+  };
+  return sqsWorker({
+    sqs,
+    queueUrl,
+    maxReceiveCount: 5,
+    backoffBaseSeconds: 5,
+    process: (record) => runReplay(ReplayMessage.parse(JSON.parse(record.body)), ports),
+    onLastFailure: async (record, error) => {
+      await abandonReplay(
+        ReplayMessage.parse(JSON.parse(record.body)),
+        `the replay stopped after repeated failures: ${error instanceof Error ? error.message : 'unknown'}`,
+        ports,
+      );
+      return 'settled';
+    },
   });
 }

@@ -162,16 +162,18 @@ function touchesOf(statements: Statement[]): string[] {
     for (const resource of resources) {
       const text = JSON.stringify(resource);
       const table =
-        /FnGetAtt(config|people|organizations|activities|requests|emails|audiences)table/.exec(
+        /FnGetAtt(config|people|organizations|activities|requests|emails|audiences|deliveries)table/.exec(
           text,
         );
       const queue =
-        /FnGetAtt(ingest|emailevents|email|audiencejobs|webhooks)(queue|dlq)/.exec(text) ??
-        /FnGetAtt(streamfailures)()/.exec(text);
+        /FnGetAtt(ingest|emailevents|email|audiencejobs|webhookreplays|webhooks)(queue|dlq)/.exec(
+          text,
+        ) ?? /FnGetAtt(streamfailures)()/.exec(text);
       const kms = /signingkey/.test(text);
       const queueNames: Record<string, string> = {
         emailevents: 'email-events',
         audiencejobs: 'audience-jobs',
+        webhookreplays: 'webhook-replays',
         streamfailures: 'stream-failures',
       };
       const target = kms
@@ -219,7 +221,15 @@ function expectedTouches(
     else if (need === 'config:write') table('config', [...READS, ...WRITES]);
     else if (need.endsWith(':read')) table(need.replace(':read', '') as TableName, READS);
     else if (
-      ['people', 'organizations', 'activities', 'requests', 'emails', 'audiences'].includes(need)
+      [
+        'people',
+        'organizations',
+        'activities',
+        'requests',
+        'emails',
+        'audiences',
+        'deliveries',
+      ].includes(need)
     ) {
       table(need as TableName, [...READS, ...WRITES]);
     } else if (need === 'payloads:put') {
@@ -229,11 +239,16 @@ function expectedTouches(
       touches.add('s3:DeleteObject bucket:ingest').add('s3:DeleteObject bucket:email');
     } else if (need === 'email-payloads:put') touches.add('s3:PutObject bucket:email');
     else if (need === 'email-payloads:get') touches.add('s3:GetObject bucket:email');
-    else if (
+    else if (need === 'webhook-payloads:get') touches.add('s3:GetObject bucket:webhooks');
+    else if (need === 'webhook-events:keep') {
+      table('deliveries', ['dynamodb:PutItem', 'dynamodb:BatchWriteItem']);
+      touches.add('s3:PutObject bucket:webhooks');
+    } else if (
       need === 'queue:ingest' ||
       need === 'queue:email' ||
       need === 'queue:audience-jobs' ||
-      need === 'queue:webhooks'
+      need === 'queue:webhooks' ||
+      need === 'queue:webhook-replays'
     ) {
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
         touches.add(`${action} queue:${need.slice('queue:'.length)}`);
@@ -545,8 +560,10 @@ describe('the CDK app', () => {
 
       // The webhook delivery worker updates the config table in webhook partitions only.
       const delivery = statementsOf(functions, 'webhookdeliveryworkerfunction');
-      const configWrites = delivery.filter((statement) =>
-        actionsOf([statement]).some((action) => writes.includes(action)),
+      const configWrites = delivery.filter(
+        (statement) =>
+          actionsOf([statement]).some((action) => writes.includes(action)) &&
+          JSON.stringify(statement.Resource).includes('configtable'),
       );
       expect(configWrites).toHaveLength(1);
       expect(configWrites[0]).toMatchObject({

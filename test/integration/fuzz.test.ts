@@ -180,6 +180,18 @@ const badTimeZone = fc
     fc.constantFrom('Mars/Olympus', 'utc', 'Europe/Berlin ', 'GMT+25', 'Europe/../etc/passwd'),
   )
   .filter((zone) => !TIME_ZONES.has(zone));
+/** Times that are not ISO 8601 with an offset, or not a day that exists. */
+const badTime = fc.oneof(
+  fc.string({ maxLength: 20 }).filter((s) => !/^\d{4}-/.test(s)),
+  fc.constantFrom(
+    'yesterday',
+    '2026-11-24',
+    '2026-11-24T10:00:00',
+    '2026-13-01T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '1732442400',
+  ),
+);
 const hexId = fc.stringMatching(/^[0-9a-f]{24}$/);
 const notHexId = fc.oneof(
   wrongType('string'),
@@ -745,6 +757,89 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
   'POST /v1/webhooks/get': {
     base: () => ({}),
     members: [{ name: 'webhook_id', invalid: fc.oneof(wrongType('string'), notHexId) }],
+  },
+  'POST /v1/webhooks/deliveries/get': {
+    base: () => ({ webhook_id: '0'.repeat(24) }),
+    members: [
+      { name: 'webhook_id', required: true, invalid: fc.oneof(wrongType('string'), notHexId) },
+      {
+        name: 'status',
+        invalid: fc.oneof(wrongType('string'), fc.constantFrom('ok', 'SUCCEEDED', '200', '')),
+      },
+      { name: 'from', invalid: fc.oneof(wrongType('string'), badTime) },
+      { name: 'to', invalid: fc.oneof(wrongType('string'), badTime) },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(2001, 3000)) },
+    ],
+    special: () =>
+      fc.constantFrom<Case>(
+        {
+          kind: 'range that ends before it starts',
+          body: {
+            webhook_id: '0'.repeat(24),
+            from: '2026-11-24T12:00:00Z',
+            to: '2026-11-24T11:00:00Z',
+          },
+          mention: 'to',
+        },
+        // Cursors this API did not issue (forged, truncated, of no listing).
+        ...['abc', 'k1.e30.AAAA', 'a.b.c.d', 'e30.'].map((cursor): Case => ({
+          kind: 'bad cursor',
+          body: { webhook_id: '0'.repeat(24), cursor_id: cursor },
+          mention: 'cursor_id',
+        })),
+      ),
+  },
+  'POST /v1/webhooks/replay': {
+    base: () => ({ webhook_id: '0'.repeat(24), event_id: `msg_${'0'.repeat(32)}` }),
+    members: [
+      { name: 'webhook_id', required: true, invalid: fc.oneof(wrongType('string'), notHexId) },
+      {
+        name: 'event_id',
+        invalid: fc.oneof(
+          wrongType('string'),
+          fc.constantFrom('msg_', `msg_${'0'.repeat(31)}`, `MSG_${'0'.repeat(32)}`, '0'.repeat(24)),
+        ),
+      },
+      { name: 'since', invalid: fc.oneof(wrongType('string'), badTime) },
+      { name: 'until', invalid: fc.oneof(wrongType('string'), badTime) },
+      { name: 'replay_id', invalid: fc.oneof(wrongType('string'), notHexId) },
+    ],
+    special: () =>
+      fc
+        .constantFrom(
+          // Neither one event nor a time; both; `until` without `since`.
+          [{ webhook_id: '0'.repeat(24) }, 'event_id'],
+          [
+            {
+              webhook_id: '0'.repeat(24),
+              event_id: `msg_${'0'.repeat(32)}`,
+              since: '2026-11-24T00:00:00Z',
+            },
+            'since',
+          ],
+          [
+            {
+              webhook_id: '0'.repeat(24),
+              event_id: `msg_${'0'.repeat(32)}`,
+              until: '2026-11-24T00:00:00Z',
+            },
+            'until',
+          ],
+          // Older than what is kept, or in the future.
+          [{ webhook_id: '0'.repeat(24), since: '2020-01-01T00:00:00Z' }, 'since'],
+          [
+            {
+              webhook_id: '0'.repeat(24),
+              since: '2026-11-24T00:00:00Z',
+              until: '2999-01-01T00:00:00Z',
+            },
+            'until',
+          ],
+          // Progress asked for with other members.
+          [{ replay_id: '0'.repeat(24), webhook_id: '0'.repeat(24) }, 'webhook_id'],
+        )
+        .map(([body, mention]) => ({ kind: 'inconsistent replay', body, mention })),
   },
   'POST /v1/audiences/get': {
     base: () => ({ limit: 1 }),

@@ -137,6 +137,7 @@ interface World {
   activityKeys: string[];
   audiences: string[];
   webhooks: string[];
+  replays: string[];
   requestId: string;
   messageId: string;
   tokens: LinkTokens;
@@ -277,13 +278,19 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
       ? listed.map((entry) => entry.id)
       : undefined;
   });
-  // Disabled: B's events are not delivered anywhere, its webhook is only an ID to guess.
+  // Enabled for as long as it takes to start a replay (of nothing: no event was kept for it),
+  // then disabled: B's events are not delivered anywhere, its webhook and its replay are only
+  // IDs to guess.
   const webhook = await ok('/v1/webhooks/create', key, {
     url: `http://127.0.0.1:15998/iso-${label}`,
     events: ['*'],
     description: `iso-${label}`,
-    enabled: false,
   });
+  const replay = await ok('/v1/webhooks/replay', key, {
+    webhook_id: webhook.id,
+    since: new Date(Date.now() - 60_000).toISOString(),
+  });
+  await ok('/v1/webhooks/update', key, { webhook_id: webhook.id, enabled: false });
   const cursor = async (path: string, body: Body) =>
     (await ok(path, key, { limit: 1, ...body })).cursor_id as string;
   return {
@@ -297,6 +304,7 @@ async function populate(label: 'a' | 'b', key: string): Promise<World> {
     activityKeys,
     audiences,
     webhooks: [webhook.id as string],
+    replays: [replay.replay_id as string],
     requestId,
     messageId,
     tokens,
@@ -396,6 +404,7 @@ function secretsOf(world: World): string[] {
     ...world.activities,
     ...world.audiences,
     ...world.webhooks,
+    ...world.replays,
     world.requestId,
     world.messageId,
     'colour-b',
@@ -455,6 +464,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       ...b.activities,
       ...b.audiences,
       ...b.webhooks,
+      ...b.replays,
       b.requestId,
       b.messageId,
       ASSET_B,
@@ -568,6 +578,18 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       ['webhook update', '/v1/webhooks/update', (id) => ({ webhook_id: id, enabled: true })],
       ['webhook rotate', '/v1/webhooks/rotate-secret', (id) => ({ webhook_id: id })],
       ['webhook delete', '/v1/webhooks/delete', (id) => ({ webhook_id: id })],
+      ['webhook attempts', '/v1/webhooks/deliveries/get', (id) => ({ webhook_id: id })],
+      [
+        'webhook replay of an event',
+        '/v1/webhooks/replay',
+        (id) => ({ webhook_id: id, event_id: `msg_${'0'.repeat(32)}` }),
+      ],
+      [
+        'webhook replay since',
+        '/v1/webhooks/replay',
+        (id) => ({ webhook_id: id, since: new Date(Date.now() - 60_000).toISOString() }),
+      ],
+      ['webhook replay progress', '/v1/webhooks/replay', (id) => ({ replay_id: id })],
       [
         'audience subscribe',
         '/v1/audience/subscribe',

@@ -2,7 +2,23 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
-import { KEYS, WORKER_PATIENCE_MS, call } from './stack.js';
+import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import type { SQSEvent, SQSRecord } from 'aws-lambda';
+import { KEYS, WORKER_PATIENCE_MS, call, functionEnv, stackDb } from './stack.js';
+import { createWebhookDeliveryWorker } from '../../shared/worker/webhook-runtime.js';
+import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
+import { SqsDeliveryQueue } from '../../shared/adapters/delivery-queue.js';
+import { DynamoDeliveryStore } from '../../shared/adapters/delivery-store.js';
+import {
+  LARGE_EVENT_BYTES,
+  MAX_IN_FLIGHT_PER_ENDPOINT,
+  queuedDelivery,
+  type QueuedDelivery,
+  type DeliveryMessage,
+} from '../../shared/domain/webhooks/delivery.js';
+import { localBucketName, queueName, tableName } from '../../shared/resources.js';
+import type { DeliveryAttempt } from '../../shared/domain/webhooks/attempts.js';
+import type { ReplayEntry } from '../../shared/domain/webhooks/replay.js';
 import { mergeOne, uniqueEmail } from './people.js';
 
 /**
@@ -33,6 +49,7 @@ const HANG = 0;
 class Receiver {
   readonly received: Received[] = [];
   private readonly scripts = new Map<string, number[]>();
+  private readonly bodies = new Map<string, (status: number) => string>();
   private server: Server | undefined;
 
   async start(): Promise<void> {
@@ -50,7 +67,9 @@ class Receiver {
         });
         // 0: never answers (the sender gives up after its timeout).
         if (answered === HANG) return;
-        response.writeHead(answered, { 'content-type': 'text/plain' }).end('ok');
+        response
+          .writeHead(answered, { 'content-type': 'text/plain' })
+          .end(this.bodies.get(path)?.(answered) ?? 'ok');
       });
     });
     // Port 0: the system picks a free port, clear of every other engineer's stacks.
@@ -64,6 +83,11 @@ class Receiver {
   /** The next answers of a path (then 200). */
   script(path: string, statuses: number[]): void {
     this.scripts.set(path, [...statuses]);
+  }
+
+  /** The body of each answer of a path, by its status (instead of `ok`). */
+  answerWith(path: string, body: (status: number) => string): void {
+    this.bodies.set(path, body);
   }
 
   at(path: string): Received[] {
@@ -603,4 +627,396 @@ describe('webhooks: deliveries', () => {
       body: { webhook_id: theirs.id },
     });
   });
+});
+
+type Attempt = DeliveryAttempt;
+
+interface Page {
+  deliveries: Attempt[];
+  cursor_id: string | null;
+  has_more: boolean;
+}
+
+async function deliveries(body: Record<string, unknown>, apiKey = key): Promise<Page> {
+  const response = await call('/v1/webhooks/deliveries/get', { key: apiKey, body });
+  expect({ status: response.status, body: response.body }).toMatchObject({ status: 200 });
+  return response.body as unknown as Page;
+}
+
+/** Every page of a listing, following its cursors. */
+async function everyPage(body: Record<string, unknown>): Promise<Attempt[][]> {
+  const pages: Attempt[][] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await deliveries({ ...body, ...(cursor ? { cursor_id: cursor } : {}) });
+    pages.push(page.deliveries);
+    expect(page.has_more).toBe(page.cursor_id !== null);
+    cursor = page.cursor_id;
+  } while (cursor !== null);
+  return pages;
+}
+
+type Replay = ReplayEntry;
+
+async function replay(body: Record<string, unknown>): Promise<Replay> {
+  const response = await call('/v1/webhooks/replay', { key, body });
+  expect({ status: response.status, body: response.body }).toMatchObject({ status: 202 });
+  return response.body as unknown as Replay;
+}
+
+async function replayState(replayId: string): Promise<Replay> {
+  // `webhooks/replay` with the replay's ID alone answers its progress.
+  const response = await call('/v1/webhooks/replay', { key, body: { replay_id: replayId } });
+  expect(response.status).toBe(200);
+  return response.body as unknown as Replay;
+}
+
+/** Polls an async read until `done` holds of its value. */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached (last: ${JSON.stringify(value)})`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
+}
+
+const removeHook = (id: string) =>
+  call('/v1/webhooks/delete', { key, method: 'DELETE', body: { webhook_id: id } });
+
+describe('webhooks: attempts and replays', () => {
+  it('lists a failed then a succeeded attempt with their codes, latency and the answer’s first KB', async () => {
+    receiver.script('/logged', [500]);
+    // Both answers pass the 1 KB kept: the failure's is long, the success's longer.
+    receiver.answerWith('/logged', (status) =>
+      status === 500 ? 'e'.repeat(3000) : 'é'.repeat(900),
+    );
+    const hook = await createWebhook({ url: receiver.url('/logged'), events: ['person.created'] });
+    const id = await personId(uniqueEmail('logged'));
+    const [first] = await until(() => {
+      const found = about('/logged', id, 'person.created');
+      return found.length >= 2 ? found : undefined;
+    }, 'the retry');
+    const eventId = String(first?.headers['webhook-id']);
+    const page = await eventually(
+      () => deliveries({ webhook_id: hook.id }),
+      (listed) => listed.deliveries.length >= 2,
+      'two attempts listed',
+    );
+    expect(page.has_more).toBe(false);
+    expect(page.cursor_id).toBeNull();
+    // Newest first: the retry, then the failure.
+    const [succeeded, failed] = page.deliveries;
+    expect(failed).toEqual({
+      webhook_id: hook.id,
+      event_id: eventId,
+      event_type: 'person.created',
+      replay_id: null,
+      attempt: 1,
+      status: 'failed',
+      status_code: 500,
+      latency_ms: expect.any(Number),
+      response_body: 'e'.repeat(1024),
+      response_truncated: true,
+      error: 'it answered 500',
+      attempted_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+    });
+    expect(succeeded).toMatchObject({
+      event_id: eventId,
+      attempt: 2,
+      status: 'succeeded',
+      status_code: 200,
+      response_truncated: true,
+      error: null,
+    });
+    // 512 two-byte characters: the first KB, no character cut in two.
+    expect(succeeded?.response_body).toBe('é'.repeat(512));
+    expect(failed?.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(succeeded?.latency_ms).toBeGreaterThanOrEqual(0);
+    expect(Date.parse(succeeded?.attempted_at ?? '')).toBeGreaterThan(
+      Date.parse(failed?.attempted_at ?? ''),
+    );
+    await removeHook(hook.id);
+  }, 90_000);
+
+  it('filters attempts by outcome and time, and pages them with cursors', async () => {
+    receiver.script('/paged', [503]);
+    const hook = await createWebhook({ url: receiver.url('/paged'), events: ['person.created'] });
+    const people: string[] = [];
+    for (let n = 0; n < 5; n += 1) people.push(await personId(uniqueEmail(`paged${n}`)));
+    await until(
+      () =>
+        people.every((person) =>
+          about('/paged', person, 'person.created').some((entry) => entry.answered === 200),
+        )
+          ? true
+          : undefined,
+      'every delivery',
+      60_000,
+    );
+    const all = await eventually(
+      () => deliveries({ webhook_id: hook.id }),
+      (listed) => listed.deliveries.length >= 6,
+      'six attempts listed',
+    );
+    expect(all.deliveries).toHaveLength(6);
+    const times = all.deliveries.map((entry) => entry.attempted_at);
+    expect([...times].sort().reverse()).toEqual(times);
+
+    const failed = await deliveries({ webhook_id: hook.id, status: 'failed' });
+    expect(failed.deliveries.map((entry) => [entry.status, entry.status_code])).toEqual([
+      ['failed', 503],
+    ]);
+
+    // Pages of two: every succeeded attempt once, newest first across pages.
+    const pages = await everyPage({ webhook_id: hook.id, status: 'succeeded', limit: 2 });
+    expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    const paged = pages.flat();
+    expect(new Set(paged.map((entry) => `${entry.event_id}/${entry.attempt}`)).size).toBe(5);
+    expect(paged.every((entry) => entry.status === 'succeeded')).toBe(true);
+    expect(paged.map((entry) => entry.attempted_at)).toEqual(
+      all.deliveries.filter((entry) => entry.status === 'succeeded').map((e) => e.attempted_at),
+    );
+
+    // A time range: `from` inclusive, `to` exclusive.
+    const middle = all.deliveries[2]?.attempted_at ?? '';
+    const since = await deliveries({ webhook_id: hook.id, from: middle });
+    expect(since.deliveries.map((entry) => entry.attempted_at)).toEqual(times.slice(0, 3));
+    const before = await deliveries({ webhook_id: hook.id, to: middle });
+    expect(before.deliveries.map((entry) => entry.attempted_at)).toEqual(times.slice(3));
+
+    // A cursor belongs to its listing.
+    const first = await deliveries({ webhook_id: hook.id, status: 'succeeded', limit: 2 });
+    const other = await call('/v1/webhooks/deliveries/get', {
+      key,
+      body: { webhook_id: hook.id, status: 'failed', cursor_id: first.cursor_id },
+    });
+    expect(other.status).toBe(400);
+    expect(other.body.error).toMatch(/^cursor_id: /);
+    await removeHook(hook.id);
+  }, 120_000);
+
+  it('replays one event with its webhook-id, signed anew with the current secret', async () => {
+    const hook = await createWebhook({ url: receiver.url('/again'), events: ['person.created'] });
+    const id = await personId(uniqueEmail('again'));
+    const original = await until(() => about('/again', id, 'person.created')[0], 'delivery');
+    const eventId = String(original.headers['webhook-id']);
+    const rotated = await call('/v1/webhooks/rotate-secret', {
+      key,
+      method: 'PUT',
+      body: { webhook_id: hook.id },
+    });
+    const secret = rotated.body.secret as string;
+
+    const started = await replay({ webhook_id: hook.id, event_id: eventId });
+    expect(started).toMatchObject({
+      webhook_id: hook.id,
+      event_id: eventId,
+      status: 'complete',
+      events_found: 1,
+      events_queued: 1,
+    });
+    const again = await until(() => {
+      const found = about('/again', id, 'person.created');
+      return found.length >= 2 ? found[1] : undefined;
+    }, 'the replayed delivery');
+    expect(again.headers['webhook-id']).toBe(eventId);
+    expect(again.body).toBe(original.body);
+    // Signed with the secret made after the event: the replay was signed anew.
+    expect(verified(again, secret).data.person_id).toBe(id);
+    expect(() => verified(original, secret)).toThrow();
+
+    const done = await eventually(
+      () => replayState(started.replay_id),
+      (state) => state.events_delivered === 1,
+      'the replay delivered',
+    );
+    expect(done.status).toBe('complete');
+    const listed = await eventually(
+      () => deliveries({ webhook_id: hook.id }),
+      (page) => page.deliveries.some((entry) => entry.replay_id === started.replay_id),
+      'the replayed attempt listed',
+    );
+    expect(listed.deliveries[0]).toMatchObject({
+      event_id: eventId,
+      replay_id: started.replay_id,
+      attempt: 1,
+      status: 'succeeded',
+    });
+
+    const unknown = await call('/v1/webhooks/replay', {
+      key,
+      body: { webhook_id: hook.id, event_id: `msg_${'0'.repeat(32)}` },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toMatch(/^event_id: /);
+    await removeHook(hook.id);
+  }, 90_000);
+
+  it('replays every event since a time in a background job whose progress ends complete', async () => {
+    const hook = await createWebhook({ url: receiver.url('/since'), events: ['person.created'] });
+    const since = new Date().toISOString();
+    const ids: string[] = [];
+    for (let n = 0; n < 4; n += 1) ids.push(await personId(uniqueEmail(`since${n}`)));
+    await until(
+      () =>
+        ids.every((id) => about('/since', id, 'person.created').length > 0) ? true : undefined,
+      'the first deliveries',
+    );
+    const started = await replay({ webhook_id: hook.id, since });
+    expect(started).toMatchObject({ status: 'queued', events_found: 0, since });
+    const busy = await call('/v1/webhooks/replay', { key, body: { webhook_id: hook.id, since } });
+    // One replay of a webhook at a time (unless it completed already, on a fast machine).
+    if (busy.status !== 202) {
+      expect(busy.status).toBe(409);
+      expect(busy.body.error).toContain(started.replay_id);
+    }
+    const done = await eventually(
+      () => replayState(started.replay_id),
+      (state) => state.status === 'complete' && state.events_delivered === state.events_queued,
+      'the replay complete and delivered',
+    );
+    expect(done).toMatchObject({ events_found: 4, events_queued: 4, events_skipped: 0 });
+    for (const id of ids) {
+      const arrived = about('/since', id, 'person.created');
+      expect(arrived.length).toBeGreaterThanOrEqual(2);
+      const [first, second] = arrived;
+      if (!first || !second) throw new Error('unreachable');
+      expect(second.headers['webhook-id']).toBe(first.headers['webhook-id']);
+      expect(verified(second, hook.secret).data.person_id).toBe(id);
+    }
+    await removeHook(hook.id);
+  }, 120_000);
+
+  it("answers another instance's webhook and replay as unknown: it cannot list or replay them", async () => {
+    const hook = await createWebhook({ url: receiver.url('/private'), events: ['person.created'] });
+    const id = await personId(uniqueEmail('private'));
+    const arrived = await until(() => about('/private', id, 'person.created')[0], 'delivery');
+    const eventId = String(arrived.headers['webhook-id']);
+    const mine = await replay({ webhook_id: hook.id, event_id: eventId });
+    for (const [path, body] of [
+      ['/v1/webhooks/deliveries/get', { webhook_id: hook.id }],
+      ['/v1/webhooks/replay', { webhook_id: hook.id, event_id: eventId }],
+      [
+        '/v1/webhooks/replay',
+        { webhook_id: hook.id, since: new Date(Date.now() - 60_000).toISOString() },
+      ],
+      ['/v1/webhooks/replay', { replay_id: mine.replay_id }],
+    ] as const) {
+      const response = await call(path, { key: KEYS.hooksOther, body });
+      expect({ path, status: response.status }).toEqual({ path, status: 404 });
+      expect(response.body.error).toMatch(/^(webhook_id|replay_id): no /);
+    }
+    // Nothing more reached the receiver than this instance's own delivery and replay.
+    await until(
+      () => (about('/private', id, 'person.created').length >= 2 ? true : undefined),
+      'the replay',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(about('/private', id, 'person.created')).toHaveLength(2);
+    await removeHook(hook.id);
+  }, 90_000);
+
+  it('delivers an event larger than a queue message by claim check, whole and verifiable', async () => {
+    const hook = await createWebhook({ url: receiver.url('/large'), events: ['person.updated'] });
+    // What the fan-out does with an event of a person holding a large value: keep it (its body
+    // in the payloads bucket) and queue its ID only.
+    const { db } = stackDb();
+    const kept = new DynamoDeliveryStore(
+      db,
+      tableName('default', 'deliveries'),
+      createS3Client(),
+      localBucketName('default', 'payloads'),
+    );
+    const message: DeliveryMessage = {
+      instance_id: 'hooks',
+      webhook_id: hook.id,
+      event: {
+        id: `msg_${Date.now().toString(16).padStart(32, '0')}`,
+        type: 'person.updated',
+        timestamp: new Date().toISOString(),
+        data: {
+          person_id: '66a1f0c2e4b0a1b2c3d4e5f6',
+          changed_field_ids: ['str:cm:notes'],
+          changes: { 'str:cm:notes': 'n'.repeat(300 * 1024) },
+        },
+      },
+    };
+    const queued = queuedDelivery(message);
+    expect(queued.event).toBeUndefined();
+    expect(queued.event_id).toBe(message.event.id);
+    expect(JSON.stringify(message.event).length).toBeGreaterThan(LARGE_EVENT_BYTES);
+    await kept.keep('hooks', [message]);
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'webhooks') }),
+    );
+    await new SqsDeliveryQueue(sqs, QueueUrl ?? '').queue([queued]);
+    const arrived = await until(() => receiver.at('/large')[0], 'the large delivery');
+    expect(arrived.headers['webhook-id']).toBe(message.event.id);
+    expect(verified(arrived, hook.secret).data).toEqual(message.event.data);
+    await removeHook(hook.id);
+  });
+
+  it('caps the attempts in flight to an endpoint before its first failure is known', async () => {
+    // A batch of the delivery worker, in this process: ten events for one endpoint that
+    // hangs. Without a cap all ten would wait their 15 s; with it, MAX_IN_FLIGHT_PER_ENDPOINT
+    // do, the endpoint is paused when they fail, and the others fail at once without a request.
+    const BATCH = 10;
+    receiver.script(
+      '/capped',
+      Array.from({ length: BATCH }, () => HANG),
+    );
+    const hook = await createWebhook({
+      url: receiver.url('/capped'),
+      events: ['email.complained'],
+    });
+    // This process's AWS settings point at the stack's services.
+    stackDb();
+    const sqs = createSqsClient();
+    const { QueueUrl } = await sqs.send(
+      new GetQueueUrlCommand({ QueueName: queueName('default', 'webhooks') }),
+    );
+    functionEnv({
+      WEBHOOKS_QUEUE_URL: QueueUrl ?? '',
+      DELIVERIES_TABLE: tableName('default', 'deliveries'),
+      CDP_WEBHOOKS_ALLOW_LOOPBACK: 'true',
+    });
+    const worker = createWebhookDeliveryWorker();
+    const records = Array.from({ length: BATCH }, (_, n): SQSRecord => {
+      const body: QueuedDelivery = {
+        instance_id: 'hooks',
+        webhook_id: hook.id,
+        event: {
+          id: `msg_${(Date.now() * 100 + n).toString(16).padStart(32, '0')}`,
+          type: 'email.complained',
+          timestamp: new Date().toISOString(),
+          data: { message_id: String(n) },
+        },
+      };
+      return {
+        messageId: `capped-${n}`,
+        // Not a receipt of the queue: the worker's backoff (a visibility change) fails, harmlessly.
+        receiptHandle: `capped-${n}`,
+        body: JSON.stringify(body),
+        attributes: { ApproximateReceiveCount: '1' },
+      } as unknown as SQSRecord;
+    });
+    const started = Date.now();
+    const batch: SQSEvent = { Records: records };
+    const answer = await worker(batch, {
+      getRemainingTimeInMillis: () => 60_000,
+    } as unknown as Parameters<typeof worker>[1]);
+    expect(answer.batchItemFailures).toHaveLength(BATCH);
+    expect(receiver.at('/capped')).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT);
+    // One wave of timeouts, not two: the messages that waited found the endpoint paused.
+    expect(Date.now() - started).toBeLessThan(2 * 15_000);
+    const listed = await call('/v1/webhooks/get', { key, body: { webhook_id: hook.id } });
+    expect((listed.body.webhooks as Record<string, unknown>[])[0]).toMatchObject({
+      failing_since: expect.stringMatching(/^\d{4}-/),
+    });
+    await removeHook(hook.id);
+  }, 60_000);
 });

@@ -1100,6 +1100,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/deliveries/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List delivery attempts
+         * @description The attempts to deliver events to one webhook, newest first, kept 30 days: each with its outcome (`status`: `succeeded` for a 2xx within 15 s, `failed` otherwise), the HTTP status, the latency and the first KB of the answer. Filter by `status` and by time (`from` inclusive, `to` exclusive, ISO 8601); page with `cursor_id` (sent back with the same filters). Listings lag attempts by about a second (an index). An unknown webhook, or another instance’s, is a 404. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["webhooksDeliveriesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send events again
+         * @description Sends one event again (`event_id`: its `webhook-id`), or every event delivered to the webhook `since` a time (at most 30 days ago; `until` optional), each with its own `webhook-id` and body, signed anew with the webhook’s current secrets. Answers 202 with the replay: one event is queued at once (`complete`); a range is a background job (`queued`, then `running`, `complete`), paced. The same call with `replay_id` alone answers 200 with that replay’s progress: events found in the range so far, queued again, skipped (no longer subscribed) and delivered since. One range replay per webhook at a time (409 while one runs); a disabled webhook cannot be replayed to (400); an unknown webhook, event or replay, or another instance’s, is a 404. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["webhooksReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/t/c": {
         parameters: {
             query?: never;
@@ -2142,6 +2182,66 @@ export interface components {
             webhook_id: string;
             /** @constant */
             deleted: true;
+        };
+        DeliveriesGetResponse: {
+            /** @description Newest first */
+            deliveries: components["schemas"]["DeliveryAttempt"][];
+            /** @description Send it back (with the same filters) for the next page */
+            cursor_id: string | null;
+            has_more: boolean;
+        };
+        DeliveryAttempt: {
+            webhook_id: string;
+            /** @description The event’s ID: the `webhook-id` header the attempt carried */
+            event_id: string;
+            event_type: string;
+            /** @description The replay that sent it again; `null` for its own delivery */
+            replay_id: string | null;
+            /** @description 1, then one more per retry (attempts skipped while the endpoint was paused are not listed) */
+            attempt: number;
+            /**
+             * @description `succeeded`: a 2xx within 15 s; `failed`: anything else
+             * @enum {string}
+             */
+            status: "succeeded" | "failed";
+            /** @description The HTTP status answered; `null` when none came */
+            status_code: number | null;
+            /** @description Request to answer (or to giving up); `null` when no request was made */
+            latency_ms: number | null;
+            /** @description The first KB of the answer’s body; `null` when none came */
+            response_body: string | null;
+            /** @description Whether the body went on past that */
+            response_truncated: boolean;
+            /** @description Why a failed attempt failed */
+            error: string | null;
+            attempted_at: string;
+        };
+        Replay: {
+            replay_id: string;
+            webhook_id: string;
+            /** @description A replay of one event */
+            event_id?: string;
+            /** @description A replay of every event since then */
+            since?: string;
+            until?: string;
+            /**
+             * @description `complete`: every event found was queued again (deliveries follow, counted in `events_delivered`)
+             * @enum {string}
+             */
+            status: "queued" | "running" | "complete" | "failed";
+            /** @description Events kept for the webhook in the range, read so far */
+            events_found: number;
+            /** @description Of those, queued again */
+            events_queued: number;
+            /** @description Of those, not queued: the webhook no longer subscribes to their type */
+            events_skipped: number;
+            /** @description Queued events delivered since (a 2xx), each once */
+            events_delivered: number;
+            created_at: string;
+            updated_at: string;
+            completed_at?: string;
+            /** @description Why a failed replay stopped */
+            error?: string;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -6229,6 +6329,193 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDeleteResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksDeliveriesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                 *       "status": "failed",
+                 *       "from": "2026-11-24T00:00:00Z",
+                 *       "limit": 50
+                 *     }
+                 */
+                "application/json": {
+                    webhook_id: string;
+                    /**
+                     * @description `succeeded` (a 2xx answer) or `failed` (anything else)
+                     * @enum {string}
+                     */
+                    status?: "succeeded" | "failed";
+                    /** @description Attempts made at or after this time */
+                    from?: string;
+                    /** @description Attempts made before this time */
+                    to?: string;
+                    /** @default 50 */
+                    limit?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of attempts */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *           "event_id": "msg_5f0c2a9e8b7d41c3a6e2f1d0c9b8a776",
+                     *           "event_type": "person.created",
+                     *           "replay_id": null,
+                     *           "attempt": 1,
+                     *           "status": "failed",
+                     *           "status_code": 503,
+                     *           "latency_ms": 182,
+                     *           "response_body": "{\"error\":\"maintenance\"}",
+                     *           "response_truncated": false,
+                     *           "error": "it answered 503",
+                     *           "attempted_at": "2026-11-24T10:00:01.250Z"
+                     *         }
+                     *       ],
+                     *       "cursor_id": "eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl",
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeliveriesGetResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    webhooksReplay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                 *       "since": "2026-11-24T00:00:00Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Alone: the replay whose progress to answer (nothing is sent) */
+                    replay_id?: string;
+                    /** @description The webhook to replay to */
+                    webhook_id?: string;
+                    /** @description The event to send again: its `webhook-id` */
+                    event_id?: string;
+                    /** @description Every event at or after this time (at most 30 days ago) */
+                    since?: string;
+                    /** @description With `since`: events before this time only (default: now) */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description With `replay_id` alone: the replay and how far it got */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "replay_id": "66a1f0c9e4b0a1b2c3d4e666",
+                     *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "since": "2026-11-24T00:00:00.000Z",
+                     *       "until": "2026-11-24T10:30:00.000Z",
+                     *       "status": "complete",
+                     *       "events_found": 1240,
+                     *       "events_queued": 1240,
+                     *       "events_skipped": 0,
+                     *       "events_delivered": 1187,
+                     *       "created_at": "2026-11-24T10:30:00.000Z",
+                     *       "updated_at": "2026-11-24T10:30:14.000Z",
+                     *       "completed_at": "2026-11-24T10:30:14.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Replay"];
+                };
+            };
+            /** @description The replay, started */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "replay_id": "66a1f0c9e4b0a1b2c3d4e666",
+                     *       "webhook_id": "66a1f0c8e4b0a1b2c3d4e655",
+                     *       "since": "2026-11-24T00:00:00.000Z",
+                     *       "until": "2026-11-24T10:30:00.000Z",
+                     *       "status": "queued",
+                     *       "events_found": 0,
+                     *       "events_queued": 0,
+                     *       "events_skipped": 0,
+                     *       "events_delivered": 0,
+                     *       "created_at": "2026-11-24T10:30:00.000Z",
+                     *       "updated_at": "2026-11-24T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Replay"];
                 };
             };
             400: components["responses"]["Error400"];

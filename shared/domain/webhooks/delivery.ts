@@ -11,6 +11,8 @@ import {
   type WebhookStore,
 } from './webhook.js';
 import type { KeyWrapper } from '../signing-keys.js';
+import { logger } from '../../lib/logger.js';
+import type { AttemptLog, DeliveryAttempt } from './attempts.js';
 
 /**
  * Delivering one event to one webhook, per the Standard Webhooks specification
@@ -32,13 +34,46 @@ export const WebhookEvent = z.object({
 });
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 
-/** A message of the webhooks queue: one event for one webhook. */
+/** One event for one webhook, as the delivery worker attempts it. */
 export const DeliveryMessage = z.object({
   instance_id: z.string().min(1),
   webhook_id: z.string().min(1),
   event: WebhookEvent,
+  /** The replay that queued it again (replay.ts); absent for the event's own delivery. */
+  replay_id: z.string().min(1).optional(),
 });
 export type DeliveryMessage = z.infer<typeof DeliveryMessage>;
+
+/**
+ * A message of the webhooks queue: a delivery with its event, or, for an event larger than
+ * `LARGE_EVENT_BYTES` (claim check), with the event's ID only; the event is then read from
+ * where it is kept (the deliveries table, its body in the payloads bucket).
+ */
+export const QueuedDelivery = DeliveryMessage.extend({
+  event: WebhookEvent.optional(),
+  event_id: z.string().min(1).optional(),
+}).refine((message) => message.event !== undefined || message.event_id !== undefined, {
+  message: 'expected event or event_id',
+  path: ['event'],
+});
+export type QueuedDelivery = z.infer<typeof QueuedDelivery>;
+
+/**
+ * Events whose JSON is larger than this travel by reference (a message holds 256 KB at most;
+ * an item of the deliveries table 400 KB, so their bodies are kept in the payloads bucket).
+ */
+export const LARGE_EVENT_BYTES = 200 * 1024;
+
+export function isLargeEvent(event: WebhookEvent): boolean {
+  return Buffer.byteLength(JSON.stringify(event)) > LARGE_EVENT_BYTES;
+}
+
+/** What the queue carries of a delivery: the event itself, or its ID when it is large. */
+export function queuedDelivery(message: DeliveryMessage): QueuedDelivery {
+  if (!isLargeEvent(message.event)) return message;
+  const { event, ...rest } = message;
+  return { ...rest, event_id: event.id };
+}
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
 
@@ -89,6 +124,10 @@ export interface DeliveryRequest {
 export interface DeliveryAnswer {
   status: number;
   latencyMs: number;
+  /** The first KB of the answer's body (attempts.ts, `responseExcerpt`). */
+  body?: string;
+  /** Whether the body went on past that. */
+  truncated?: boolean;
 }
 
 /**
@@ -98,12 +137,24 @@ export interface DeliveryAnswer {
  */
 export type WebhookTransport = (request: DeliveryRequest) => Promise<DeliveryAnswer>;
 
+/** Counts a replayed event delivered, once per (replay, event) whatever the repeats. */
+export interface ReplayTally {
+  delivered(
+    instanceId: string,
+    replayId: string,
+    webhookId: string,
+    eventId: string,
+  ): Promise<void>;
+}
+
 export interface DeliveryPorts {
   store: Pick<WebhookStore, 'get' | 'recordFailure' | 'recordSuccess' | 'takeProbe' | 'disable'>;
   secrets: KeyWrapper;
   addresses: AddressPolicy;
   resolve: HostResolver;
   transport: WebhookTransport;
+  log: AttemptLog;
+  replays: ReplayTally;
   now?: () => number;
 }
 
@@ -123,6 +174,15 @@ export function pauseSeconds(failures: number): number {
   const index = Math.min(Math.max(failures, 1), RETRY_SCHEDULE_SECONDS.length) - 1;
   return Math.min(MAX_PAUSE_SECONDS, RETRY_SCHEDULE_SECONDS[index] ?? MAX_PAUSE_SECONDS);
 }
+
+/**
+ * Attempts in flight to one endpoint at once, per worker container (default). Until an
+ * attempt fails, nothing says an endpoint hangs: without a cap, every message of every
+ * batch in flight for it would wait its 15 s before the first failure pauses it. With it,
+ * the others wait for a slot (not a retry: they keep their attempt), then find the endpoint
+ * paused and fail at once, or go on if it answered.
+ */
+export const MAX_IN_FLIGHT_PER_ENDPOINT = 5;
 
 /** An endpoint failing this long is disabled (its owner enables it again). */
 export const DISABLE_AFTER_MS = 5 * 86_400_000;
@@ -169,31 +229,40 @@ export async function deliver(
     );
     if (!taken) throw paused();
   }
-  try {
-    const answer = await attemptDelivery(webhook, message, now, ports);
+  const result = await attemptDelivery(webhook, message, now, ports);
+  await logAttempt(message, attempt, now, result, ports);
+  if (!result.failure && result.answer) {
     if (health) await ports.store.recordSuccess(message.instance_id, webhook.id);
-    return { kind: 'delivered', ...answer };
-  } catch (error) {
-    const why = error instanceof Error ? error.message : 'no answer';
-    // The pause runs from the failure (a timeout comes 15 s after the attempt started).
-    await recordFailure(webhook, message.instance_id, why, (ports.now ?? Date.now)(), ports);
-    throw failed(why, error);
+    if (message.replay_id !== undefined) await countReplayed(message, ports);
+    return { kind: 'delivered', status: result.answer.status, latencyMs: result.answer.latencyMs };
   }
+  const why = result.failure?.why ?? 'no answer';
+  // The pause runs from the failure (a timeout comes 15 s after the attempt started).
+  await recordFailure(webhook, message.instance_id, why, (ports.now ?? Date.now)(), ports);
+  throw failed(why, result.failure?.cause);
 }
 
-/** The request itself: a 2xx answer, or an error saying why not. */
+/** What one attempt came to: the answer if any, why it failed if it did, how long it took. */
+interface AttemptResult {
+  answer?: DeliveryAnswer;
+  failure?: { why: string; cause?: unknown };
+  /** `null` when no request was made. */
+  latencyMs: number | null;
+}
+
+/** The request itself: a 2xx answer, or what went wrong. */
 async function attemptDelivery(
   webhook: Webhook,
   message: DeliveryMessage,
   now: number,
   ports: DeliveryPorts,
-): Promise<DeliveryAnswer> {
+): Promise<AttemptResult> {
   try {
     // Again at every attempt: its name may resolve elsewhere now. The transport checks the
     // addresses it connects to as well (a name may change between the two).
     await checkWebhookUrl(webhook.url, ports.addresses, ports.resolve);
   } catch (error) {
-    throw new Error('its address is refused', { cause: error });
+    return { failure: { why: 'its address is refused', cause: error }, latencyMs: null };
   }
   const secrets = await Promise.all(
     signingSecrets(webhook, now).map((secret) => ports.secrets.unwrap(secret.wrapped)),
@@ -201,21 +270,96 @@ async function attemptDelivery(
   const { id, type, timestamp, data } = message.event;
   const body = JSON.stringify({ type, timestamp, data });
   const seconds = Math.floor(now / 1000);
-  const answer = await ports.transport({
-    url: webhook.url,
-    headers: {
-      'content-type': 'application/json',
-      'user-agent': 'cdp-webhooks/1',
-      'webhook-id': id,
-      'webhook-timestamp': String(seconds),
-      'webhook-signature': signatureHeader(id, seconds, body, secrets),
-    },
-    body,
-  });
-  if (answer.status < 200 || answer.status > 299) {
-    throw new Error(`it answered ${answer.status}`);
+  const clock = ports.now ?? Date.now;
+  const started = clock();
+  let answer: DeliveryAnswer;
+  try {
+    answer = await ports.transport({
+      url: webhook.url,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'cdp-webhooks/1',
+        'webhook-id': id,
+        'webhook-timestamp': String(seconds),
+        'webhook-signature': signatureHeader(id, seconds, body, secrets),
+      },
+      body,
+    });
+  } catch (error) {
+    const why = error instanceof Error ? error.message : 'no answer';
+    return { failure: { why, cause: error }, latencyMs: Math.max(0, clock() - started) };
   }
-  return answer;
+  if (answer.status < 200 || answer.status > 299) {
+    return {
+      answer,
+      failure: { why: `it answered ${answer.status}` },
+      latencyMs: answer.latencyMs,
+    };
+  }
+  return { answer, latencyMs: answer.latencyMs };
+}
+
+/**
+ * Writes the attempt to the log. The log is for watching deliveries, not part of them: a
+ * log that cannot be written is reported (the error log) and the delivery goes on, so that
+ * an attempt that succeeded is not made again for its record's sake.
+ */
+async function logAttempt(
+  message: DeliveryMessage,
+  attempt: number,
+  at: number,
+  result: AttemptResult,
+  ports: DeliveryPorts,
+): Promise<void> {
+  const record: DeliveryAttempt = {
+    webhook_id: message.webhook_id,
+    event_id: message.event.id,
+    event_type: message.event.type,
+    replay_id: message.replay_id ?? null,
+    attempt,
+    status: result.failure ? 'failed' : 'succeeded',
+    status_code: result.answer?.status ?? null,
+    latency_ms: result.latencyMs,
+    response_body: result.answer ? (result.answer.body ?? '') : null,
+    response_truncated: result.answer?.truncated ?? false,
+    error: result.failure ? result.failure.why.slice(0, 500) : null,
+    attempted_at: new Date(at).toISOString(),
+  };
+  try {
+    await ports.log.record(message.instance_id, record);
+  } catch (error) {
+    logger.error('Could not record a webhook delivery attempt', {
+      instanceId: message.instance_id,
+      webhookId: message.webhook_id,
+      eventId: message.event.id,
+      attempt,
+      error: error as Error,
+    });
+  }
+}
+
+/**
+ * Counts a replayed event delivered. Like the attempt log, the count is not part of the
+ * delivery: one that cannot be written is reported and the delivery stands (sending the
+ * event again for the count's sake would be worse than a count one short).
+ */
+async function countReplayed(message: DeliveryMessage, ports: DeliveryPorts): Promise<void> {
+  try {
+    await ports.replays.delivered(
+      message.instance_id,
+      message.replay_id ?? '',
+      message.webhook_id,
+      message.event.id,
+    );
+  } catch (error) {
+    logger.error('Could not count a replayed webhook event delivered', {
+      instanceId: message.instance_id,
+      webhookId: message.webhook_id,
+      replayId: message.replay_id,
+      eventId: message.event.id,
+      error: error as Error,
+    });
+  }
 }
 
 /** The endpoint's record after a failed attempt; disabled once it has failed for days. */

@@ -63,7 +63,10 @@ const events = z
   .min(1, 'expected at least one event type')
   .max(EVENT_TYPES.length + FAMILIES.length + 1, 'too many event types');
 const description = z.string().max(500, 'at most 500 characters');
-const webhookId = z.string().regex(ID_PATTERN, 'expected a webhook ID (24 hexadecimal characters)');
+export const webhookIdSchema = z
+  .string()
+  .regex(ID_PATTERN, 'expected a webhook ID (24 hexadecimal characters)');
+const webhookId = webhookIdSchema;
 
 /** `POST /v1/webhooks/create`. */
 export const WebhookCreateRequest = z.strictObject({
@@ -194,7 +197,8 @@ export function webhookEntry(webhook: Webhook) {
 }
 export type WebhookEntry = ReturnType<typeof webhookEntry>;
 
-const notFound = (id: string) =>
+/** An unknown webhook, or another instance's: the same answer. */
+export const webhookNotFound = (id: string) =>
   new NotFoundError(`webhook_id: no webhook ${id} in this instance`, [
     { field: 'webhook_id', error: 'not found' },
   ]);
@@ -228,7 +232,7 @@ export async function getWebhooks(
 ): Promise<{ webhooks: WebhookEntry[] }> {
   if (request.webhook_id !== undefined) {
     const webhook = await services.store.get(tenant.instance.id, request.webhook_id);
-    if (!webhook) throw notFound(request.webhook_id);
+    if (!webhook) throw webhookNotFound(request.webhook_id);
     return { webhooks: [webhookEntry(webhook)] };
   }
   const webhooks = await services.store.list(tenant.instance.id);
@@ -241,7 +245,7 @@ export async function updateWebhook(
   services: WebhookServices,
 ): Promise<WebhookEntry> {
   const previous = await services.store.get(tenant.instance.id, request.webhook_id);
-  if (!previous) throw notFound(request.webhook_id);
+  if (!previous) throw webhookNotFound(request.webhook_id);
   const checked =
     request.url === undefined
       ? undefined
@@ -275,7 +279,7 @@ export async function deleteWebhook(
   services: WebhookServices,
 ): Promise<{ webhook_id: string; deleted: true }> {
   if (!(await services.store.remove(tenant.instance.id, request.webhook_id))) {
-    throw notFound(request.webhook_id);
+    throw webhookNotFound(request.webhook_id);
   }
   return { webhook_id: request.webhook_id, deleted: true };
 }
@@ -291,7 +295,7 @@ export async function rotateWebhookSecret(
   services: WebhookServices,
 ): Promise<{ id: string; secret: string; previous_secret_expires_at: string }> {
   const previous = await services.store.get(tenant.instance.id, request.webhook_id);
-  if (!previous) throw notFound(request.webhook_id);
+  if (!previous) throw webhookNotFound(request.webhook_id);
   const now = (services.now ?? Date.now)();
   const current = previous.secrets.find((secret) => secret.expires_at === undefined);
   if (!current) throw new ValidationError('webhook_id: the webhook has no current secret');

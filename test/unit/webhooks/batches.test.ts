@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { deliveryBatches } from '../../../shared/worker/webhook-runtime.js';
+import { deliveryBatches } from '../../../shared/adapters/delivery-queue.js';
 import type { DeliveryMessage } from '../../../shared/domain/webhooks/delivery.js';
 
 const message = (n: number, padding = 0): DeliveryMessage => ({

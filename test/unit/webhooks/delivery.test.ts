@@ -19,6 +19,7 @@ import {
   type WebhookHealth,
 } from '../../../shared/domain/webhooks/webhook.js';
 import { retryAfterMs } from '../../../shared/lib/retry-later.js';
+import type { DeliveryAttempt } from '../../../shared/domain/webhooks/attempts.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
 const plain = {
@@ -100,6 +101,8 @@ function portsFor(
 ) {
   const sent: DeliveryRequest[] = [];
   const store = new OneWebhook(webhook);
+  const logged: DeliveryAttempt[] = [];
+  const delivered: string[] = [];
   const ports: DeliveryPorts = {
     store,
     secrets: plain,
@@ -109,11 +112,23 @@ function portsFor(
       sent.push(request);
       return answer instanceof Error
         ? Promise.reject(answer)
-        : Promise.resolve({ status: answer, latencyMs: 3 });
+        : Promise.resolve({ status: answer, latencyMs: 3, body: `answer ${answer}` });
+    },
+    log: {
+      record: (_instance, attempt) => {
+        logged.push(attempt);
+        return Promise.resolve();
+      },
+    },
+    replays: {
+      delivered: (_instance, replayId, _webhook, eventId) => {
+        delivered.push(`${replayId}/${eventId}`);
+        return Promise.resolve();
+      },
     },
     now: () => clock.now,
   };
-  return { ports, sent, store };
+  return { ports, sent, store, logged, delivered };
 }
 
 describe('deliver', () => {
@@ -201,6 +216,115 @@ describe('deliver', () => {
       await expect(deliver(message, 1, ports)).resolves.toMatchObject({ kind: 'dropped' });
       expect(sent).toHaveLength(0);
     }
+  });
+});
+
+describe('the attempt log', () => {
+  it('records a delivered attempt with its status, latency and the answer’s first KB', async () => {
+    const { ports, logged, delivered } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
+    await deliver(message, 1, ports);
+    expect(logged).toEqual([
+      {
+        webhook_id: message.webhook_id,
+        event_id: message.event.id,
+        event_type: 'person.created',
+        replay_id: null,
+        attempt: 1,
+        status: 'succeeded',
+        status_code: 200,
+        latency_ms: 3,
+        response_body: 'answer 200',
+        response_truncated: false,
+        error: null,
+        attempted_at: new Date(NOW).toISOString(),
+      },
+    ]);
+    // Not a replay: no replay counts a delivery.
+    expect(delivered).toEqual([]);
+  });
+
+  it('records a failed attempt: a non-2xx with its answer, a timeout with its wait', async () => {
+    const answered = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 500);
+    await deliver(message, 4, answered.ports).catch(() => undefined);
+    expect(answered.logged).toEqual([
+      expect.objectContaining({
+        attempt: 4,
+        status: 'failed',
+        status_code: 500,
+        response_body: 'answer 500',
+        error: 'it answered 500',
+      }),
+    ]);
+    const clock = { now: NOW };
+    const hanging = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 200, undefined, clock);
+    hanging.ports.transport = () => {
+      clock.now += 15_000;
+      return Promise.reject(new Error('no answer within 15000 ms'));
+    };
+    await deliver(message, 1, hanging.ports).catch(() => undefined);
+    expect(hanging.logged).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        status_code: null,
+        latency_ms: 15_000,
+        response_body: null,
+        error: 'no answer within 15000 ms',
+        attempted_at: new Date(NOW).toISOString(),
+      }),
+    ]);
+  });
+
+  it('records an address refused at delivery without a request or a latency', async () => {
+    const { ports, logged } = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 200, [
+      '10.0.0.5',
+    ]);
+    await deliver(message, 2, ports).catch(() => undefined);
+    expect(logged).toEqual([
+      expect.objectContaining({
+        status: 'failed',
+        status_code: null,
+        latency_ms: null,
+        error: 'its address is refused',
+      }),
+    ]);
+  });
+
+  it('records nothing for an attempt skipped while paused, nor for a dropped event', async () => {
+    const paused = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }], {
+        health: {
+          failing_since: '2026-11-24T11:00:00.000Z',
+          failures: 2,
+          paused_until: NOW + 60_000,
+        },
+      }),
+    );
+    await deliver(message, 3, paused.ports).catch(() => undefined);
+    expect(paused.logged).toEqual([]);
+    const dropped = portsFor(webhookWith([{ secret: newWebhookSecret() }], { enabled: false }));
+    await deliver(message, 1, dropped.ports);
+    expect(dropped.logged).toEqual([]);
+  });
+
+  it('counts a replayed event delivered for its replay, and names the replay in the record', async () => {
+    const { ports, logged, delivered } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
+    await deliver({ ...message, replay_id: 'replay-1' }, 1, ports);
+    expect(logged[0]).toMatchObject({ replay_id: 'replay-1', status: 'succeeded' });
+    expect(delivered).toEqual([`replay-1/${message.event.id}`]);
+    // A failed replayed attempt counts nothing.
+    const failed = portsFor(webhookWith([{ secret: newWebhookSecret() }]), 503);
+    await deliver({ ...message, replay_id: 'replay-1' }, 1, failed.ports).catch(() => undefined);
+    expect(failed.delivered).toEqual([]);
+  });
+
+  it('delivers even when the log or a replay’s count cannot be written (neither is part of the delivery)', async () => {
+    const { ports, sent } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
+    ports.log = { record: () => Promise.reject(new Error('throttled')) };
+    ports.replays = { delivered: () => Promise.reject(new Error('throttled')) };
+    await expect(deliver({ ...message, replay_id: 'replay-1' }, 1, ports)).resolves.toMatchObject({
+      kind: 'delivered',
+    });
+    expect(sent).toHaveLength(1);
   });
 });
 
