@@ -93,6 +93,11 @@ export type Access =
    * payloads bucket for an event too large for its item and a message (claim check).
    */
   | 'webhook-events:keep'
+  /**
+   * Erasing a person's kept events (the people table's fan-out, on the person's removal):
+   * queries and deletes in the deliveries table, deletes under `webhooks/` in the bucket.
+   */
+  | 'webhook-events:forget'
   /** Reading those large events back (`s3:GetObject` under `webhooks/`): the delivery worker. */
   | 'webhook-payloads:get'
   /** Queueing a replay's slices of work (the replay endpoint, the replay worker). */

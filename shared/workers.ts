@@ -188,6 +188,7 @@ function webhookFanout(
   name: string,
   table: TableName,
   filter: Pick<StreamWorkerDefinition, 'sortKeys' | 'sortKeyPrefix' | 'insertsOnly'>,
+  more: readonly Access[] = [],
 ): StreamWorkerDefinition {
   return {
     function: name,
@@ -200,7 +201,7 @@ function webhookFanout(
     timeoutSeconds: 60,
     // Each event queued is kept first (30 days, for replays): the deliveries table, and the
     // payloads bucket for an event too large for a message.
-    access: ['config:read', 'queue:webhooks', 'webhook-events:keep'],
+    access: ['config:read', 'queue:webhooks', 'webhook-events:keep', ...more],
   };
 }
 
@@ -222,7 +223,8 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
   // The webhook fan-out workers (docs/webhooks.md): every change of a table's records makes
   // its events, queued once per subscribed webhook of its instance. They read webhooks and
   // write nothing but messages.
-  webhookFanout('webhook-fanout-worker', 'people', { sortKeys: ['P'] }),
+  // A person's removal (erasure) also erases the events kept of them.
+  webhookFanout('webhook-fanout-worker', 'people', { sortKeys: ['P'] }, ['webhook-events:forget']),
   webhookFanout('organization-webhook-worker', 'organizations', { sortKeys: ['O'] }),
   // The activities stream's second consumer, beside the last-seen worker (AWS advises at
   // most two per shard): every new activity makes `activity.created`.

@@ -228,6 +228,17 @@ export class CdpFunction extends Construct {
           );
           this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
+        case 'webhook-events:forget':
+          // A person's references and the partitions of the events they name, then deletes.
+          this.grantTable(data, 'deliveries', ['Query', 'BatchWriteItem']);
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['s3:DeleteObject'],
+              resources: [data.buckets.payloads.arnForObjects('webhooks/*')],
+            }),
+          );
+          this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
+          break;
         case 'payloads:put':
         case 'payloads:get':
         case 'email-payloads:put':

@@ -41,11 +41,17 @@ import {
   batchWrite,
   cancellationCodes,
   conditionally,
+  deletes,
   isConditionFailure,
+  partitionKeys,
   type Item,
+  type Key,
   type WriteRequest,
 } from './dynamo-helpers.js';
+import { runBounded } from '../lib/bounded.js';
 import { retried } from './ingest-queue.js';
+import { S3PayloadEraser } from './payload-eraser.js';
+import { referencePk } from './person-references.js';
 import { queryShard } from './sharded-index.js';
 
 /**
@@ -59,6 +65,8 @@ import { queryShard } from './sharded-index.js';
  *   `apk` = `<inst>#WA#<webhook>#<S|F>#<shard>`, `ask` = `<attempted at>#<event>#<replay>#<attempt>`.
  *   Its key is what identifies the attempt: a message handled twice rewrites one item.
  * - same partition, `D#<replay>`: the event was delivered for that replay (counted once).
+ * - `<inst>#PREF#<person>` / `WE#<webhook>#<event>`: the person an event names, for erasure
+ *   (`large` when its body is in the bucket).
  * - `<inst>#WR#<replay>` / `R`: a replay; `<inst>#WJ#<webhook>` / `ACTIVE`: the replay since a
  *   time that holds the webhook while it runs.
  *
@@ -67,6 +75,9 @@ import { queryShard } from './sharded-index.js';
 const eventPk = (instanceId: string, webhookId: string, eventId: string) =>
   `${instanceId}#WE#${webhookId}#${eventId}`;
 const EVENT_SK = 'E';
+/** A person's reference to an event kept for a webhook (`<inst>#PREF#<person>` / this). */
+const eventRef = (webhookId: string, eventId: string) => `WE#${webhookId}#${eventId}`;
+const EVENT_REF = /^WE#(.+)#([^#]+)$/;
 const eventsIndexPk = (instanceId: string, webhookId: string, shard: number) =>
   `${instanceId}#WV#${webhookId}#${shard}`;
 const attemptsIndexPk = (
@@ -227,8 +238,61 @@ export class DynamoDeliveryStore implements KeptEvents, AttemptReader, ReplayTal
           },
         },
       });
+      // The person it names can find it when erased (`forget`); `person.deleted` names only
+      // the ID the erasure itself announces.
+      const personId = event.data.person_id;
+      if (typeof personId === 'string' && event.type !== 'person.deleted') {
+        writes.push({
+          PutRequest: {
+            Item: {
+              pk: referencePk(instanceId, personId),
+              sk: eventRef(webhookId, event.id),
+              ...(large.has(event.id) ? { large: true } : {}),
+              expires_at: expires,
+            },
+          },
+        });
+      }
     }
     await batchWrite(this.db, this.table, writes);
+  }
+
+  /**
+   * Erases what was kept of a person's events for every webhook (the events, their attempts
+   * and delivery marks, a large event's body), found through the person's references, which
+   * go last so that a repeat after a failure finds the rest. Returns how many events it
+   * erased. The people table's fan-out calls it on the person's removal (erasure).
+   */
+  async forget(instanceId: string, personId: string): Promise<number> {
+    const refs = await partitionKeys(this.db, this.table, referencePk(instanceId, personId), [
+      'large',
+    ]);
+    const events = refs.flatMap((ref) => {
+      const match = EVENT_REF.exec(String(ref.sk));
+      return match?.[1] && match[2]
+        ? [{ webhookId: match[1], eventId: match[2], large: ref.large === true }]
+        : [];
+    });
+    const keys: Key[] = [];
+    const { failure } = await runBounded(events, 8, async ({ webhookId, eventId }) => {
+      const items = await partitionKeys(
+        this.db,
+        this.table,
+        eventPk(instanceId, webhookId, eventId),
+      );
+      keys.push(...items.map((item) => ({ pk: item.pk, sk: item.sk })));
+    });
+    if (failure) throw failure.error;
+    await batchWrite(this.db, this.table, deletes(keys));
+    const bodies = events
+      .filter((event) => event.large)
+      .map((event) => payloadKey(instanceId, event.eventId));
+    if (bodies.length > 0) {
+      if (!this.s3 || !this.bucket) throw new Error('Large webhook events need PAYLOADS_BUCKET');
+      await new S3PayloadEraser(this.s3, this.bucket).erase(bodies);
+    }
+    await batchWrite(this.db, this.table, deletes(refs.map((ref) => ({ pk: ref.pk, sk: ref.sk }))));
+    return events.length;
   }
 
   async find(

@@ -208,3 +208,36 @@ export async function sumCounters(
   }
   return totals;
 }
+
+/** Every key of a partition (strongly consistent), for deleting it whole. */
+export async function partitionKeys(
+  db: DynamoDBDocumentClient,
+  table: string,
+  pk: string,
+  extra: string[] = [],
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let ExclusiveStartKey: Record<string, unknown> | undefined;
+  do {
+    const page = await db.send(
+      new QueryCommand({
+        TableName: table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ExpressionAttributeNames: Object.fromEntries(
+          ['pk', 'sk', ...extra].map((name, i) => [`#a${i}`, name]),
+        ),
+        ProjectionExpression: ['pk', 'sk', ...extra].map((_, i) => `#a${i}`).join(', '),
+        ConsistentRead: true,
+        ExclusiveStartKey,
+      }),
+    );
+    items.push(...(page.Items ?? []));
+    ExclusiveStartKey = page.LastEvaluatedKey;
+  } while (ExclusiveStartKey);
+  return items;
+}
+
+/** Delete requests of these keys, for `batchWrite`. */
+export const deletes = (keys: Key[]): WriteRequest[] =>
+  keys.map((Key) => ({ DeleteRequest: { Key } }));

@@ -2,7 +2,6 @@ import { randomInt, randomUUID } from 'node:crypto';
 import {
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
@@ -23,7 +22,9 @@ import {
   batchGet,
   batchWrite,
   cancellationCodes,
+  deletes,
   ExpressionBuilder,
+  partitionKeys,
   sumCounters,
   type Key,
 } from './dynamo-helpers.js';
@@ -113,37 +114,6 @@ export async function auditPut(
     }),
   );
 }
-
-/** Every key of a partition (strongly consistent), for deleting it whole. */
-async function partitionKeys(
-  db: DynamoDBDocumentClient,
-  table: string,
-  pk: string,
-  extra: string[] = [],
-): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new QueryCommand({
-        TableName: table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ExpressionAttributeNames: Object.fromEntries(
-          ['pk', 'sk', ...extra].map((name, i) => [`#a${i}`, name]),
-        ),
-        ProjectionExpression: ['pk', 'sk', ...extra].map((_, i) => `#a${i}`).join(', '),
-        ConsistentRead: true,
-        ExclusiveStartKey,
-      }),
-    );
-    items.push(...(page.Items ?? []));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
-}
-
-const deletes = (keys: Key[]) => keys.map((Key) => ({ DeleteRequest: { Key } }));
 
 export class DynamoPeopleLifecycleStore implements LifecycleStore {
   /** Where tag count changes too many for a transaction are applied from (`tag-store.ts`). */

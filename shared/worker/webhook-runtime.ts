@@ -120,6 +120,11 @@ interface FanoutSource {
    */
   subjectOf(change: StreamChange): { instanceId: string; subject: string } | undefined;
   eventsOf(subject: string, change: StreamChange): WebhookEvent[];
+  /**
+   * Whether a change erases its subject, whose kept events then go too (after its own events
+   * are queued: the subject's earlier changes come first in its stream, so none is kept after).
+   */
+  erases?: (change: StreamChange) => boolean;
 }
 
 const ID = '[0-9a-f]{24}';
@@ -136,6 +141,7 @@ function partitionSource(
   kind: string,
   keep: (change: StreamChange) => boolean,
   eventsOf: (id: string, change: StreamChange) => WebhookEvent[],
+  erases?: (change: StreamChange) => boolean,
 ): FanoutSource {
   return {
     subjectOf: (change) => {
@@ -144,6 +150,7 @@ function partitionSource(
       return partition ? { instanceId: partition.instanceId, subject: partition.id } : undefined;
     },
     eventsOf,
+    ...(erases ? { erases } : {}),
   };
 }
 
@@ -178,14 +185,19 @@ function createFanoutWorker(source: FanoutSource) {
       process: async (key, changes) => {
         const [instanceId = '', subject = ''] = key.split('\u0000');
         const webhooks = await webhooksOf(instanceId);
-        if (webhooks.length === 0) return;
-        const events = changes.flatMap((change) => source.eventsOf(subject, change));
+        const events =
+          webhooks.length > 0 ? changes.flatMap((change) => source.eventsOf(subject, change)) : [];
         const messages = fanOut(instanceId, events, webhooks);
-        if (messages.length === 0) return;
-        // Kept before queued: a replay finds every event queued, and a large event's message
-        // (its ID only) finds its event.
-        await deliveries.keep(instanceId, messages);
-        await queue.queue(messages.map(queuedDelivery));
+        if (messages.length > 0) {
+          // Kept before queued: a replay finds every event queued, and a large event's
+          // message (its ID only) finds its event.
+          await deliveries.keep(instanceId, messages);
+          await queue.queue(messages.map(queuedDelivery));
+        }
+        // Also with no webhook left: what earlier ones were sent is kept 30 days.
+        if (source.erases && changes.some(source.erases)) {
+          await deliveries.forget(instanceId, subject);
+        }
       },
     });
     return handle(...args);
@@ -194,7 +206,15 @@ function createFanoutWorker(source: FanoutSource) {
 
 /** The people table's fan-out worker (`person.*` events). */
 export function createWebhookFanoutWorker() {
-  return createFanoutWorker(partitionSource('P', (change) => change.keys.sk === 'P', personEvents));
+  return createFanoutWorker(
+    partitionSource(
+      'P',
+      (change) => change.keys.sk === 'P',
+      personEvents,
+      // A person item is removed only by erasure (people/delete).
+      (change) => change.eventName === 'REMOVE',
+    ),
+  );
 }
 
 /** The organizations table's fan-out worker (`organization.*` events). */

@@ -243,6 +243,9 @@ function expectedTouches(
     else if (need === 'webhook-events:keep') {
       table('deliveries', ['dynamodb:PutItem', 'dynamodb:BatchWriteItem']);
       touches.add('s3:PutObject bucket:webhooks');
+    } else if (need === 'webhook-events:forget') {
+      table('deliveries', ['dynamodb:Query', 'dynamodb:BatchWriteItem']);
+      touches.add('s3:DeleteObject bucket:webhooks');
     } else if (
       need === 'queue:ingest' ||
       need === 'queue:email' ||

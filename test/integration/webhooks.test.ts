@@ -8,7 +8,9 @@ import { KEYS, WORKER_PATIENCE_MS, call, functionEnv, stackDb } from './stack.js
 import { createWebhookDeliveryWorker } from '../../shared/worker/webhook-runtime.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
 import { SqsDeliveryQueue } from '../../shared/adapters/delivery-queue.js';
-import { DynamoDeliveryStore } from '../../shared/adapters/delivery-store.js';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
+import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDeliveryStore, payloadKey } from '../../shared/adapters/delivery-store.js';
 import {
   LARGE_EVENT_BYTES,
   MAX_IN_FLIGHT_PER_ENDPOINT,
@@ -959,6 +961,86 @@ describe('webhooks: attempts and replays', () => {
     expect(verified(arrived, hook.secret).data).toEqual(message.event.data);
     await removeHook(hook.id);
   });
+
+  it('erases what was kept of an erased person: their events, attempts and large bodies, but not person.deleted', async () => {
+    const hook = await createWebhook({ url: receiver.url('/erased'), events: ['person.*'] });
+    const email = uniqueEmail('erased');
+    const id = await personId(email, key, { 'str::first': 'Erin' });
+    const created = await until(() => about('/erased', id, 'person.created')[0], 'delivery');
+    const createdId = String(created.headers['webhook-id']);
+    // A large event of theirs, kept as the fan-out keeps one (its body in the bucket).
+    const { db } = stackDb();
+    const table = tableName('default', 'deliveries');
+    const s3 = createS3Client();
+    const bucket = localBucketName('default', 'payloads');
+    const large: DeliveryMessage = {
+      instance_id: 'hooks',
+      webhook_id: hook.id,
+      event: {
+        id: `msg_${Date.now().toString(16).padStart(32, 'e')}`,
+        type: 'person.updated',
+        timestamp: new Date().toISOString(),
+        data: {
+          person_id: id,
+          changed_field_ids: ['str:cm:notes'],
+          changes: { 'str:cm:notes': `${email} `.repeat(20_000) },
+        },
+      },
+    };
+    await new DynamoDeliveryStore(db, table, s3, bucket).keep('hooks', [large]);
+    const body = { Bucket: bucket, Key: payloadKey('hooks', large.event.id) };
+    await s3.send(new HeadObjectCommand(body));
+
+    const archived = await call('/v1/person/archive', {
+      key,
+      method: 'PUT',
+      body: { inclusion_ids: [id] },
+    });
+    expect(archived.status).toBe(200);
+    await until(() => about('/erased', id, 'person.archived')[0], 'archived');
+    const erased = await call('/v1/person/delete', {
+      key,
+      method: 'DELETE',
+      body: { inclusion_ids: [id] },
+    });
+    expect(erased.status).toBe(200);
+    const deleted = await until(() => about('/erased', id, 'person.deleted')[0], 'deleted');
+
+    // Nothing of theirs is kept: not an event, not an attempt, not a body in the bucket.
+    const partition = (pk: string) =>
+      db
+        .send(
+          new QueryCommand({
+            TableName: table,
+            KeyConditionExpression: 'pk = :pk',
+            ExpressionAttributeValues: { ':pk': pk },
+            ConsistentRead: true,
+          }),
+        )
+        .then((page) => page.Items ?? []);
+    await eventually(
+      () => partition(`hooks#WE#${hook.id}#${createdId}`),
+      (items) => items.length === 0,
+      'the kept person.created erased',
+    );
+    expect(await partition(`hooks#WE#${hook.id}#${large.event.id}`)).toEqual([]);
+    expect(await partition(`hooks#PREF#${id}`)).toEqual([]);
+    await expect(s3.send(new HeadObjectCommand(body))).rejects.toThrow();
+    const everything = await db.send(new ScanCommand({ TableName: table, ConsistentRead: true }));
+    expect(JSON.stringify(everything.Items ?? [])).not.toContain(email);
+    const gone = await call('/v1/webhooks/replay', {
+      key,
+      body: { webhook_id: hook.id, event_id: createdId },
+    });
+    expect(gone.status).toBe(404);
+    // person.deleted names the ID only, and is what receivers erase by: still kept.
+    const again = await replay({
+      webhook_id: hook.id,
+      event_id: String(deleted.headers['webhook-id']),
+    });
+    expect(again.events_queued).toBe(1);
+    await removeHook(hook.id);
+  }, 120_000);
 
   it('caps the attempts in flight to an endpoint before its first failure is known', async () => {
     // A batch of the delivery worker, in this process: ten events for one endpoint that
