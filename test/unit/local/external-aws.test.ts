@@ -23,7 +23,10 @@ afterEach(() => {
 
 function settingsWith(env: Record<string, string | undefined>) {
   for (const name of Object.keys(process.env)) {
-    if (name.startsWith('AWS_') || name === 'CDP_AWS_ENDPOINT' || name === 'CDP_SKIP_EMULATORS') {
+    if (
+      name.startsWith('AWS_') ||
+      ['CDP_AWS_ENDPOINT', 'CDP_SKIP_EMULATORS', 'LOCALSTACK_PORT'].includes(name)
+    ) {
       Reflect.deleteProperty(process.env, name);
     }
   }
