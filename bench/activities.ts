@@ -180,6 +180,10 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     PER_REQUEST,
     (n) => ({ activities: activities(run, n) }),
   );
+  // Said at once: a run that fails later (the sync reference on a loaded machine) keeps it.
+  console.error(
+    `bench: async accept ${fixed(queued.accept)}/s, drain ${fixed(queued.drain)}/s (${asyncCount} requests)`,
+  );
   // The same activities sent synchronously at the accept's concurrency, right after.
   const syncAtAsync = await sync(stack, asyncCount, ASYNC_CONCURRENCY, run);
   const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
