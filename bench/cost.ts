@@ -99,7 +99,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       .join(', ');
     rows.push({
       figure: '7 cost',
-      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${byTable ? `; writes by table/index: ${byTable}` : ''}`,
+      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${records > 1 ? ` (${totalCalls(meter)} in all)` : ''}${byTable ? `; writes by table/index: ${byTable}` : ''}`,
       value: `${fixed(wru, 2)} WRU + ${fixed(rru, 2)} RRU`,
       reference: `$${fixed(dollars, 2)} per million`,
     });
