@@ -31,7 +31,11 @@ import {
   signingKeyrings,
 } from '../shared/http/api-runtime.js';
 import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
-import { ApiEnv, readEnv } from '../shared/config/env.js';
+import { ApiEnv, IngestWorkerEnv, readEnv } from '../shared/config/env.js';
+import { createS3Client, createSqsClient } from '../shared/adapters/aws-clients.js';
+import { newId } from '../shared/domain/ids.js';
+import { createIngestWorker } from '../shared/worker/ingest-runtime.js';
+import type { Context } from 'aws-lambda';
 import { tableName } from '../shared/resources.js';
 import {
   emptyMeter,
@@ -95,7 +99,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       .join(', ');
     rows.push({
       figure: '7 cost',
-      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${byTable ? `; writes by table/index: ${byTable}` : ''}`,
+      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${records > 1 ? ` (${totalCalls(meter)} in all)` : ''}${byTable ? `; writes by table/index: ${byTable}` : ''}`,
       value: `${fixed(wru, 2)} WRU + ${fixed(rru, 2)} RRU`,
       reference: `$${fixed(dollars, 2)} per million`,
     });
@@ -144,6 +148,61 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
         await lastSeen.touch(tenant.instance.id, id, new Date().toISOString());
       }),
   );
+  // The ingest worker's share of queued activities: a batch of 10 messages of 100 activities
+  // (20 existing people each), applied one after the other (as before issue 27, second part)
+  // and at once with their reads shared (the worker's default), each batch new requests.
+  const sqs = createSqsClient();
+  const s3 = createS3Client();
+  for (const atOnce of [false, true]) {
+    const worker = createIngestWorker(
+      readEnv(IngestWorkerEnv, {
+        ...process.env,
+        INGEST_MESSAGES_AT_ONCE: String(atOnce),
+      }),
+      { db, sqs, s3 },
+    );
+    const records = Array.from({ length: 10 }, (_, m) => ({
+      messageId: `cost-${String(atOnce)}-${m}`,
+      receiptHandle: `cost-${m}`,
+      body: JSON.stringify({
+        v: 1,
+        request_id: newId(),
+        instance_id: tenant.instance.id,
+        data_source: 'Bench',
+        kind: 'activities-create',
+        accepted_at: new Date().toISOString(),
+        records: 100,
+        body: {
+          activities: Array.from({ length: 100 }, (_, i) => ({
+            activity_id: 'act:cm:purchased',
+            fields: { 'str::email': `${run}-${m * 5 + (i % 20)}@cost.bench` },
+            attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
+          })),
+        },
+      }),
+      attributes: {
+        ApproximateReceiveCount: '1',
+        SentTimestamp: String(Date.now()),
+        SenderId: 'bench',
+        ApproximateFirstReceiveTimestamp: String(Date.now()),
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+      awsRegion: 'us-east-1',
+    }));
+    await measure(
+      `per activity, queued: the ingest worker's batch of 10 requests of 100 (20 existing people each), ${atOnce ? 'applied at once, reads shared' : 'applied one after the other'}`,
+      1000,
+      async () => {
+        const answer = await worker({ Records: records }, {
+          getRemainingTimeInMillis: () => 60_000,
+        } as Context);
+        if (answer.batchItemFailures.length > 0) throw new Error('the ingest batch failed');
+      },
+    );
+  }
   const env = readEnv(ApiEnv);
   const email = createEmailPorts(db);
   const signingKeys = signingKeyrings(config, new LocalKeyWrapper());

@@ -16,6 +16,7 @@ import { newId } from '../shared/domain/ids.js';
 import { runBounded } from '../shared/lib/bounded.js';
 import { tableName } from '../shared/resources.js';
 import {
+  acceptAndDrain,
   burst,
   fixed,
   LEVELS,
@@ -24,6 +25,7 @@ import {
   post,
   printFigure,
   requestsAt,
+  scaled,
   type FigureResult,
   type Row,
 } from './lib/report.js';
@@ -31,6 +33,10 @@ import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from
 
 const PER_REQUEST = 100;
 const TARGET = 0.6;
+/** Async requests are accepted this many at a time; the sync reference runs at the same. */
+const ASYNC_CONCURRENCY = 8;
+/** Issue 27: the async drain at least at the sync rate of the same concurrency. */
+const DRAIN_TARGET = 1;
 
 function people(run: string, request: number, last = 'Bench') {
   return Array.from({ length: PER_REQUEST }, (_, i) => ({
@@ -185,15 +191,43 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
       },
     );
   }
+  // Async: new people accepted at c=8 and drained by the ingest worker, then as many new
+  // people merged synchronously at the same concurrency (the drain's reference).
+  const asyncCount = scaled(24);
+  const run = `mq-${Date.now().toString(36)}`;
+  const queued = await acceptAndDrain(
+    stack.base,
+    stack.key,
+    '/v1/person/merge',
+    asyncCount,
+    ASYNC_CONCURRENCY,
+    PER_REQUEST,
+    (n) => ({ people: people(`${run}a`, n) }),
+  );
+  const syncAtAsync = await overHttp(stack, asyncCount, ASYNC_CONCURRENCY, (n) => ({
+    people: people(`${run}s`, n),
+  }));
+  const drainRatio = queued.drain / syncAtAsync.rate;
   rows.push({
     figure: '1 person merge',
-    measure: 'API process CPU per new person (HTTP, JSON, auth, domain, SDK)',
-    value: `${fixed(Math.min(...cpu))}–${fixed(Math.max(...cpu))} µs`,
+    measure: `async drain of new people against sync at c=${ASYNC_CONCURRENCY} (${asyncCount} requests each; accept ${fixed(queued.accept)}/s)`,
+    value: `${fixed(queued.drain)}/s`,
+    reference: `${fixed(syncAtAsync.rate)}/s`,
+    ratio: drainRatio,
+    target: `≥ ${DRAIN_TARGET}`,
+    met: drainRatio >= DRAIN_TARGET,
   });
+  if (cpu.length > 0) {
+    rows.push({
+      figure: '1 person merge',
+      measure: 'API process CPU per new person (HTTP, JSON, auth, domain, SDK)',
+      value: `${fixed(Math.min(...cpu))}–${fixed(Math.max(...cpu))} µs`,
+    });
+  }
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request; of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling.`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request; of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, beside as many new people merged synchronously at the same concurrency.`,
     ],
   };
 }

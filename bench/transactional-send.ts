@@ -8,7 +8,10 @@
  *   node --import tsx bench/transactional-send.ts     # a stack of its own
  */
 import { randomBytes } from 'node:crypto';
+import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
+import { WORKERS } from '../shared/workers.js';
 import {
+  burst,
   fixed,
   percentile,
   perSecond,
@@ -20,6 +23,60 @@ import {
 import { isMain, withBenchStack, type BenchStack } from './lib/stack.js';
 
 const RECIPIENTS = 100;
+/** Issue 27: the worker hands emails to SES at least at half the stand-in's own rate. */
+const SEND_TARGET = 0.5;
+/** The email worker's sends in flight at most: its batches at once × the messages of one. */
+const emailWorker = WORKERS.find((worker) => worker.queue === 'email');
+const SEND_CONCURRENCY = (emailWorker?.maxConcurrency ?? 1) * (emailWorker?.batchSize ?? 1);
+
+interface SentSummary {
+  messageId: string;
+  at: string;
+  configurationSet?: string;
+  tags: Record<string, string>;
+  from: string;
+  destinations: string[];
+}
+
+/** What the SES stand-in took of this run's emails (the gateway's own record of each send). */
+async function sentOf(stack: BenchStack, instanceId: string, messageIds: Set<string>) {
+  const response = await fetch(`${stack.sesEndpoint}/messages`);
+  const { messages } = (await response.json()) as { messages: SentSummary[] };
+  return messages.filter((m) => {
+    const tag = m.tags.cdp_message ?? '';
+    return tag.startsWith(`${instanceId}_`) && messageIds.has(tag.slice(instanceId.length + 1));
+  });
+}
+
+/**
+ * The ceiling: the raw messages the worker sent (byte for byte, read back from the stand-in),
+ * sent straight to the same stand-in with the same configuration set (so it publishes the
+ * same events) at the worker's concurrency; tagged as probes, so that their events move
+ * nothing but the events watermark. Sends per second.
+ */
+async function sesCeiling(stack: BenchStack, sent: SentSummary[]): Promise<number> {
+  const raws = await Promise.all(
+    sent.map(async (m) => {
+      const response = await fetch(`${stack.sesEndpoint}/raw/${encodeURIComponent(m.messageId)}`);
+      return Buffer.from(await response.arrayBuffer());
+    }),
+  );
+  const ses = new SESv2Client({ endpoint: stack.sesEndpoint, maxAttempts: 1 });
+  const ms = await burst(sent.length, SEND_CONCURRENCY, async (n) => {
+    const m = sent[n] as SentSummary;
+    await ses.send(
+      new SendEmailCommand({
+        FromEmailAddress: m.from,
+        Destination: { ToAddresses: m.destinations },
+        Content: { Raw: { Data: raws[n] } },
+        EmailTags: [{ Name: 'cdp_probe', Value: String(Date.now()) }],
+        ...(m.configurationSet ? { ConfigurationSetName: m.configurationSet } : {}),
+      }),
+    );
+  });
+  ses.destroy();
+  return perSecond(sent.length, ms);
+}
 const DRAIN_SECONDS = Number(process.env.BENCH_DRAIN_SECONDS ?? 180);
 
 function request(run: string, n: number, attachment: string) {
@@ -51,6 +108,7 @@ export async function transactionalFigure(stack: BenchStack): Promise<FigureResu
   const messageIds: string[] = [];
   const started = performance.now();
   let acceptMs = 0;
+  let lastAccepted = 0;
   for (let n = 0; n < requests; n += 1) {
     const t0 = performance.now();
     const answer = await post(
@@ -62,6 +120,7 @@ export async function transactionalFigure(stack: BenchStack): Promise<FigureResu
     const ms = performance.now() - t0;
     accepts.push(ms);
     acceptMs += ms;
+    lastAccepted = Date.now();
     for (const entry of answer.emails as { message_id?: string }[]) {
       if (entry.message_id) messageIds.push(entry.message_id);
     }
@@ -87,8 +146,36 @@ export async function transactionalFigure(stack: BenchStack): Promise<FigureResu
   const drainedMs = performance.now() - started;
   const sent = messageIds.length - pending.size;
   if (pending.size > 0) statuses['still queued or sending'] = pending.size;
+  // The worker's own rate: from the stand-in's first acceptance of these emails to its last.
+  const taken = await sentOf(stack, 'bench', new Set(messageIds));
+  const times = taken.map((m) => Date.parse(m.at)).sort((a, b) => a - b);
+  const rateOf = (from: number, list: number[]) =>
+    list.length > 0 ? perSecond(list.length, (list.at(-1) ?? 0) - from) : Number.NaN;
+  const workerRate = rateOf(times[0] ?? 0, times.slice(1));
+  // Locally the API and the workers share one process: while requests are accepted, the
+  // worker shares its CPU with them. After the last accept it has the process to itself.
+  const after = times.filter((t) => t > lastAccepted);
+  const workerAloneRate = rateOf(lastAccepted, after);
+  const ceiling = await sesCeiling(stack, taken);
+  const ratio = workerAloneRate / ceiling;
   return {
     rows: [
+      {
+        figure: '3 transactional send',
+        measure: `email worker alone: emails SES took/s after the last accept (${after.length} of ${taken.length}; the stand-in's own times)`,
+        value: `${fixed(workerAloneRate)}/s`,
+        reference: `${fixed(ceiling)}/s`,
+        ratio,
+        target: `≥ ${SEND_TARGET}`,
+        met: ratio >= SEND_TARGET,
+      },
+      {
+        figure: '3 transactional send',
+        measure: `email worker: emails SES took/s, its first to its last (${taken.length}), beside the accepts`,
+        value: `${fixed(workerRate)}/s`,
+        reference: `${fixed(ceiling)}/s`,
+        ratio: workerRate / ceiling,
+      },
       {
         figure: '3 transactional send',
         measure: `recipients accepted/s, sequential requests of ${RECIPIENTS} (p50 ${fixed(percentile(accepts, 50))} ms per request)`,
@@ -101,7 +188,7 @@ export async function transactionalFigure(stack: BenchStack): Promise<FigureResu
       },
     ],
     notes: [
-      `Transactional send: ${requests} requests × ${RECIPIENTS} new recipients, Liquid in subject and body (people and json values), a tracked link, the unsubscribe link, one 100 KB PDF attachment; final states ${JSON.stringify(statuses)}.`,
+      `Transactional send: ${requests} requests × ${RECIPIENTS} new recipients, Liquid in subject and body (people and json values), a tracked link, the unsubscribe link, one 100 KB PDF attachment; final states ${JSON.stringify(statuses)}. Ceiling of the email worker: the same raw messages (read back from the SES stand-in) sent straight to it, ${SEND_CONCURRENCY} at a time (the worker's batches at once × its batch size), with the same configuration set; SES_MAX_SEND_RATE ${process.env.SES_MAX_SEND_RATE ?? '1000'}.`,
     ],
   };
 }

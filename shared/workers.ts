@@ -24,9 +24,9 @@ export interface WorkerDefinition {
 
 export const WORKERS: readonly WorkerDefinition[] = [
   {
-    // A batch of 10 requests of up to 100 records each, one request after the other; at most
-    // 5 batches at once: ~16 writes in flight per batch, ~80 for async ingestion in all,
-    // which leaves the tables and the account's Lambda concurrency to synchronous traffic.
+    // A batch of 10 requests of up to 100 records each, applied at once (their batched reads
+    // shared); at most 5 batches at once: ~16 writes in flight per request, ~800 for async
+    // ingestion in all. maxConcurrency is the drain rate's knob (docs/api.md, back-pressure).
     function: 'ingest-worker',
     queue: 'ingest',
     batchSize: 10,

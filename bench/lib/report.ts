@@ -35,8 +35,14 @@ export const perSecond = (count: number, ms: number) => (count * 1000) / ms;
 /** A figure's request count times `BENCH_SCALE` (more for steadier figures, fewer for speed). */
 export const scaled = (count: number) => Math.ceil(count * Number(process.env.BENCH_SCALE ?? 1));
 
-/** The concurrency levels of figures 1 and 2. */
-export const LEVELS = [1, 4, 16];
+/**
+ * The concurrency levels of figures 1 and 2: `BENCH_LEVELS=1,4` for fewer on a loaded machine,
+ * `BENCH_LEVELS=` for none (their async rows alone).
+ */
+export const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,16')
+  .split(',')
+  .map(Number)
+  .filter((level) => level > 0);
 
 /** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
 export const requestsAt = (concurrency: number) => scaled(Math.max(6, concurrency * 3));
@@ -88,6 +94,49 @@ export async function post(
   const text = await response.text();
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}: ${text.slice(0, 300)}`);
   return JSON.parse(text) as Record<string, unknown>;
+}
+
+/**
+ * Asynchronous requests (`async: true`) accepted `concurrency` at a time, then polled
+ * (`/v1/async/get`) until every one is done: the accept rate and the drain rate (first
+ * accept to last done), in records per second. A failed request fails the run.
+ */
+export async function acceptAndDrain(
+  base: string,
+  key: string,
+  path: string,
+  count: number,
+  concurrency: number,
+  records: number,
+  body: (n: number) => Record<string, unknown>,
+): Promise<{ accept: number; drain: number }> {
+  const ids: string[] = [];
+  const started = performance.now();
+  const acceptMs = await burst(count, concurrency, async (n) => {
+    const answer = await post(base, key, path, { ...body(n), async: true });
+    ids.push(String(answer.request_id));
+  });
+  let pending = [...ids];
+  const deadline = Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
+  while (pending.length > 0) {
+    if (Date.now() > deadline)
+      throw new Error(`async requests not done in time: ${pending.join(', ')}`);
+    const states = await Promise.all(
+      pending.map(async (id) => ({
+        id,
+        status: (await post(base, key, '/v1/async/get', { request_id: id })).status,
+      })),
+    );
+    const failed = states.filter((s) => s.status === 'failed');
+    if (failed.length > 0)
+      throw new Error(`async requests failed: ${failed.map((s) => s.id).join(', ')}`);
+    pending = states.filter((s) => s.status !== 'done').map((s) => s.id);
+    if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return {
+    accept: perSecond(count * records, acceptMs),
+    drain: perSecond(count * records, performance.now() - started),
+  };
 }
 
 /** A whole run of one figure on its own: a stack of its own, the rows printed. */

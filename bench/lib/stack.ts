@@ -22,6 +22,8 @@ export interface BenchStack {
   base: string;
   key: string;
   dynamodbEndpoint: string;
+  /** The SES stand-in the email worker sends to (its gateway: `/messages`, `/raw/<id>`). */
+  sesEndpoint: string;
   /** PIDs of the stack's processes, by the names its banner gives them. */
   pids: Record<string, number>;
   /** CPU seconds (user + system) a process has used so far (Linux `/proc`). */
@@ -113,6 +115,7 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
       base: `http://127.0.0.1:${ports.port}`,
       key: BENCH_KEY,
       dynamodbEndpoint: external ?? `http://127.0.0.1:${ports.dynamodbPort}`,
+      sesEndpoint: `http://127.0.0.1:${ports.sesPort}`,
       pids: pidsOf(started.output()),
       cpuSeconds,
       output: started.output,

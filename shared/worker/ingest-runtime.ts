@@ -6,6 +6,10 @@ import {
   type SubscribePorts,
 } from '../domain/audiences/subscribe.js';
 import type { SQSRecord } from 'aws-lambda';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { coalesceReads } from '../adapters/read-coalescer.js';
 import { DynamoActivityStore } from '../adapters/activity-store.js';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
@@ -160,14 +164,54 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
 }
 
 /**
+ * Each instance's configuration read once for a batch (the messages of a batch share it). The
+ * batch was received after every one of its messages was accepted, so a data source or field
+ * a request was accepted with is there (the configuration of now, as for one message alone).
+ */
+export function batchDirectory(
+  directory: Pick<TenantDirectory, 'getInstance'>,
+): Pick<TenantDirectory, 'getInstance'> {
+  const read = new Map<string, ReturnType<TenantDirectory['getInstance']>>();
+  return {
+    getInstance: (instanceId) => {
+      let found = read.get(instanceId);
+      if (!found) {
+        found = directory.getInstance(instanceId);
+        // A failed read is not kept: the next message of the batch reads again.
+        found.catch(() => read.delete(instanceId));
+        read.set(instanceId, found);
+      }
+      return found;
+    },
+  };
+}
+
+/** The clients the ingest worker uses (others in tests and the cost bench). */
+export interface IngestClients {
+  db: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  s3: S3Client;
+}
+
+/**
  * The ingest worker's composition root: the stores of every kind of asynchronous request,
  * the same domain calls as the synchronous endpoints (under the request's ledger), and the
- * SQS worker stack around them.
+ * SQS worker stack around them. The messages of a batch are applied at once, each under its
+ * own ledger and with its own outcome (a partial batch response names the ones that failed);
+ * their batched reads share calls (`coalesceReads`) and their instance's configuration is read
+ * once (`batchDirectory`). docs/async.md#the-ingest-worker says what that costs and which
+ * knobs set it.
  */
-export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
-  const db = createDocumentClient();
-  const sqs = createSqsClient();
-  const s3 = createS3Client();
+export function createIngestWorker(
+  env = readEnv(IngestWorkerEnv),
+  clients: IngestClients = {
+    db: createDocumentClient(),
+    sqs: createSqsClient(),
+    s3: createS3Client(),
+  },
+) {
+  const db = coalesceReads(clients.db, env.INGEST_READ_WINDOW_MS);
+  const { sqs, s3 } = clients;
   const queue = new SqsIngestQueue(sqs, env.INGEST_QUEUE_URL, s3, env.PAYLOADS_BUCKET);
   const requests = new DynamoRequestStore(db, env.REQUESTS_TABLE);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
@@ -177,11 +221,10 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
     organizations: env.ORGANIZATIONS_TABLE,
     requests: env.REQUESTS_TABLE,
   });
-  const ports = ingestPorts({
+  const stores: IngestStores = {
     requests,
     config,
-    // Not cached: one read per request, and a request is applied with the configuration of
-    // now (a data source or field added a moment ago is there).
+    // Read for each batch (below): a request is applied with the configuration of now.
     directory: config,
     people,
     organizations: new DynamoOrganizationStore(db, env.ORGANIZATIONS_TABLE, env.REQUESTS_TABLE),
@@ -221,14 +264,16 @@ export function createIngestWorker(env = readEnv(IngestWorkerEnv)) {
       }),
     },
     sliceMs: env.LIFECYCLE_SLICE_MS,
-  });
+  };
   const maxReceiveCount = QUEUES.find((q) => q.name === 'ingest')?.maxReceiveCount ?? 5;
   return sqsWorker({
     sqs,
     queueUrl: env.INGEST_QUEUE_URL,
     maxReceiveCount,
     backoffBaseSeconds: env.INGEST_RETRY_BASE_SECONDS,
-    process: async (record: SQSRecord) => {
+    parallel: env.INGEST_MESSAGES_AT_ONCE,
+    batch: () => ingestPorts({ ...stores, directory: batchDirectory(config) }),
+    process: async (record: SQSRecord, ports: IngestPorts) => {
       const message = await queue.open(record.body).catch(async (error: unknown) => {
         if (!(error instanceof PayloadLostError)) throw error;
         await recordLostPayload(queue.envelope(record.body), error.key, requests);

@@ -15,8 +15,10 @@ import { canWait, withDeadline } from '../lib/time-budget.js';
  * state another way (recorded there), and the message is done. Nothing is dropped silently. Messages of a
  * batch are processed one after the other unless `parallel` (the event source's maximum
  * concurrency bounds how many batches run at once). Each batch runs within the function's time budget.
+ * `batch` makes what the messages of one batch share (built once per invocation, before its
+ * first message; a failure of one message is still that message's alone).
  */
-export interface WorkerOptions {
+export interface WorkerOptions<Batch = undefined> {
   sqs: SQSClient;
   /** The queue the function reads (to change a failed message's visibility). */
   queueUrl: string;
@@ -26,7 +28,9 @@ export interface WorkerOptions {
   maxBackoffSeconds?: number;
   /** Messages of a batch at once (default: one after the other). */
   parallel?: boolean;
-  process(record: SQSRecord): Promise<void>;
+  /** What the messages of one batch share, made anew for each batch. */
+  batch?: () => Batch;
+  process(record: SQSRecord, batch: Batch): Promise<void>;
   /** `settled`: the message needs no dead-letter queue (its outcome is recorded). */
   onLastFailure(record: SQSRecord, error: unknown): Promise<'settled' | 'dead-letter' | undefined>;
 }
@@ -38,13 +42,13 @@ const MAX_VISIBILITY_SECONDS = 900;
 
 export type SqsWorkerHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse>;
 
-export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
-  const handleRecord = async (record: SQSRecord) => {
+export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): SqsWorkerHandler {
+  const handleRecord = async (record: SQSRecord, batch: Batch) => {
     try {
       if (!canWait(MIN_START_MS)) {
         throw new Error('not started: too little of the invocation was left');
       }
-      await options.process(record);
+      await options.process(record, batch);
     } catch (error) {
       const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
       const last = receives >= options.maxReceiveCount;
@@ -104,12 +108,18 @@ export function sqsWorker(options: WorkerOptions): SqsWorkerHandler {
       typeof context.getRemainingTimeInMillis === 'function'
         ? context.getRemainingTimeInMillis()
         : 60_000;
+    const batch = options.batch ? options.batch() : (undefined as Batch);
     return withDeadline(Date.now() + Math.max(remaining - ANSWER_MARGIN_MS, 0), () =>
-      processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
-        context,
-        processInParallel: options.parallel ?? false,
-        throwOnFullBatchFailure: false,
-      }),
+      processPartialResponse(
+        event,
+        (record: SQSRecord) => handleRecord(record, batch),
+        new BatchProcessor(EventType.SQS),
+        {
+          context,
+          processInParallel: options.parallel ?? false,
+          throwOnFullBatchFailure: false,
+        },
+      ),
     );
   };
 }

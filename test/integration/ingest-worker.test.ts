@@ -25,7 +25,8 @@ import { tenantOf } from '../../shared/domain/tenancy.js';
 import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { withDeadline } from '../../shared/lib/time-budget.js';
 import { localBucketName, queueName, tableName } from '../../shared/resources.js';
-import { ingestPorts } from '../../shared/worker/ingest-runtime.js';
+import { createIngestWorker, ingestPorts } from '../../shared/worker/ingest-runtime.js';
+import { IngestWorkerEnv, readEnv } from '../../shared/config/env.js';
 import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
 import { DynamoOrganizationLifecycleStore } from '../../shared/adapters/organization-lifecycle-store.js';
 import { adminEnv, run } from './cli.js';
@@ -254,6 +255,122 @@ describe('exactly-once effect', () => {
     expect(new Set(result.activities.map((a) => a.activity_id)).size).toBe(3);
     const timeline = await activitiesOf(KEYS.safety, result.activities[0]?.person_id ?? '');
     expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
+  });
+});
+
+describe('a batch of messages', () => {
+  it('applies its messages at once, each once, and names only the failing one in its partial batch response', async () => {
+    functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
+    // Every message that gets as far as starting its request waits here for the others: the
+    // batch goes on only once all of them are under way at the same time (or after 5 s).
+    const starting = 4;
+    let started = 0;
+    let together = false;
+    let release: () => void = () => undefined;
+    const allStarted = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let waitedOut = false;
+    const timeout = setTimeout(() => {
+      waitedOut = true;
+      release();
+    }, 5_000);
+    const barrier = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+        return async (command: unknown) => {
+          const input = (
+            command as { input?: { Key?: { sk?: unknown }; UpdateExpression?: string } }
+          ).input;
+          if (input?.Key?.sk === 'REQ' && input.UpdateExpression?.includes('ADD attempts')) {
+            started += 1;
+            if (started === starting) {
+              together = !waitedOut;
+              release();
+            }
+            await allStarted;
+          }
+          return target.send(command as Parameters<typeof target.send>[0]);
+        };
+      },
+    });
+    const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
+      db: barrier,
+      sqs: createSqsClient(),
+      s3: createS3Client(),
+    });
+
+    const address = email('batch-acts');
+    const acts = message(
+      'activities-create',
+      {
+        activities: Array.from({ length: 3 }, (_, i) => ({
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': address },
+          attributes: { 'str:cm:plan': `plan-${i}` },
+        })),
+      },
+      3,
+    );
+    const addresses = [email('batch-merge'), email('batch-merge')];
+    const merge = message(
+      'person-merge',
+      { people: addresses.map((a) => ({ fields: { 'str::email': a } })) },
+      2,
+    );
+    const invalid = message('person-merge', { people: [{ fields: { 'str::email': 7 } }] }, 1);
+    const bodies = [
+      JSON.stringify(acts),
+      'not a message', // fails (not JSON): retried alone
+      JSON.stringify(merge),
+      JSON.stringify(acts), // the same message delivered twice, in the same batch
+      JSON.stringify(invalid),
+    ];
+    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const answer = await worker(
+      {
+        Records: bodies.map((body, i) => ({
+          messageId: `batch-${i}`,
+          receiptHandle: `receipt-${i}`,
+          body,
+          attributes: {
+            ApproximateReceiveCount: '1',
+            SentTimestamp: String(Date.now()),
+            SenderId: 'test',
+            ApproximateFirstReceiveTimestamp: String(Date.now()),
+          },
+          messageAttributes: {},
+          md5OfBody: '',
+          eventSource: 'aws:sqs',
+          eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+          awsRegion: 'us-east-1',
+        })),
+      },
+      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+    );
+    clearTimeout(timeout);
+    expect(together).toBe(true);
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'batch-1' }]);
+
+    const acted = await status(acts.request_id);
+    expect(acted.status).toBe('done');
+    const entries = (acted.result as { activities: { person_id: string; status: string }[] })
+      .activities;
+    expect(entries.map((entry) => entry.status)).toEqual(['ingested', 'ingested', 'ingested']);
+    const timeline = await activitiesOf(KEYS.safety, entries[0]?.person_id ?? '');
+    expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
+    expect(await claimOwner(address)).toBe(entries[0]?.person_id);
+
+    const merged = await status(merge.request_id);
+    expect(merged.status).toBe('done');
+    const people = (merged.result as { people: { person_id: string; status: string }[] }).people;
+    expect(people.map((p) => p.status)).toEqual(['created', 'created']);
+    for (const [i, a] of addresses.entries())
+      expect(await claimOwner(a)).toBe(people[i]?.person_id);
+    // Three people in all: the activities' one (twice delivered) and the merge's two.
+    expect(((await meta(KEYS.safety)).total_contacts ?? 0) - before).toBe(3);
+
+    expect(await status(invalid.request_id)).toMatchObject({ status: 'failed', code: 400 });
   });
 });
 

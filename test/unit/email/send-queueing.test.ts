@@ -78,3 +78,37 @@ describe('transactional send: the queue and the store failing', () => {
     for (const job of jobs) expect(job.record_by).toBeGreaterThan(before);
   });
 });
+
+describe('transactional send: attachments', () => {
+  it('stores an attachment every recipient shares once per request, and every email names that one copy', async () => {
+    const stored: Buffer[][] = [];
+    const { ports, jobs } = sendContext(new MemoryPeopleStore(), {
+      queue: {
+        putAttachments: (_instanceId, contents) => {
+          stored.push(contents);
+          return Promise.resolve(contents.map((_, i) => `attachments/${i}`));
+        },
+      },
+    });
+    const content = Buffer.from('%PDF-1.4 an invoice').toString('base64');
+    const recipients = Array.from({ length: 20 }, (_, i) => ({
+      fields: { 'str::email': `r${i}@example.com` },
+    }));
+    await sendTransactional(
+      {
+        asset: {
+          ...ASSET,
+          attachments: [{ filename: 'invoice.pdf', content_type: 'application/pdf', content }],
+        },
+        emails: recipients,
+      },
+      ports,
+    );
+    expect(stored).toHaveLength(1);
+    expect(stored[0]?.map((buffer) => buffer.toString('base64'))).toEqual([content]);
+    expect(jobs).toHaveLength(20);
+    for (const job of jobs) {
+      expect(job.email?.attachments.map((attachment) => attachment.key)).toEqual(['attachments/0']);
+    }
+  });
+});
