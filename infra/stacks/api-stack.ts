@@ -6,6 +6,7 @@ import {
   MethodLoggingLevel,
   ResponseType,
   RestApi,
+  type CfnDeployment,
   type IResource,
 } from 'aws-cdk-lib/aws-apigateway';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -32,6 +33,14 @@ import { FunctionStack } from './function-stack.js';
 import { apiShapeOf, parentPath, routeLayout } from './route-layout.js';
 import { LAMBDA_PROXY, RouteStack, lambdaProxy } from './route-stack.js';
 
+/**
+ * Context for the first of the two deploys that upgrade an API stack made before the routes
+ * stacks (docs/stacks.md, "Upgrading"): the logical ID of the deployment its stage serves.
+ * With it the API stack holds no routes stacks, so the areas' paths leave the REST API, and
+ * keeps that deployment as it is, so the stage goes on serving every route meanwhile.
+ */
+export const UPGRADE_KEEP_DEPLOYMENT_CONTEXT = 'upgradeKeepDeployment';
+
 export interface ApiStackProps extends StackProps {
   region: Region;
   data: RegionData;
@@ -43,6 +52,19 @@ export interface ApiStackProps extends StackProps {
   streamWorkers?: readonly StreamWorkerDefinition[];
   /** The handler module of a function, when not its folder's (infra tests only). */
   entryOf?: (spec: FunctionSpec) => string | undefined;
+}
+
+/** The deployment to keep (context `upgradeKeepDeployment`), if this is the first deploy. */
+function deploymentToKeep(scope: Construct): string | undefined {
+  const value = scope.node.tryGetContext(UPGRADE_KEEP_DEPLOYMENT_CONTEXT) as unknown;
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^apiDeployment[0-9A-Za-z]+$/.test(value)) {
+    throw new Error(
+      `Context ${UPGRADE_KEEP_DEPLOYMENT_CONTEXT} must be the logical ID of the API stack's ` +
+        `AWS::ApiGateway::Deployment (apiDeployment…), not ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 }
 
 /** The stage's own throttle, before any function runs (per API key limits are the functions'). */
@@ -177,27 +199,33 @@ export class ApiStack extends Stack {
 
     const deployment = this.api.latestDeployment;
     if (!deployment) throw new Error('The REST API has no deployment');
-    for (const area of layout.areas) {
-      const stack = new RouteStack(this, `routes-${area.group}`, {
-        region: props.region,
-        area,
-        api: this.api,
-        shared,
-        functionOf,
-        fallback,
+    const keep = deploymentToKeep(this);
+    if (keep) {
+      // The first deploy of the upgrade: no routes stacks, and the stage's deployment kept.
+      (deployment.node.defaultChild as CfnDeployment).overrideLogicalId(keep);
+    } else {
+      for (const area of layout.areas) {
+        const stack = new RouteStack(this, `routes-${area.group}`, {
+          region: props.region,
+          area,
+          api: this.api,
+          shared,
+          functionOf,
+          fallback,
+        });
+        this.routeStacks.push(stack);
+        // The stage's deployment is a snapshot of the API: taken once every area is in place.
+        if (stack.nestedStackResource) deployment.node.addDependency(stack.nestedStackResource);
+      }
+      // CDK names the deployment after the methods of this stack only: the routes stacks'
+      // part of the API (every path, method and function, and how methods invoke them) is
+      // added, so that a change to any route makes a new deployment and the stage moves to it.
+      deployment.addToLogicalId({
+        routes: apiShapeOf(layout),
+        fallback: FALLBACK_FUNCTION.function,
+        integration: LAMBDA_PROXY,
       });
-      this.routeStacks.push(stack);
-      // The stage's deployment is a snapshot of the API: taken once every area is in place.
-      if (stack.nestedStackResource) deployment.node.addDependency(stack.nestedStackResource);
     }
-    // CDK names the deployment after the methods of this stack only: the routes stacks'
-    // part of the API (every path, method and function, and how methods invoke them) is
-    // added, so that a change to any route makes a new deployment and the stage moves to it.
-    deployment.addToLogicalId({
-      routes: apiShapeOf(layout),
-      fallback: FALLBACK_FUNCTION.function,
-      integration: LAMBDA_PROXY,
-    });
 
     this.addBodyLimitRule(props.region);
 

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { ApiStack } from '../../infra/stacks/api-stack.js';
+import { ApiStack, UPGRADE_KEEP_DEPLOYMENT_CONTEXT } from '../../infra/stacks/api-stack.js';
 import { DataStack } from '../../infra/stacks/data-stack.js';
 import { functionSpecs } from '../../infra/stacks/function-groups.js';
 import { routeLayout } from '../../infra/stacks/route-layout.js';
@@ -204,5 +204,38 @@ describe("the deployment's logical ID", () => {
 
   it("stays when only what the function does changes (not the API's)", () => {
     expect(idWith(changed({ memoryMb: 2048, timeoutSeconds: 20 }))).toBe(today);
+  });
+});
+
+describe('the first deploy of the upgrade from one API stack (context upgradeKeepDeployment)', () => {
+  const KEPT = 'apiDeployment149F1294ff535357bd61409e41dce30430e1c3e0';
+
+  it('holds no routes stacks and keeps the deployment the stage serves, under its own ID', () => {
+    const detached = apiStackWith(ROUTES, {
+      context: { [UPGRADE_KEEP_DEPLOYMENT_CONTEXT]: KEPT },
+      workers: false,
+    });
+    expect(detached.routeStacks).toEqual([]);
+    const template = Template.fromStack(detached);
+    expect(deploymentOf(detached).logicalId).toBe(KEPT);
+    template.hasResourceProperties('AWS::ApiGateway::Stage', { DeploymentId: { Ref: KEPT } });
+    // What stays of the REST API is what the API stack holds after the upgrade, same IDs.
+    const after = apiStackWith(ROUTES, { workers: false });
+    const kept = (stack: ApiStack) =>
+      restApiOf(stack)
+        .resources.concat(restApiOf(stack).methods)
+        .filter((resource) => resource.stack === 'api')
+        .map((resource) => `${resource.logicalId} ${resource.path}`)
+        .sort();
+    expect(kept(detached)).toEqual(kept(after));
+  });
+
+  it('refuses anything but a deployment logical ID', () => {
+    expect(() =>
+      apiStackWith(ROUTES, {
+        context: { [UPGRADE_KEEP_DEPLOYMENT_CONTEXT]: 'd-abc123' },
+        workers: false,
+      }),
+    ).toThrow(/must be the logical ID of the API stack's AWS::ApiGateway::Deployment/);
   });
 });
