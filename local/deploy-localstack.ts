@@ -11,6 +11,12 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { LEFT_OUT_ON_LOCALSTACK, LOCALSTACK_CONTEXT } from '../infra/localstack.js';
+import { UPGRADE_KEEP_DEPLOYMENT_CONTEXT } from '../infra/stacks/api-stack.js';
+import { functionSpecs } from '../infra/stacks/function-groups.js';
+import { routeLayout } from '../infra/stacks/route-layout.js';
+import { ROUTES } from '../shared/routes.js';
+import { STREAM_WORKERS, WORKERS } from '../shared/workers.js';
+import { apiUpgradeOf, firstDeployRows, servedApi, templateOf } from './api-upgrade.js';
 import { DEFAULT_AWS_REGIONS } from '../shared/deployment.js';
 import type { Region } from '../shared/domain/regions.js';
 import { TABLES, tableName } from '../shared/resources.js';
@@ -18,6 +24,7 @@ import { httpGet } from './http-get.js';
 import {
   checkDeployment,
   formatRows,
+  type CheckRow,
   isComplete,
   stackResources,
   stackStatus,
@@ -31,6 +38,12 @@ import {
  * of it, and exits 1 unless both stacks are CREATE_COMPLETE or UPDATE_COMPLETE and every check
  * passed. The context flag `localstack` leaves out what LocalStack's free CloudFormation
  * cannot create (`infra/localstack.ts`, listed in the output); nothing else is left out.
+ *
+ * An API stack deployed there before the routes stacks is upgraded the way docs/stacks.md
+ * says: a first deploy of the API stack alone with context `upgradeKeepDeployment` (its
+ * areas' paths leave it, the stage keeps its deployment; checked), then the usual deploy.
+ * `--in-place` skips the first deploy, to see what an update in place does; `--first-deploy-only`
+ * stops after it (to look at the API between the two).
  *
  * LocalStack is at `$AWS_ENDPOINT_URL`, else `http://127.0.0.1:$LOCALSTACK_PORT` (4566). A
  * `localhost` address is used as 127.0.0.1: the CDK CLI's S3 client addresses buckets by
@@ -163,6 +176,45 @@ async function main(): Promise<number> {
   if (cdk(['bootstrap', `aws://${ACCOUNT}/${region}`, '--app', assembly], env) !== 0) {
     throw new DeployError('cdk bootstrap failed');
   }
+  const apiStack = stacks[1]?.name ?? '';
+  const upgradeRows: CheckRow[] = [];
+  const upgrade = process.argv.includes('--in-place')
+    ? undefined
+    : await apiUpgradeOf(clients.cloudFormation, apiStack, templateOf(assembly, apiStack));
+  const before = upgrade
+    ? await servedApi(clients.apiGateway, clients.cloudFormation, apiStack)
+    : undefined;
+  if (upgrade && before) {
+    console.log(
+      `\n${apiStack} was deployed before the routes stacks: its areas' ${upgrade.leaving.length} ` +
+        `path resources and methods leave it first, its stage keeping ${upgrade.keepDeployment} ` +
+        `(${before.deploymentId}); then the usual deploy (docs/stacks.md, "Upgrading").`,
+    );
+    const first = join(root, '.localstack', 'cdk.out-upgrade');
+    const keep = ['-c', `${UPGRADE_KEEP_DEPLOYMENT_CONTEXT}=${upgrade.keepDeployment}`];
+    if (cdk(['synth', ...context, ...keep, '-o', first, '-q'], env) !== 0) {
+      throw new DeployError('cdk synth of the first deploy failed');
+    }
+    const detached = cdk(
+      ['deploy', apiStack, '--exclusively', '--app', first, '--require-approval', 'never'],
+      env,
+    );
+    await waitForStacks(clients.cloudFormation, [apiStack]);
+    const after = await servedApi(clients.apiGateway, clients.cloudFormation, apiStack);
+    const layout = routeLayout(ROUTES, functionSpecs(ROUTES, WORKERS, STREAM_WORKERS));
+    upgradeRows.push(...firstDeployRows(before, after, ['/', ...layout.shared, '/{proxy+}']));
+    console.log(`\nAfter the first deploy (cdk deploy exit ${detached}):\n`);
+    console.log(formatRows(upgradeRows));
+    if (detached !== 0 || upgradeRows.some((r) => !r.ok)) {
+      throw new DeployError('the first deploy of the upgrade failed: the usual deploy is not run');
+    }
+    if (process.argv.includes('--first-deploy-only')) {
+      console.log(
+        '\ndeploy:localstack: first deploy done (--first-deploy-only); run again for the rest.',
+      );
+      return 0;
+    }
+  }
   const deployed = cdk(
     [
       'deploy',
@@ -181,7 +233,16 @@ async function main(): Promise<number> {
     stacks.map((s) => s.name),
   );
 
-  const rows = await checkDeployment(clients, REGION, stacks, assembly);
+  const rows = [...upgradeRows, ...(await checkDeployment(clients, REGION, stacks, assembly))];
+  if (before) {
+    const after = await servedApi(clients.apiGateway, clients.cloudFormation, apiStack);
+    rows.push({
+      what: 'upgrade',
+      name: 'stage moved to a new deployment',
+      detail: `${before.deploymentId} → ${after?.deploymentId ?? 'missing'} (REST API ${after?.restApiId ?? '?'}, was ${before.restApiId})`,
+      ok: after?.restApiId === before.restApiId && after.deploymentId !== before.deploymentId,
+    });
+  }
   console.log(
     `\nWhat LocalStack ${version ?? '?'} holds of ${stacks.map((s) => s.name).join(' and ')}:\n`,
   );

@@ -2,11 +2,11 @@ import { CfnOutput, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import {
   AccessLogFormat,
   EndpointType,
-  AwsIntegration,
   LogGroupLogDestination,
   MethodLoggingLevel,
   ResponseType,
   RestApi,
+  type CfnDeployment,
   type IResource,
 } from 'aws-cdk-lib/aws-apigateway';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
@@ -30,6 +30,16 @@ import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
 import { functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
 import { FunctionStack } from './function-stack.js';
+import { apiShapeOf, parentPath, routeLayout } from './route-layout.js';
+import { LAMBDA_PROXY, RouteStack, lambdaProxy } from './route-stack.js';
+
+/**
+ * Context for the first of the two deploys that upgrade an API stack made before the routes
+ * stacks (docs/stacks.md, "Upgrading"): the logical ID of the deployment its stage serves.
+ * With it the API stack holds no routes stacks, so the areas' paths leave the REST API, and
+ * keeps that deployment as it is, so the stage goes on serving every route meanwhile.
+ */
+export const UPGRADE_KEEP_DEPLOYMENT_CONTEXT = 'upgradeKeepDeployment';
 
 export interface ApiStackProps extends StackProps {
   region: Region;
@@ -44,6 +54,19 @@ export interface ApiStackProps extends StackProps {
   entryOf?: (spec: FunctionSpec) => string | undefined;
 }
 
+/** The deployment to keep (context `upgradeKeepDeployment`), if this is the first deploy. */
+function deploymentToKeep(scope: Construct): string | undefined {
+  const value = scope.node.tryGetContext(UPGRADE_KEEP_DEPLOYMENT_CONTEXT) as unknown;
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^apiDeployment[0-9A-Za-z]+$/.test(value)) {
+    throw new Error(
+      `Context ${UPGRADE_KEEP_DEPLOYMENT_CONTEXT} must be the logical ID of the API stack's ` +
+        `AWS::ApiGateway::Deployment (apiDeployment…), not ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
 /** The stage's own throttle, before any function runs (per API key limits are the functions'). */
 export const STAGE_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const;
 
@@ -55,14 +78,19 @@ export const STAGE_THROTTLE = { rateLimit: 1000, burstLimit: 2000 } as const;
  * carry, and gateway responses that answer every error of the gateway's own in the error
  * envelope. Authentication is the API key, checked by every function.
  *
- * The functions live in nested stacks, one per group (`function-groups.ts`), with their
- * roles, log groups, permissions and alarms; this stack keeps the REST API, its methods and
- * the region's operations (alarm topic, dashboard, queue, table, API and SES alarms).
+ * Each group of the API (`function-groups.ts`) has two nested stacks: `functions-<group>`,
+ * its functions with their roles, log groups, permissions and alarms, and `routes-<group>`,
+ * its path resources and methods (`route-layout.ts`). This stack keeps the REST API, the
+ * paths several groups share (`/v1`) with the root's and the unknown paths' fallback, the
+ * deployment and stage, the edge, and the region's operations (alarm topic, dashboard,
+ * queue, table, API and SES alarms). A route adds to its group's two stacks, a new area of
+ * the API two nested stacks, and this stack grows only by those.
  */
 export class ApiStack extends Stack {
   readonly api: RestApi;
   readonly functions: MonitoredFunction[] = [];
   readonly functionStacks: FunctionStack[] = [];
+  readonly routeStacks: RouteStack[] = [];
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -155,15 +183,49 @@ export class ApiStack extends Stack {
       return fn;
     };
 
-    const fallbackIntegration = lambdaProxy(functionOf(FALLBACK_FUNCTION.function));
-    const resources = new Set<IResource>([this.api.root]);
-    for (const route of routes) {
-      const resource = this.resourceFor(route.path, resources);
-      resource.addMethod(route.method, lambdaProxy(functionOf(route.function)));
+    const fallback = functionOf(FALLBACK_FUNCTION.function);
+    const fallbackIntegration = lambdaProxy(fallback);
+    const layout = routeLayout(routes, specs);
+    // The shared paths, each after its parent: the other methods of each (405), and of the
+    // root; every unknown path (404).
+    const shared = new Map<string, IResource>([['/', this.api.root]]);
+    for (const path of layout.shared) {
+      const parent = shared.get(parentPath(path));
+      if (!parent) throw new Error(`No resource for the parent of ${path}`);
+      shared.set(path, parent.addResource(path.slice(path.lastIndexOf('/') + 1)));
     }
-    // The other methods of every known path (405), and every unknown path (404).
-    for (const resource of resources) resource.addMethod('ANY', fallbackIntegration);
+    for (const resource of shared.values()) resource.addMethod('ANY', fallbackIntegration);
     this.api.root.addProxy({ defaultIntegration: fallbackIntegration, anyMethod: true });
+
+    const deployment = this.api.latestDeployment;
+    if (!deployment) throw new Error('The REST API has no deployment');
+    const keep = deploymentToKeep(this);
+    if (keep) {
+      // The first deploy of the upgrade: no routes stacks, and the stage's deployment kept.
+      (deployment.node.defaultChild as CfnDeployment).overrideLogicalId(keep);
+    } else {
+      for (const area of layout.areas) {
+        const stack = new RouteStack(this, `routes-${area.group}`, {
+          region: props.region,
+          area,
+          api: this.api,
+          shared,
+          functionOf,
+          fallback,
+        });
+        this.routeStacks.push(stack);
+        // The stage's deployment is a snapshot of the API: taken once every area is in place.
+        if (stack.nestedStackResource) deployment.node.addDependency(stack.nestedStackResource);
+      }
+      // CDK names the deployment after the methods of this stack only: the routes stacks'
+      // part of the API (every path, method and function, and how methods invoke them) is
+      // added, so that a change to any route makes a new deployment and the stage moves to it.
+      deployment.addToLogicalId({
+        routes: apiShapeOf(layout),
+        fallback: FALLBACK_FUNCTION.function,
+        integration: LAMBDA_PROXY,
+      });
+    }
 
     this.addBodyLimitRule(props.region);
 
@@ -194,16 +256,6 @@ export class ApiStack extends Stack {
       description: `The ${props.region} region's API address (before a custom domain)`,
       value: this.api.url,
     });
-  }
-
-  /** The resource of a path, and every resource on the way there, remembered in `seen`. */
-  private resourceFor(path: string, seen: Set<IResource>): IResource {
-    let resource: IResource = this.api.root;
-    for (const part of path.split('/').filter(Boolean)) {
-      resource = resource.getResource(part) ?? resource.addResource(part);
-      seen.add(resource);
-    }
-    return resource;
   }
 
   /**
@@ -328,17 +380,4 @@ export class ApiStack extends Stack {
       webAclArn: acl.attrArn,
     });
   }
-}
-
-/**
- * A Lambda proxy integration that leaves the invoke permission to the function's own stack
- * (`FunctionStack`, one per route): `LambdaIntegration` would add it here, one resource a
- * method in the stack that holds the REST API.
- */
-function lambdaProxy(fn: IFunction): AwsIntegration {
-  return new AwsIntegration({
-    proxy: true,
-    service: 'lambda',
-    path: `2015-03-31/functions/${fn.functionArn}/invocations`,
-  });
 }

@@ -13,9 +13,11 @@ import type { StreamWorkerDefinition, WorkerDefinition } from '../../shared/work
  *   the first path segment under `/v1` of the function's first route, through `AREA_GROUPS`;
  *   a segment that table does not name becomes a group (and a nested stack) of its own, so a
  *   new area of the API starts in an empty stack by construction.
- * - The REST API itself (resources, methods, deployment, stage, gateway responses, the WAF)
- *   and the region's operations stay in the API stack, which grows by about three resources
- *   a route (its method, the fallback method of its path, its path's resources).
+ * - Each group's path resources and methods live in a nested stack of their own beside its
+ *   functions (`routes-<group>`, `route-layout.ts`), about three resources a route (its
+ *   method, the fallback method of its path, its path's resource). The API stack keeps the
+ *   REST API, the paths several groups share, the deployment, stage, gateway responses, the
+ *   WAF and the region's operations: a route adds nothing to it, a new area two nested stacks.
  *
  * The infra test `test/infra/stack-budget.test.ts` synthesizes today's app and one with 30
  * more routes, and fails when any stack passes the budget, naming it and its largest types.

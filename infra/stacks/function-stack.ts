@@ -34,8 +34,8 @@ export interface FunctionStackProps extends NestedStackProps {
 /**
  * One group of a regional API's functions (`function-groups.ts`), each with its role, policy,
  * log group, alarms and the permissions that let API Gateway invoke it (one per route it
- * serves), and for a worker the event source that feeds it. The API stack binds the routes'
- * methods to these functions.
+ * serves), and for a worker the event source that feeds it. The group's routes stack
+ * (`RouteStack`) binds the routes' methods to these functions.
  */
 export class FunctionStack extends NestedStack {
   readonly functions = new Map<string, IFunction>();

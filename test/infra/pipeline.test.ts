@@ -235,14 +235,20 @@ describe('the deploy pipeline (context "pipeline")', () => {
       const directStack = direct.node.findChild(`cdp-default-${kind}`);
       if (!Stack.isStack(directStack)) throw new Error(`cdp-default-${kind} is not a stack`);
       const stageStack = stageOf(app, 'default').stacks[kind];
-      // The API stack's functions are in nested stacks: those must match too, one by one.
+      // The API stack's functions and routes are in nested stacks: those must match too, one
+      // by one.
       const pairs: [Stack, Stack][] = [[directStack, stageStack]];
       if (directStack instanceof ApiStack && stageStack instanceof ApiStack) {
-        expect(directStack.functionStacks.map((nested) => nested.node.id)).toEqual(
-          stageStack.functionStacks.map((nested) => nested.node.id),
+        const nestedOf = (stack: ApiStack): Stack[] => [
+          ...stack.functionStacks,
+          ...stack.routeStacks,
+        ];
+        expect(nestedOf(directStack).map((nested) => nested.node.id)).toEqual(
+          nestedOf(stageStack).map((nested) => nested.node.id),
         );
-        directStack.functionStacks.forEach((nested, index) => {
-          pairs.push([nested, stageStack.functionStacks[index] as Stack]);
+        expect(directStack.routeStacks.length).toBeGreaterThan(0);
+        nestedOf(directStack).forEach((nested, index) => {
+          pairs.push([nested, nestedOf(stageStack)[index] as Stack]);
         });
       }
       for (const [inDirectStack, inStageStack] of pairs) {

@@ -1,10 +1,15 @@
-import { describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { buildApp } from '../../infra/bin/app.js';
-import { STACK_RESOURCE_BUDGET, overBudget, stackSizes } from '../../infra/stack-budget.js';
+import {
+  STACK_RESOURCE_BUDGET,
+  overBudget,
+  stackSizes,
+  type StackSize,
+} from '../../infra/stack-budget.js';
 import { ApiStack } from '../../infra/stacks/api-stack.js';
 import { DataStack } from '../../infra/stacks/data-stack.js';
 import { EXAMPLE_PIPELINE } from '../../infra/stacks/pipeline-stack.js';
@@ -100,17 +105,31 @@ describe('the stacks’ resource budget', () => {
     expect(overBudget(sizes)).toEqual([]);
   });
 
+  /** The resources of the API stack itself, which no route adds to (issue 22). */
+  const apiStackSize = (sizes: StackSize[]) =>
+    sizes.find((size) => size.template === 'cdp-default-api.template.json')?.resources;
+  let today: StackSize[];
+  beforeAll(() => {
+    today = growthSizes([]);
+  });
+
   it('is still kept with 30 more routes in the group that holds the most functions', () => {
     const group = largestGroup();
     const extra = moreRoutes(30, prefixOf(group));
     expect(new Set(extra.map((route) => groupOfPath(route.path)))).toEqual(new Set([group]));
-    expect(overBudget(growthSizes(extra))).toEqual([]);
+    const sizes = growthSizes(extra);
+    expect(overBudget(sizes)).toEqual([]);
+    // They went to the group's own two stacks: the API stack did not grow.
+    expect(apiStackSize(sizes)).toBe(apiStackSize(today));
   });
 
-  it('is still kept with 30 more routes in a new area of the API, which gets a stack of its own', () => {
+  it('is still kept with 30 more routes in a new area of the API, which gets stacks of its own', () => {
     const sizes = growthSizes(moreRoutes(30, '/v1/growth'));
     expect(sizes.some((size) => /functionsgrowth/.test(size.template))).toBe(true);
+    expect(sizes.some((size) => /routesgrowth/.test(size.template))).toBe(true);
     expect(overBudget(sizes)).toEqual([]);
+    // The API stack holds the two new nested stacks, nothing else of the area.
+    expect(apiStackSize(sizes)).toBe((apiStackSize(today) ?? 0) + 2);
   });
 
   it('names a stack over the budget with its counts and its largest resource types', () => {

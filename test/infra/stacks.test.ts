@@ -24,6 +24,7 @@ import { STREAM_WORKERS, streamFilterPattern, WORKERS } from '../../shared/worke
 import { alarmName } from '../../infra/constructs/operations.js';
 import { ApiStack, STAGE_THROTTLE } from '../../infra/stacks/api-stack.js';
 import { functionSpecs } from '../../infra/stacks/function-groups.js';
+import { restApiOf } from './rest-api-template.js';
 
 /** The app as `cdk synth` builds it (cdk.json context), without bundling the functions. */
 function stackOf(app: App, id: string): Stack {
@@ -83,13 +84,6 @@ function actionsOf(statements: Statement[]): string[] {
   );
 }
 
-type ApiMethod = {
-  Properties: {
-    HttpMethod: string;
-    ResourceId: { Ref: string } | { 'Fn::GetAtt': [string, string] };
-    Integration: { Uri: unknown };
-  };
-};
 type GatewayResponse = {
   ResponseType: string;
   StatusCode: string;
@@ -101,34 +95,6 @@ type FunctionResource = { Properties: { Environment: { Variables: Record<string,
 function readContext(): Record<string, unknown> {
   return (JSON.parse(readFileSync('cdk.json', 'utf8')) as { context: Record<string, unknown> })
     .context;
-}
-
-/** The path of a REST API method, from its resource up to the root. */
-function pathOf(template: Template, method: ApiMethod): string {
-  const resources = template.findResources('AWS::ApiGateway::Resource') as Record<
-    string,
-    { Properties: { PathPart: string; ParentId: { Ref?: string } } }
-  >;
-  const parts: string[] = [];
-  let id = 'Ref' in method.Properties.ResourceId ? method.Properties.ResourceId.Ref : undefined;
-  while (id) {
-    const resource = resources[id];
-    if (!resource) break;
-    parts.unshift(resource.Properties.PathPart);
-    id = resource.Properties.ParentId.Ref;
-  }
-  return `/${parts.join('/')}`;
-}
-
-/**
- * The function a method's integration invokes, as the output of its nested stack that gives
- * its ARN: `cdp<region>apifunctions<group><folder>function<hash>Arn`.
- */
-function functionOf(method: ApiMethod | undefined): string {
-  const match = /"Outputs\.(cdp[a-z]+apifunctions[A-Za-z0-9]+Arn)"/.exec(
-    JSON.stringify(method?.Properties.Integration.Uri),
-  );
-  return match?.[1] ?? '';
 }
 
 /** Whether that output is the ARN of the function of this folder, in its group's stack. */
@@ -363,31 +329,33 @@ describe('the CDK app', () => {
     });
 
     it('serves exactly the routes table, each route by the Node.js 22 ARM64 function of its folder', () => {
-      const methods = Object.values(
-        api.findResources('AWS::ApiGateway::Method') as Record<string, ApiMethod>,
-      );
-      const served = methods
-        .filter((method) => method.Properties.HttpMethod !== 'ANY')
-        .map((method) => `${method.Properties.HttpMethod} ${pathOf(api, method)}`);
+      const apiStack = stackOf(app, `cdp-${region}-api`);
+      if (!(apiStack instanceof ApiStack)) throw new Error(`cdp-${region}-api is no ApiStack`);
+      const rest = restApiOf(apiStack);
+      const served = rest.methods
+        .filter((method) => method.httpMethod !== 'ANY')
+        .map((method) => `${method.httpMethod} ${method.path}`);
       expect(served.sort()).toEqual(ROUTES.map(routeKey).sort());
       for (const route of ROUTES) {
-        const method = methods.find(
-          (m) => m.Properties.HttpMethod === route.method && pathOf(api, m) === route.path,
+        const method = rest.methods.find(
+          (m) => m.httpMethod === route.method && m.path === route.path,
         );
-        expect({ route: routeKey(route), function: functionOf(method) }).toEqual({
+        expect({ route: routeKey(route), function: method?.invokes }).toEqual({
           route: routeKey(route),
           function: expect.stringMatching(/Arn$/) as unknown,
         });
-        expect(isFunctionOutput(functionOf(method), route.function)).toBe(true);
+        expect(isFunctionOutput(method?.invokes ?? '', route.function)).toBe(true);
       }
-      // Every other method of every path, and every unknown path, reach the fallback.
-      const resources = Object.keys(api.findResources('AWS::ApiGateway::Resource'));
-      const anyMethods = methods.filter((method) => method.Properties.HttpMethod === 'ANY');
-      expect(anyMethods).toHaveLength(resources.length + 1);
+      // Every other method of every path (the root's too), and every unknown path, reach the
+      // fallback: one ANY a path resource, wherever it is.
+      const anyMethods = rest.methods.filter((method) => method.httpMethod === 'ANY');
+      expect(anyMethods.map((method) => method.path).sort()).toEqual(
+        ['/', ...rest.resources.map((resource) => resource.path)].sort(),
+      );
       for (const method of anyMethods) {
-        expect(isFunctionOutput(functionOf(method), FALLBACK_FUNCTION.function)).toBe(true);
+        expect(isFunctionOutput(method.invokes, FALLBACK_FUNCTION.function)).toBe(true);
       }
-      expect(anyMethods.map((method) => pathOf(api, method))).toContain('/{proxy+}');
+      expect(anyMethods.map((method) => method.path)).toContain('/{proxy+}');
 
       // One function per folder: the accounts routes are the organizations' functions.
       const deployed = functions.findResources('AWS::Lambda::Function', {
