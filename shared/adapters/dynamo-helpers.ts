@@ -159,12 +159,20 @@ export class ExpressionBuilder {
   }
 }
 
-/** Every item of one partition, page after page (strongly consistent). */
+/**
+ * Every item of one partition, page after page (strongly consistent): whole, or only the
+ * attributes named.
+ */
 export async function queryPartition(
   db: DynamoDBDocumentClient,
   table: string,
   pk: string,
+  attributes?: readonly string[],
 ): Promise<Record<string, unknown>[]> {
+  const projection = attributes && {
+    ExpressionAttributeNames: Object.fromEntries(attributes.map((name, i) => [`#a${i}`, name])),
+    ProjectionExpression: attributes.map((_, i) => `#a${i}`).join(', '),
+  };
   const items: Record<string, unknown>[] = [];
   let ExclusiveStartKey: Record<string, unknown> | undefined;
   do {
@@ -173,6 +181,7 @@ export async function queryPartition(
         TableName: table,
         KeyConditionExpression: 'pk = :pk',
         ExpressionAttributeValues: { ':pk': pk },
+        ...projection,
         ConsistentRead: true,
         ExclusiveStartKey,
       }),
@@ -209,33 +218,14 @@ export async function sumCounters(
   return totals;
 }
 
-/** Every key of a partition (strongly consistent), for deleting it whole. */
-export async function partitionKeys(
+/** Every key of a partition (strongly consistent), for deleting it whole, with `extra`. */
+export function partitionKeys(
   db: DynamoDBDocumentClient,
   table: string,
   pk: string,
   extra: string[] = [],
 ): Promise<Record<string, unknown>[]> {
-  const items: Record<string, unknown>[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new QueryCommand({
-        TableName: table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': pk },
-        ExpressionAttributeNames: Object.fromEntries(
-          ['pk', 'sk', ...extra].map((name, i) => [`#a${i}`, name]),
-        ),
-        ProjectionExpression: ['pk', 'sk', ...extra].map((_, i) => `#a${i}`).join(', '),
-        ConsistentRead: true,
-        ExclusiveStartKey,
-      }),
-    );
-    items.push(...(page.Items ?? []));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return items;
+  return queryPartition(db, table, pk, ['pk', 'sk', ...extra]);
 }
 
 /** Delete requests of these keys, for `batchWrite`. */

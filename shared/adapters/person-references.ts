@@ -1,5 +1,5 @@
-import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { batchWrite, type WriteRequest } from './dynamo-helpers.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { batchWrite, queryPartition, type WriteRequest } from './dynamo-helpers.js';
 
 /**
  * Reference items: `<inst>#PREF#<person_id>` / `<what>` (`IDEM#<key hash>`, `REQ#<request
@@ -44,21 +44,6 @@ export async function referencesOf(
   instanceId: string,
   personId: string,
 ): Promise<string[]> {
-  const refs: string[] = [];
-  let ExclusiveStartKey: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new QueryCommand({
-        TableName: table,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': referencePk(instanceId, personId) },
-        ProjectionExpression: 'sk',
-        ConsistentRead: true,
-        ExclusiveStartKey,
-      }),
-    );
-    for (const item of page.Items ?? []) refs.push(String(item.sk));
-    ExclusiveStartKey = page.LastEvaluatedKey;
-  } while (ExclusiveStartKey);
-  return refs;
+  const items = await queryPartition(db, table, referencePk(instanceId, personId), ['sk']);
+  return items.map((item) => String(item.sk));
 }
