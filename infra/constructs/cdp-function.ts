@@ -79,6 +79,15 @@ const PAYLOADS = {
   'webhook-payloads:get': { prefix: 'webhooks/*', actions: ['s3:GetObject'] },
 } as const;
 
+/**
+ * What each webhook-events grant does: the fan-out keeps events (puts, never reads); the people
+ * fan-out erases an erased person's (its references' partitions queried, then deleted).
+ */
+const WEBHOOK_EVENTS = {
+  'webhook-events:keep': { table: ['PutItem', 'BatchWriteItem'], object: 's3:PutObject' },
+  'webhook-events:forget': { table: ['Query', 'BatchWriteItem'], object: 's3:DeleteObject' },
+} as const;
+
 /** Erasure deletes the payloads that may hold a person's data, under both prefixes. */
 const ERASED_PREFIXES = ['ingest/*', 'email/*'] as const;
 
@@ -218,27 +227,19 @@ export class CdpFunction extends Construct {
           this.grantTable(data, need, [...TABLE_READS, ...TABLE_WRITES]);
           break;
         case 'webhook-events:keep':
-          // Puts of event items (never reads), and large events' bodies under `webhooks/`.
-          this.grantTable(data, 'deliveries', ['PutItem', 'BatchWriteItem']);
+        case 'webhook-events:forget': {
+          // The deliveries table's kept events, and large events' bodies under `webhooks/`.
+          const { table, object } = WEBHOOK_EVENTS[need];
+          this.grantTable(data, 'deliveries', [...table]);
           this.fn.addToRolePolicy(
             new PolicyStatement({
-              actions: ['s3:PutObject'],
+              actions: [object],
               resources: [data.buckets.payloads.arnForObjects('webhooks/*')],
             }),
           );
           this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
           break;
-        case 'webhook-events:forget':
-          // A person's references and the partitions of the events they name, then deletes.
-          this.grantTable(data, 'deliveries', ['Query', 'BatchWriteItem']);
-          this.fn.addToRolePolicy(
-            new PolicyStatement({
-              actions: ['s3:DeleteObject'],
-              resources: [data.buckets.payloads.arnForObjects('webhooks/*')],
-            }),
-          );
-          this.fn.addEnvironment(bucketVariable('payloads'), data.buckets.payloads.bucketName);
-          break;
+        }
         case 'payloads:put':
         case 'payloads:get':
         case 'email-payloads:put':
