@@ -217,10 +217,24 @@ async function buildRows(stack: BenchStack): Promise<Row[]> {
     filter: byLastName('Built'),
   });
   let last: Record<string, unknown> = {};
+  let reported = started;
   await until(
     async () => {
-      const listed = (await post(stack.base, BUILD_KEY, '/v1/audiences/get', {})) as unknown;
-      last = (listed as Record<string, unknown>[]).find((a) => a.id === created.id) ?? {};
+      // A stand-in that falls behind answers a poll 503 now and then: the poll is asked again.
+      const listed = (await post(stack.base, BUILD_KEY, '/v1/audiences/get', {}).catch(
+        (error: unknown) => {
+          if (!/HTTP 5\d\d/.test(String(error))) throw error;
+          console.error(`bench: a poll of the build failed (${String(error).slice(0, 80)}…)`);
+          return undefined;
+        },
+      )) as Record<string, unknown>[] | undefined;
+      if (!listed) return false;
+      last = listed.find((a) => a.id === created.id) ?? {};
+      if (performance.now() - reported > 60_000) {
+        reported = performance.now();
+        const s = (reported - started) / 1000;
+        console.error(`bench: build at ${fixed(s)} s: ${String(last.members)} members so far`);
+      }
       return last.building === false;
     },
     4 * 3_600_000,
