@@ -30,7 +30,8 @@ import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from
 
 const PER_REQUEST = 100;
 const PEOPLE_PER_REQUEST = 20;
-const TARGET = 0.5;
+/** Issue 27: sync activities at least at 0.6 of the `BatchWriteItem` ceiling (issue 13 asked 0.5). */
+const TARGET = 0.6;
 /** Async requests are accepted this many at a time; the sync reference runs at the same. */
 const ASYNC_CONCURRENCY = 8;
 /** Issue 27: the async drain at least at the sync rate of the same concurrency. */
@@ -134,8 +135,10 @@ async function lastSeenLag(stack: BenchStack, run: string, samples: number): Pro
       });
       const contact = (found.contacts as Record<string, { fields?: Record<string, unknown> }>)[id];
       if (contact?.fields?.['tme::last-seen'] === created) break;
-      if (performance.now() - answered > 30_000)
-        throw new Error(`last seen of ${id} did not move within 30 s`);
+      // Right after the sync runs the worker may still be reading their touches (one local
+      // poller reads a shard's batches one after the other): the first samples wait for it.
+      if (performance.now() - answered > 180_000)
+        throw new Error(`last seen of ${id} did not move within 180 s`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     lags.push(performance.now() - answered);

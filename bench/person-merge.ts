@@ -9,7 +9,11 @@
  *   node --import tsx bench/person-merge.ts      # a stack of its own (bench/lib/stack.ts)
  *   BENCH_SCALE=2 …                              # twice as many requests per level
  */
-import { TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  TransactWriteCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
 import { personItem } from '../shared/adapters/people-store.js';
 import { claimKey } from '../shared/adapters/record-writes.js';
 import { newId } from '../shared/domain/ids.js';
@@ -81,45 +85,67 @@ async function overHttp(
 /** The IDs the ceiling gave its people, by email (its updates find them by it). */
 const ids = new Map<string, string>();
 
+/**
+ * A new person as the ceilings write one: one transaction of its item (with the index keys a
+ * listing needs) and its email claim. Its ID.
+ */
+export async function createPersonDirectly(
+  db: DynamoDBDocumentClient,
+  instanceId: string,
+  fields: Record<string, string | boolean> & { 'str::email': string },
+  tags: string[],
+  now: string,
+): Promise<string> {
+  const table = tableName('default', 'people');
+  const id = newId();
+  const email = fields['str::email'];
+  await db.send(
+    new TransactWriteCommand({
+      TransactItems: [
+        {
+          Put: {
+            TableName: table,
+            Item: personItem(instanceId, {
+              id,
+              fields: { ...fields, 'bol::p': true, 'bol::sms': false },
+              tags,
+              created_at: now,
+              updated_at: now,
+            }),
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+        {
+          Put: {
+            TableName: table,
+            Item: {
+              ...claimKey(instanceId, 'str::email', email),
+              field: 'str::email',
+              value: email,
+              owner_id: id,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          },
+        },
+      ],
+    }),
+  );
+  return id;
+}
+
 /** The ceiling: each person as one transaction of its item and its claim. */
 async function ceilingCreates(count: number, concurrency: number, run: string): Promise<number> {
   const db = benchDb();
-  const table = tableName('default', 'people');
   const now = new Date().toISOString();
   const ms = await burst(count, concurrency, async (n) => {
     const { failure } = await runBounded(people(run, n), 16, async (person) => {
-      const id = newId();
       const email = person.fields['str::email'];
-      await db.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Put: {
-                TableName: table,
-                Item: personItem(`${BENCH_INSTANCE}-ceiling`, {
-                  id,
-                  fields: { ...person.fields, 'bol::p': true, 'bol::sms': false },
-                  tags: person.tags,
-                  created_at: now,
-                  updated_at: now,
-                }),
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-            {
-              Put: {
-                TableName: table,
-                Item: {
-                  ...claimKey(`${BENCH_INSTANCE}-ceiling`, 'str::email', email),
-                  field: 'str::email',
-                  value: email,
-                  owner_id: id,
-                },
-                ConditionExpression: 'attribute_not_exists(pk)',
-              },
-            },
-          ],
-        }),
+      const id = await createPersonDirectly(
+        db,
+        `${BENCH_INSTANCE}-ceiling`,
+        person.fields,
+        person.tags,
+        now,
       );
       ids.set(email, id);
     });

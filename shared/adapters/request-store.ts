@@ -13,7 +13,7 @@ import type { JobProgress } from '../domain/lifecycle/lifecycle.js';
 import {
   REQUEST_KINDS,
   type RequestFailure,
-  type RequestState,
+  type StartedAs,
   type RequestStatus,
   type RequestStore,
 } from '../domain/ingest/request-status.js';
@@ -101,9 +101,9 @@ export class DynamoRequestStore implements RequestStore {
     }
   }
 
-  async start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<RequestState> {
+  async start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<StartedAs> {
     try {
-      await this.db.send(
+      const { Attributes } = await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: statusKey(instanceId, request.request_id),
@@ -122,9 +122,11 @@ export class DynamoRequestStore implements RequestStore {
             ':expires': expiry(),
             ':one': 1,
           },
+          ReturnValues: 'UPDATED_NEW',
         }),
       );
-      return 'processing';
+      // `attempts` counts the starts: 1 is this one alone.
+      return Attributes?.attempts === 1 ? 'first' : 'processing';
     } catch (error) {
       if (isConditionFailure(error)) return 'done';
       throw error;
@@ -244,8 +246,8 @@ export class DynamoRequestStore implements RequestStore {
     );
   }
 
-  ledger(instanceId: string, requestId: string): RecordLedger {
-    return new DynamoLedger(this.db, this.table, instanceId, requestId);
+  ledger(instanceId: string, requestId: string, firstDelivery = false): RecordLedger {
+    return new DynamoLedger(this.db, this.table, instanceId, requestId, firstDelivery);
   }
 }
 
@@ -256,7 +258,15 @@ class DynamoLedger implements RecordLedger {
     private readonly table: string,
     private readonly instanceId: string,
     readonly requestId: string,
+    private readonly firstDelivery = false,
   ) {}
+
+  private before: Promise<Map<number, MergeOutcome>> | undefined;
+
+  recordedBefore(): Promise<Map<number, MergeOutcome>> {
+    this.before ??= this.firstDelivery ? Promise.resolve(new Map()) : this.recorded();
+    return this.before;
+  }
 
   async recorded(): Promise<Map<number, MergeOutcome>> {
     const written = new Map<number, MergeOutcome>();

@@ -13,7 +13,7 @@ import type { Tenant } from './tenancy.js';
  * the store compares exact values.
  *
  * A container does not write the store per request. It takes a **lease** of tokens with one
- * conditional write (about 100 ms worth of its own demand, at most `R / 10`, at least 1) and
+ * conditional write (about half a second of its own demand, at most `R / 4`, at least 1) and
  * admits requests from it locally. The write is an atomic increment of the TAT, conditioned
  * on the bucket not going below empty, so concurrent writes do not invalidate each other (a
  * write fails only when the bucket holds too few tokens, or when the container took a
@@ -49,8 +49,9 @@ export interface BucketKey {
 }
 
 /**
- * The highest rate one bucket item takes. Each busy container writes its bucket about ten
- * times a second (a lease is ~100 ms of its demand), and containers grow with the rate; a
+ * The highest rate one bucket item takes. Each busy container writes its bucket about twice a
+ * second (a lease is ~0.5 s of its demand; more often only above `R / 2`, where a lease is
+ * capped at `R / 4`), and containers grow with the rate; a
  * key allowed more is split into `ceil(R / SHARD_RATE)` buckets of an equal share of its
  * rate and burst, and each container uses one of them, so no item nears DynamoDB's 1,000
  * writes a second per partition. Within a bucket the limit is exact as above; across buckets
@@ -125,8 +126,14 @@ export interface RateLimiterOptions {
 
 const US_PER_MS = 1_000;
 const US_PER_S = 1_000_000;
-/** A lease is about this much of the container's demand (so ≤ ~10 writes a second per key). */
-const LEASE_SPAN_S = 0.1;
+/**
+ * A lease is about this much of the container's demand: a container that sends a key's
+ * requests one after the other (a client at c=1 sends 5-10 a second) writes the bucket once
+ * per several requests, not once each. Within the lease's life (`leaseTtlMs`, 1 s).
+ */
+const LEASE_SPAN_S = 0.5;
+/** The largest lease, as seconds of the key's rate: what one container can strand. */
+const MAX_LEASE_S = 0.25;
 
 /** The arithmetic of one limit, in integer microseconds. */
 class Bucket {
@@ -157,9 +164,9 @@ class Bucket {
     return Math.max(0, tatUs + this.cost(1) - this.windowUs - nowUs);
   }
 
-  /** The largest lease: 100 ms worth of the rate, at least one token. */
+  /** The largest lease: a quarter of a second of the rate, at least one token. */
   get maxLease(): number {
-    return Math.max(1, Math.floor(this.limit.requests_per_second * LEASE_SPAN_S));
+    return Math.max(1, Math.floor(this.limit.requests_per_second * MAX_LEASE_S));
   }
 }
 

@@ -4,7 +4,7 @@ import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
@@ -255,6 +255,63 @@ describe('exactly-once effect', () => {
     expect(new Set(result.activities.map((a) => a.activity_id)).size).toBe(3);
     const timeline = await activitiesOf(KEYS.safety, result.activities[0]?.person_id ?? '');
     expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
+  });
+});
+
+describe('the ledger of a request', () => {
+  /** A request store whose ledger reads (queries of a request's outcomes) are counted. */
+  function countingRequests() {
+    const reads: string[] = [];
+    const counting = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+        // Every command comes through here; only queries of a ledger are counted.
+        return (command: QueryCommand) => {
+          const values = command.input.ExpressionAttributeValues ?? {};
+          if (command instanceof QueryCommand && values[':from'] === 'N#') {
+            reads.push(String(values[':pk']));
+          }
+          return target.send(command);
+        };
+      },
+    });
+    return { store: new DynamoRequestStore(counting, tables.requests), reads };
+  }
+
+  it("is not read on a request's first delivery, and read once on a later one", async () => {
+    // Three new people: each record writes (a record that writes nothing is noted, and the
+    // notes are read back for a duplicate delivery running beside this one).
+    const addresses = [email('ledger'), email('ledger'), email('ledger')];
+    const queued = message(
+      'activities-create',
+      {
+        activities: addresses.map((address, i) => ({
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': address },
+          attributes: { 'str:cm:plan': `plan-${i}` },
+        })),
+      },
+      3,
+    );
+    // The first delivery records everything but its answer (it dies before): no earlier
+    // delivery can have recorded anything, so it reads no outcomes before writing.
+    const first = countingRequests();
+    first.store.finish = () => Promise.reject(new Error('crashed'));
+    await expect(applyIngest(queued, ports(undefined, first.store))).rejects.toThrow('crashed');
+    expect(first.reads).toEqual([]);
+    // The next delivery finds the outcomes of the first, with one read, and applies nothing
+    // again.
+    const again = countingRequests();
+    await applyIngest(queued, ports(undefined, again.store));
+    expect(again.reads).toHaveLength(1);
+    const result = (await status(queued.request_id)).result as {
+      activities: { person_id: string; status: string }[];
+    };
+    expect(result.activities.map((a) => a.status)).toEqual(['ingested', 'ingested', 'ingested']);
+    for (const entry of result.activities) {
+      const timeline = await activitiesOf(KEYS.safety, entry.person_id);
+      expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(1);
+    }
   });
 });
 

@@ -295,7 +295,7 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     });
     return;
   }
-  const ledger = ports.requests.ledger(instanceId, message.request_id);
+  const ledger = ports.requests.ledger(instanceId, message.request_id, state === 'first');
   let result: unknown;
   try {
     result = await ports.apply[message.kind](message.body, tenant, {

@@ -48,6 +48,9 @@ export function lifecycleOf(kind: LifecycleKind): {
 }
 export type RequestState = 'queued' | 'processing' | 'done' | 'failed';
 
+/** What `RequestStore.start` found: finished before, started by no delivery before, or by one. */
+export type StartedAs = 'done' | 'first' | 'processing';
+
 export interface RequestFailure {
   error: string;
   /** The HTTP status the synchronous call would have answered. */
@@ -73,17 +76,22 @@ export interface RequestStore {
   queued(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<void>;
   /**
    * Marks the request processing and says what it was: `done` means an earlier delivery
-   * finished it (the worker does nothing more).
+   * finished it (the worker does nothing more); `first` that no delivery started it before
+   * this one (so no record of it can have been applied yet); `processing` that one did.
    */
-  start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<RequestState>;
+  start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<StartedAs>;
   finish(instanceId: string, requestId: string, result: unknown): Promise<void>;
   /** Forgets a request that was never queued (only while it is still `queued`). */
   discard(instanceId: string, requestId: string): Promise<void>;
   /** Marks it failed (never one already done). */
   fail(instanceId: string, requestId: string, failure: RequestFailure): Promise<void>;
   get(instanceId: string, requestId: string): Promise<RequestStatus | undefined>;
-  /** The ledger of a request: its records' outcomes, so that each applies once. */
-  ledger(instanceId: string, requestId: string): RecordLedger;
+  /**
+   * The ledger of a request: its records' outcomes, so that each applies once. For the
+   * delivery that `start` said is the `first`, the outcomes recorded before it are known to
+   * be none, and are not read.
+   */
+  ledger(instanceId: string, requestId: string, firstDelivery?: boolean): RecordLedger;
   /** Where a background archive, restore or delete stands (saved after each page). */
   saveProgress(instanceId: string, requestId: string, progress: JobProgress): Promise<void>;
 }

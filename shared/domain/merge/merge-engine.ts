@@ -82,6 +82,14 @@ export interface RecordLedger {
   readonly requestId: string;
   /** Outcomes already recorded, by record index. */
   recorded(): Promise<Map<number, MergeOutcome>>;
+  /**
+   * The outcomes earlier deliveries of the request recorded, as this delivery found them: read
+   * once (the first call; later calls answer the same), and not at all on the request's first
+   * delivery, which nothing can have come before. Records applied since (by this delivery,
+   * or a duplicate running beside it) are for `recorded`; their own writes refuse a second
+   * application either way.
+   */
+  recordedBefore(): Promise<Map<number, MergeOutcome>>;
   /** Records the outcomes of records that wrote nothing (first one wins). */
   note(outcomes: [number, MergeOutcome][]): Promise<void>;
   /** The outcome recorded for a record. */
@@ -264,7 +272,7 @@ export async function mergeRecords<R extends MergeRecord, T extends StoredRecord
   try {
     if (options.ledger) {
       // Records an earlier delivery of the request applied answer with what they did.
-      const recorded = await options.ledger.recorded();
+      const recorded = await options.ledger.recordedBefore();
       for (const [index, outcome] of recorded) outcomes.set(index, outcome);
       pending = records.filter((record) => !recorded.has(record.index));
     }

@@ -142,7 +142,7 @@ export async function mergePreparedPeople(
   );
   try {
     // Records a queued request already applied are not located again (nor billed twice).
-    const recorded = options.ledger ? await options.ledger.recorded() : undefined;
+    const recorded = options.ledger ? await options.ledger.recordedBefore() : undefined;
     await applyLocations(
       records.filter((record) => !recorded?.has(record.index)),
       instanceId,

@@ -106,7 +106,7 @@ describe('the rate limiter', () => {
     expect((await limiter.check(key, limit)).admitted).toBe(true);
   });
 
-  it('leases one token at first and grows to 100 ms of the rate as demand shows', async () => {
+  it('leases half a second of the demand, from two tokens at first to a quarter of the rate', async () => {
     const time = clock();
     const store = new MemoryRateLimitStore();
     const limiter = new RateLimiter(store, { now: time.now });
@@ -114,8 +114,9 @@ describe('the rate limiter', () => {
     const tokensOf = (request: TakeRequest, rate = 1000) =>
       Math.round((request.costUs * rate) / 1e6);
     expect(await admitted(limiter, limit, 1)).toBe(1);
-    expect(store.calls.map((c) => tokensOf(c.request))).toEqual([1]);
-    // 1500 requests a second for three seconds: leases grow to the cap of R/10 = 100 tokens.
+    // One request in the demand's quarter-second window: 4 a second, half a second of it.
+    expect(store.calls.map((c) => tokensOf(c.request))).toEqual([2]);
+    // 1500 requests a second for three seconds: leases grow to the cap of R/4 = 250 tokens.
     const burstSecond = async () => {
       for (let ms = 0; ms < 1000; ms += 2) {
         time.advance(2);
@@ -127,10 +128,23 @@ describe('the rate limiter', () => {
     const before = store.calls.length;
     await burstSecond();
     const sizes = store.calls.map((c) => tokensOf(c.request));
-    expect(Math.max(...sizes)).toBe(100);
-    expect(sizes.every((size) => size >= 1 && size <= 100)).toBe(true);
-    // Once the demand is known, 15 writes for 1500 requests: one per 100 tokens.
-    expect(store.calls.length - before).toBeLessThanOrEqual(16);
+    expect(Math.max(...sizes)).toBe(250);
+    expect(sizes.every((size) => size >= 1 && size <= 250)).toBe(true);
+    // Once the demand is known, 6 writes for 1500 requests: one per 250 tokens.
+    expect(store.calls.length - before).toBeLessThanOrEqual(7);
+
+    // A client sending one request after the other, 8 a second (a c=1 client of 100 activities
+    // a request): a write per 4 to 8 requests, where a 100 ms lease wrote for every one.
+    const steady = new MemoryRateLimitStore();
+    const steadyLimiter = new RateLimiter(steady, { now: time.now });
+    for (let i = 0; i < 80; i += 1) {
+      time.advance(125);
+      expect(await admitted(steadyLimiter, limit, 1)).toBe(1);
+    }
+    // (The demand is read over the last quarter of a second, so it runs a little ahead.)
+    const steadySizes = steady.calls.map((c) => tokensOf(c.request));
+    expect(steadySizes.slice(1).every((size) => size >= 4 && size <= 8)).toBe(true);
+    expect(steady.calls.length).toBeLessThanOrEqual(20);
 
     // A slow rate still leases whole tokens: at least one.
     const slow = new MemoryRateLimitStore();
@@ -146,11 +160,11 @@ describe('the rate limiter', () => {
     const limit = { requests_per_second: 1000, burst: 1000 };
     // Another container took all but 7 tokens.
     store.tats.set('acme/' + key.keyId, time.now() * 1000 + 993_000);
-    // 50 at once: the demand asks for 20 tokens a lease, the bucket has 7.
+    // 50 at once: the demand asks for 100 tokens a lease, the bucket has 7.
     const answers = await Promise.all(Array.from({ length: 50 }, () => limiter.check(key, limit)));
     expect(answers.filter((a) => a.admitted)).toHaveLength(7);
     expect(store.calls.map((c) => [c.request.from, c.request.costUs, c.result?.taken])).toEqual([
-      ['full', 1_000, false], // believed full; the failed write tells the TAT
+      ['full', 2_000, false], // believed full; the failed write tells the TAT
       ['partial', 7_000, true],
     ]);
     expect(store.tokens(key, limit, time.now())).toBeCloseTo(0, 6);
@@ -161,7 +175,7 @@ describe('the rate limiter', () => {
     const store = new MemoryRateLimitStore();
     const limiter = new RateLimiter(store, { now: time.now });
     const limit = { requests_per_second: 100, burst: 100 };
-    // Busy for a while: leases reach 10 tokens.
+    // Busy for a while: leases reach 25 tokens.
     for (let i = 0; i < 100; i += 1) {
       time.advance(10);
       await limiter.check(key, limit);
@@ -275,12 +289,12 @@ describe('the rate limiter', () => {
     const limit = { requests_per_second: 1000, burst: 2000 };
     const answers = await Promise.all(Array.from({ length: 200 }, () => limiter.check(key, limit)));
     expect(answers.every((a) => a.admitted)).toBe(true);
-    // The first lease is one token; then the demand asks for up to 100 at a time.
+    // The first lease is two tokens; then the demand asks for up to 250 at a time.
     expect(store.calls.length).toBeLessThanOrEqual(12);
     // 200 tokens used; what is left of the last lease stays with the container.
     const leased = 2000 - store.tokens(key, limit, time.now());
     expect(leased).toBeGreaterThanOrEqual(200);
-    expect(leased).toBeLessThan(200 + 100);
+    expect(leased).toBeLessThan(200 + 250);
   });
 
   it('keeps keys apart', async () => {

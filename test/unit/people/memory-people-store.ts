@@ -85,9 +85,11 @@ export class MemoryPeopleStore implements PeopleStore {
           .filter(([id]) => id.startsWith(prefix))
           .map(([id, outcome]) => [Number(id.slice(prefix.length)), outcome]),
       );
+    let before: Map<number, MergeOutcome> | undefined;
     return {
       requestId,
       recorded: () => Promise.resolve(own()),
+      recordedBefore: () => Promise.resolve((before ??= own())),
       note: (outcomes) => {
         for (const [index, outcome] of outcomes) {
           if (!this.markers.has(`${prefix}${index}`))
