@@ -44,6 +44,7 @@ import {
   totalCalls,
   type Meter,
 } from './lib/metered-dynamodb.js';
+import { toSqsEvent } from '../local/queue-poller.js';
 import { fixed, printFigure, type FigureResult, type Row } from './lib/report.js';
 import { BENCH_INSTANCE, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
 
@@ -161,37 +162,30 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       }),
       { db, sqs, s3 },
     );
-    const records = Array.from({ length: 10 }, (_, m) => ({
-      messageId: `cost-${String(atOnce)}-${m}`,
-      receiptHandle: `cost-${m}`,
-      body: JSON.stringify({
-        v: 1,
-        request_id: newId(),
-        instance_id: tenant.instance.id,
-        data_source: 'Bench',
-        kind: 'activities-create',
-        accepted_at: new Date().toISOString(),
-        records: 100,
-        body: {
-          activities: Array.from({ length: 100 }, (_, i) => ({
-            activity_id: 'act:cm:purchased',
-            fields: { 'str::email': `${run}-${m * 5 + (i % 20)}@cost.bench` },
-            attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
-          })),
-        },
-      }),
-      attributes: {
-        ApproximateReceiveCount: '1',
-        SentTimestamp: String(Date.now()),
-        SenderId: 'bench',
-        ApproximateFirstReceiveTimestamp: String(Date.now()),
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
-      awsRegion: 'us-east-1',
-    }));
+    const { Records: records } = toSqsEvent(
+      Array.from({ length: 10 }, (_, m) => ({
+        MessageId: `cost-${String(atOnce)}-${m}`,
+        ReceiptHandle: `cost-${m}`,
+        Body: JSON.stringify({
+          v: 1,
+          request_id: newId(),
+          instance_id: tenant.instance.id,
+          data_source: 'Bench',
+          kind: 'activities-create',
+          accepted_at: new Date().toISOString(),
+          records: 100,
+          body: {
+            activities: Array.from({ length: 100 }, (_, i) => ({
+              activity_id: 'act:cm:purchased',
+              fields: { 'str::email': `${run}-${m * 5 + (i % 20)}@cost.bench` },
+              attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
+            })),
+          },
+        }),
+      })),
+      'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+      'us-east-1',
+    );
     await measure(
       `per activity, queued: the ingest worker's batch of 10 requests of 100 (20 existing people each), ${atOnce ? 'applied at once, reads shared' : 'applied one after the other'}`,
       1000,

@@ -29,6 +29,7 @@ import { createIngestWorker, ingestPorts } from '../../shared/worker/ingest-runt
 import { IngestWorkerEnv, readEnv } from '../../shared/config/env.js';
 import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
 import { DynamoOrganizationLifecycleStore } from '../../shared/adapters/organization-lifecycle-store.js';
+import { toSqsEvent } from '../../local/queue-poller.js';
 import { adminEnv, run } from './cli.js';
 import { activitiesOf, meta } from './people.js';
 import {
@@ -385,24 +386,11 @@ describe('a batch of messages', () => {
     ];
     const before = (await meta(KEYS.safety)).total_contacts ?? 0;
     const answer = await worker(
-      {
-        Records: bodies.map((body, i) => ({
-          messageId: `batch-${i}`,
-          receiptHandle: `receipt-${i}`,
-          body,
-          attributes: {
-            ApproximateReceiveCount: '1',
-            SentTimestamp: String(Date.now()),
-            SenderId: 'test',
-            ApproximateFirstReceiveTimestamp: String(Date.now()),
-          },
-          messageAttributes: {},
-          md5OfBody: '',
-          eventSource: 'aws:sqs',
-          eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
-          awsRegion: 'us-east-1',
-        })),
-      },
+      toSqsEvent(
+        bodies.map((Body, i) => ({ MessageId: `batch-${i}`, ReceiptHandle: `receipt-${i}`, Body })),
+        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+        'us-east-1',
+      ),
       { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
     );
     clearTimeout(timeout);
