@@ -1,4 +1,9 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+} from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoMembershipStore } from '../../shared/adapters/audience-membership-store.js';
@@ -17,15 +22,46 @@ import { stackDb } from './stack.js';
  * test stack's DynamoDB Local, many people at once as a stream batch evaluates them, through
  * a client that meets injected transaction conflicts and throttling: a build counts each
  * person exactly once whatever is repeated, with the membership counters exact, and an
- * erased person leaves no membership, only the builds it was counted in, expiring. The instance exists only here (the stack's own
- * worker finds no audiences for it).
+ * erased person leaves no membership, only the builds it was counted in, expiring.
+ *
+ * The people are in a table of this file's own, without a stream: in the stack's people
+ * table, the stack's audience worker would evaluate each erasure too, for an instance it has
+ * no audience of, and so remove the membership as one of a deleted audience (without its
+ * count) before or after this file's evaluation, as the stream's timing falls.
  */
-const { db: plain } = stackDb();
+const { db: plain, base } = stackDb();
 const tables = {
-  people: tableName('default', 'people'),
+  people: `audeval-people-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
   audiences: tableName('default', 'audiences'),
   activities: tableName('default', 'activities'),
 };
+
+beforeAll(async () => {
+  await base.send(
+    new CreateTableCommand({
+      TableName: tables.people,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ],
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+    }),
+  );
+  for (const deadline = Date.now() + 30_000; ;) {
+    const { Table } = await base.send(new DescribeTableCommand({ TableName: tables.people }));
+    if (Table?.TableStatus === 'ACTIVE') break;
+    if (Date.now() > deadline) throw new Error(`${tables.people} is not active`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await base.send(new DeleteTableCommand({ TableName: tables.people }));
+});
 
 function faultyStore() {
   const base = createDynamoDbClient();
