@@ -1,11 +1,16 @@
 import { createHash } from 'node:crypto';
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { EmailJob, OutgoingEmail, type EmailQueue } from '../domain/email/messages.js';
 import { runBounded } from '../lib/bounded.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
+import { MaybeQueuedError } from '../domain/ingest/ingest.js';
 import { MAX_MESSAGE_BYTES, retried, watchAttempts } from './ingest-queue.js';
 
 /**
@@ -16,6 +21,15 @@ import { MAX_MESSAGE_BYTES, retried, watchAttempts } from './ingest-queue.js';
  * bucket's lifecycle rule removes them after 30 days.
  */
 const SERVICE = 'The email queue';
+/** Batches of one request's emails sent at once (a request of 100 recipients sends 10). */
+const SEND_CONCURRENCY = 10;
+
+/** The items dealt round-robin into at most `lanes` lists. */
+function chunksOf<T>(items: readonly T[], lanes: number): T[][] {
+  const out: T[][] = Array.from({ length: Math.min(lanes, items.length) }, () => []);
+  items.forEach((item, i) => out[i % out.length]?.push(item));
+  return out;
+}
 
 /** Content-addressed key of an attachment in the payloads bucket. */
 function attachmentKey(instanceId: string, content: Buffer): string {
@@ -50,36 +64,67 @@ export class SqsEmailQueue implements EmailQueue {
     return keys;
   }
 
+  /**
+   * Queues the jobs, their batches of ten sent at once (up to `SEND_CONCURRENCY`): the
+   * messages of one request need no order. Every batch is tried to the end whatever happens
+   * to the others, so that `queued` has heard of each message the queue confirmed before this
+   * settles; then the failure that leaves most in doubt is thrown (a batch the queue may hold
+   * without having said so, over one it refused).
+   */
   async send(jobs: EmailJob[], queued: (messageId: string) => void): Promise<void> {
     const bodies = await Promise.all(jobs.map((job) => this.body(job)));
+    const batches: SendMessageBatchRequestEntry[][] = [];
     for (let start = 0; start < jobs.length; start += 10) {
-      let pending = jobs.slice(start, start + 10).map((job, i) => ({
-        Id: job.message_id,
-        MessageBody: bodies[start + i] as string,
-        MessageAttributes: { instance: { DataType: 'String', StringValue: job.instance_id } },
-      }));
-      const deadline = currentDeadline();
-      for (let attempt = 0; pending.length > 0; attempt += 1) {
-        const batch = pending;
-        const result = await retried(
-          'Queueing emails',
-          () =>
-            this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: batch })),
-          SERVICE,
-        );
-        for (const done of result.Successful ?? []) if (done.Id) queued(done.Id);
-        const failed = new Set((result.Failed ?? []).map((failure) => failure.Id));
-        if ((result.Failed ?? []).some((failure) => failure.SenderFault)) {
-          throw new Error(`SQS refused an email: ${JSON.stringify(result.Failed)}`);
+      batches.push(
+        jobs.slice(start, start + 10).map((job, i) => ({
+          Id: job.message_id,
+          MessageBody: bodies[start + i] as string,
+          MessageAttributes: { instance: { DataType: 'String', StringValue: job.instance_id } },
+        })),
+      );
+    }
+    const failures: unknown[] = [];
+    const deadline = currentDeadline();
+    await Promise.all(
+      chunksOf(batches, SEND_CONCURRENCY).map(async (lane) => {
+        for (const batch of lane) {
+          await this.sendBatch(batch, deadline, queued).catch((error: unknown) => {
+            failures.push(error);
+          });
         }
-        pending = batch.filter((entry) => failed.has(entry.Id));
-        if (pending.length === 0) break;
-        const wait = backoffMs(attempt, 50, 1_000);
-        if (!canWait(wait, deadline)) {
-          throw new ServiceUnavailableError(`${SERVICE} kept refusing part of a batch`);
-        }
-        await sleep(wait);
+      }),
+    );
+    const failure = failures.find((error) => error instanceof MaybeQueuedError) ?? failures[0];
+    if (failure !== undefined) throw failure as Error;
+  }
+
+  /** One batch, its entries the queue failed sent again until the deadline. */
+  private async sendBatch(
+    entries: SendMessageBatchRequestEntry[],
+    deadline: number,
+    queued: (messageId: string) => void,
+  ): Promise<void> {
+    let pending = entries;
+    for (let attempt = 0; pending.length > 0; attempt += 1) {
+      const batch = pending;
+      const result = await retried(
+        'Queueing emails',
+        () =>
+          this.sqs.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrl, Entries: batch })),
+        SERVICE,
+      );
+      for (const done of result.Successful ?? []) if (done.Id) queued(done.Id);
+      const failed = new Set((result.Failed ?? []).map((failure) => failure.Id));
+      if ((result.Failed ?? []).some((failure) => failure.SenderFault)) {
+        throw new Error(`SQS refused an email: ${JSON.stringify(result.Failed)}`);
       }
+      pending = batch.filter((entry) => failed.has(entry.Id));
+      if (pending.length === 0) break;
+      const wait = backoffMs(attempt, 50, 1_000);
+      if (!canWait(wait, deadline)) {
+        throw new ServiceUnavailableError(`${SERVICE} kept refusing part of a batch`);
+      }
+      await sleep(wait);
     }
   }
 

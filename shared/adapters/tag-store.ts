@@ -1,9 +1,5 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
-import {
-  TransactWriteCommand,
-  UpdateCommand,
-  type DynamoDBDocumentClient,
-} from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { TagCountDelta } from '../domain/people/tag-counts.js';
 import type { TagListing, TagView } from '../domain/people/tags.js';
@@ -218,9 +214,12 @@ export class DynamoTagStore implements TagListing {
   }
 
   /**
-   * Makes sure every named tag has its item and a stable ID: a new tag gets the next ID of a
-   * random sequence, written with its ID item in one transaction conditioned on the tag
-   * having none yet (a concurrent request that made it first wins; its ID is kept).
+   * Makes sure every named tag has its item and a stable ID: the new tags of a call take
+   * their IDs from one random sequence in one addition, and each is written with its ID item
+   * atomically, conditioned on the tag having none yet (a concurrent request that made it
+   * first wins; its ID is kept, the one taken here goes unused). The tags' transactions go
+   * through the transaction batcher, so a request naming 100 new tags costs a few calls, not
+   * 200.
    */
   async ensureTags(instanceId: string, names: string[]): Promise<void> {
     const found = new Map(
@@ -235,10 +234,12 @@ export class DynamoTagStore implements TagListing {
         .map((item) => TagItem.parse(item))
         .map((tag) => [tag.name, tag]),
     );
-    const missing = names.filter((name) => found.get(name)?.tag_id === undefined);
+    const missing = [...new Set(names)].filter((name) => found.get(name)?.tag_id === undefined);
+    if (missing.length === 0) return;
+    const ids = await this.nextIds(instanceId, missing.length);
     await Promise.all(
-      missing.map(async (name) => {
-        const id = await this.nextId(instanceId);
+      missing.map(async (name, i) => {
+        const id = ids[i] as number;
         const existing = found.get(name);
         const created_at = existing?.created_at ?? new Date().toISOString();
         const listing = { lpk: listPk(instanceId, shardOfName(name)), lsk: name };
@@ -260,20 +261,18 @@ export class DynamoTagStore implements TagListing {
               },
             };
         try {
-          await this.db.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                tagWrite,
-                {
-                  Put: {
-                    TableName: this.table,
-                    Item: { ...tagIdKey(instanceId, id), name, created_at },
-                    ConditionExpression: 'attribute_not_exists(pk)',
-                  },
+          await this.batcher.write({
+            items: [
+              tagWrite,
+              {
+                Put: {
+                  TableName: this.table,
+                  Item: { ...tagIdKey(instanceId, id), name, created_at },
+                  ConditionExpression: 'attribute_not_exists(pk)',
                 },
-              ],
-            }),
-          );
+              },
+            ],
+          });
         } catch (error) {
           // Another request gave the tag its ID first: that one stands (this ID goes unused).
           if (cancellationCodes(error)?.[0] !== 'ConditionalCheckFailed') throw error;
@@ -282,19 +281,21 @@ export class DynamoTagStore implements TagListing {
     );
   }
 
-  private async nextId(instanceId: string): Promise<number> {
+  /** `count` new tag IDs: the next ones of a random sequence (of 16), taken in one addition. */
+  private async nextIds(instanceId: string, count: number): Promise<number[]> {
     const shard = randomInt(TAG_SHARDS);
     const { Attributes } = await this.db.send(
       new UpdateCommand({
         TableName: this.table,
         Key: sequenceKey(instanceId, shard),
-        UpdateExpression: 'ADD #next :one',
+        UpdateExpression: 'ADD #next :count',
         ExpressionAttributeNames: { '#next': 'next' },
-        ExpressionAttributeValues: { ':one': 1 },
+        ExpressionAttributeValues: { ':count': count },
         ReturnValues: 'UPDATED_NEW',
       }),
     );
-    return (Number(Attributes?.next) - 1) * TAG_SHARDS + shard + 1;
+    const last = Number(Attributes?.next);
+    return Array.from({ length: count }, (_, i) => (last - count + i) * TAG_SHARDS + shard + 1);
   }
 
   async tagNames(instanceId: string, ids: number[]): Promise<Map<number, string>> {

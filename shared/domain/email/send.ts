@@ -233,8 +233,13 @@ export async function sendTransactional(
   const reserveMs = Math.min(QUEUE_RESERVE_MS, (currentDeadline() - Date.now()) / 4);
   const outcome: Outcome = { queued: new Set(), written: new Set() };
   const recipients = [...addresses];
+  // Each chunk is queued and recorded while the next one is built: the request waits for the
+  // queue and the table once, after its last chunk, not after each. A failure stops the
+  // building; what was started finishes, then the answer says what became of each entry.
+  const storing: Promise<void>[] = [];
+  let failure: { error: unknown } | undefined;
   let built = 0;
-  for (let start = 0; start < recipients.length; start += BUILD_CHUNK) {
+  for (let start = 0; start < recipients.length && !failure; start += BUILD_CHUNK) {
     const records: EmailRecord[] = [];
     const jobs: EmailJob[] = [];
     for (const [index, to] of recipients.slice(start, start + BUILD_CHUNK)) {
@@ -304,8 +309,14 @@ export async function sendTransactional(
       // A long request leaves room for others on a shared process between emails.
       await yieldToEventLoop();
     }
-    await queueAndRecord(records, jobs, results, context, outcome);
+    storing.push(
+      queueAndRecord(records, jobs, context, outcome).catch((error: unknown) => {
+        failure ??= { error };
+      }),
+    );
   }
+  await Promise.all(storing);
+  if (failure) throw stoppedPartWay(failure.error, results, outcome);
   // People merged are written: then the answer says what became of each entry, even if no
   // email could be made; only a request that wrote nothing is a 400.
   if (results.every((entry) => entry.email_status === 'invalid' && !entry.person_id)) {
@@ -542,7 +553,6 @@ export const NOT_QUEUED =
 async function queueAndRecord(
   records: EmailRecord[],
   jobs: EmailJob[],
-  results: SendEntryResult[],
   context: SendContext,
   { queued, written }: Outcome,
 ): Promise<void> {
@@ -576,7 +586,18 @@ async function queueAndRecord(
     .catch((error: unknown) => {
       failure ??= error;
     });
-  if (failure === undefined) return;
+  if (failure !== undefined) throw failure as Error;
+}
+
+/**
+ * The error of a request stopped part-way by the queue or the table (`failure`), once every
+ * chunk started has settled: details says what became of each entry.
+ */
+function stoppedPartWay(
+  failure: unknown,
+  results: SendEntryResult[],
+  { queued, written }: Outcome,
+): unknown {
   const details = results.map((entry, index): ErrorDetail => {
     const id = entry.message_id;
     const done =
@@ -592,12 +613,12 @@ async function queueAndRecord(
     };
   });
   if (failure instanceof ServiceUnavailableError || !(failure instanceof CdpError)) {
-    throw new ServiceUnavailableError(
+    return new ServiceUnavailableError(
       'The email store or queue is unavailable: the request stopped part-way; details says which emails were queued (people were merged); send the others again shortly',
       details,
     );
   }
-  throw failure;
+  return failure;
 }
 
 function everyEntryInvalid(results: SendEntryResult[]): ValidationError {

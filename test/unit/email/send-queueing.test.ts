@@ -79,6 +79,70 @@ describe('transactional send: the queue and the store failing', () => {
   });
 });
 
+describe('transactional send: chunks queued while the next are built', () => {
+  const many = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ fields: { 'str::email': `p${i}@example.com` } }));
+
+  it('builds the next chunk while the queue still holds the first one open', async () => {
+    const calls: number[] = [];
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { ports, jobs, records } = sendContext(new MemoryPeopleStore(), {
+      queue: {
+        send: async (queued, done) => {
+          calls.push(queued.length);
+          // The first chunk's queueing waits until a later chunk has reached the queue.
+          if (calls.length === 1) await held;
+          else release();
+          jobs.push(...queued);
+          for (const job of queued) done(job.message_id);
+        },
+      },
+    });
+    const answer = await sendTransactional({ asset: ASSET, emails: many(60) }, ports);
+    expect(calls).toEqual([25, 25, 10]);
+    expect(answer.emails.every((entry) => entry.email_status === 'queued')).toBe(true);
+    expect(jobs).toHaveLength(60);
+    expect([...records.values()].filter((record) => record.status === 'queued')).toHaveLength(60);
+  });
+
+  it('answers each entry as its own chunk ended when one chunk fails among others', async () => {
+    let call = 0;
+    const { ports, jobs, records } = sendContext(new MemoryPeopleStore(), {
+      queue: {
+        send: async (queued, done) => {
+          call += 1;
+          // The second chunk is refused after the third has been built and started.
+          if (call === 2) {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            throw new ServiceUnavailableError('queue down');
+          }
+          jobs.push(...queued);
+          for (const job of queued) done(job.message_id);
+        },
+      },
+    });
+    const error = await refusal(sendTransactional({ asset: ASSET, emails: many(60) }, ports));
+    const statuses = error.details?.map((detail) => detail.status) ?? [];
+    expect(statuses.slice(0, 25)).toEqual(Array.from({ length: 25 }, () => 'queued'));
+    expect(statuses.slice(25, 50)).toEqual(Array.from({ length: 25 }, () => 'not_applied'));
+    // Whatever became of the third chunk, the answer and the store agree on each entry.
+    const queuedIds = new Set(jobs.map((job) => job.message_id));
+    for (const detail of error.details ?? []) {
+      const id = detail.message_id;
+      if (detail.status === 'queued') {
+        expect(queuedIds.has(String(id))).toBe(true);
+        expect(records.get(String(id))?.status).toBe('queued');
+      } else expect(id).toBeUndefined();
+    }
+    expect([...records.values()].filter((record) => record.status === 'queued')).toHaveLength(
+      statuses.filter((status) => status === 'queued').length,
+    );
+  });
+});
+
 describe('transactional send: attachments', () => {
   it('stores an attachment every recipient shares once per request, and every email names that one copy', async () => {
     const stored: Buffer[][] = [];
