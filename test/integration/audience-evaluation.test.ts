@@ -1,9 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  CreateTableCommand,
-  DeleteTableCommand,
-  DescribeTableCommand,
-} from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoMembershipStore } from '../../shared/adapters/audience-membership-store.js';
@@ -15,7 +11,7 @@ import { evaluatePerson } from '../../shared/domain/audiences/evaluate.js';
 import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
 import { newId } from '../../shared/domain/ids.js';
 import { tableName } from '../../shared/resources.js';
-import { stackDb } from './stack.js';
+import { createKeyedTable, stackDb } from './stack.js';
 
 /**
  * The audience worker's one step (`evaluatePerson` with the membership store) against the
@@ -37,20 +33,7 @@ const tables = {
 };
 
 beforeAll(async () => {
-  await base.send(
-    new CreateTableCommand({
-      TableName: tables.people,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-    }),
-  );
+  await createKeyedTable(base, tables.people, { stream: false });
   for (const deadline = Date.now() + 30_000; ;) {
     const { Table } = await base.send(new DescribeTableCommand({ TableName: tables.people }));
     if (Table?.TableStatus === 'ACTIVE') break;

@@ -1,4 +1,4 @@
-import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
 import { proxyEvent } from '../../local/http-adapter.js';
 import { checkAnswer } from '../contract.js';
@@ -112,3 +112,31 @@ export function postEvent(
 
 /** A Lambda context with the time a route has (29 s). */
 export const functionContext = { getRemainingTimeInMillis: () => 29_000 } as unknown as Context;
+
+/**
+ * A table of a test's own on the stack's DynamoDB, keyed `pk`/`sk` as the stack's tables are,
+ * with or without a stream of new and old images (the caller waits for what it needs).
+ */
+export async function createKeyedTable(
+  client: DynamoDBClient,
+  name: string,
+  { stream }: { stream: boolean },
+): Promise<void> {
+  await client.send(
+    new CreateTableCommand({
+      TableName: name,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: 'pk', AttributeType: 'S' },
+        { AttributeName: 'sk', AttributeType: 'S' },
+      ],
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      ...(stream
+        ? { StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' } }
+        : {}),
+    }),
+  );
+}

@@ -3,7 +3,6 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  CreateTableCommand,
   DeleteItemCommand,
   DescribeTableCommand,
   DynamoDBClient,
@@ -12,7 +11,7 @@ import {
 import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { startStreamPoller, type StreamFailure } from '../../local/stream-poller.js';
-import { stackAwsEnv, stackEndpoint } from './stack.js';
+import { createKeyedTable, stackAwsEnv, stackEndpoint } from './stack.js';
 
 /**
  * The local DynamoDB Streams event source against the test stack's DynamoDB Local: every
@@ -30,21 +29,7 @@ const streams = new DynamoDBStreamsClient({ ...client, endpoint: stackEndpoint('
 
 async function streamTable(): Promise<string> {
   const name = `stream-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
-  await db.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: 'PAY_PER_REQUEST',
-      AttributeDefinitions: [
-        { AttributeName: 'pk', AttributeType: 'S' },
-        { AttributeName: 'sk', AttributeType: 'S' },
-      ],
-      KeySchema: [
-        { AttributeName: 'pk', KeyType: 'HASH' },
-        { AttributeName: 'sk', KeyType: 'RANGE' },
-      ],
-      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_AND_OLD_IMAGES' },
-    }),
-  );
+  await createKeyedTable(db, name, { stream: true });
   // Its stream takes writes once it has a shard (LocalStack makes it after the table, and
   // drops the changes made before).
   const deadline = Date.now() + 30_000;
