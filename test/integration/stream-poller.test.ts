@@ -8,9 +8,18 @@ import {
   DynamoDBClient,
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb';
-import { DescribeStreamCommand, DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from '@aws-sdk/client-dynamodb-streams';
 import type { DynamoDBRecord } from 'aws-lambda';
-import { startStreamPoller, type StreamFailure } from '../../local/stream-poller.js';
+import {
+  startStreamPoller,
+  toLambdaRecord,
+  type StreamFailure,
+} from '../../local/stream-poller.js';
 import { createKeyedTable, stackAwsEnv, stackEndpoint } from './stack.js';
 
 /**
@@ -19,6 +28,13 @@ import { createKeyedTable, stackAwsEnv, stackEndpoint } from './stack.js';
  * record is retried from where it failed (the records before it are not handed again), a
  * batch that keeps failing is described to `onFailure` and skipped, and a poller started again
  * with the same checkpoint file goes on after the last change it handled.
+ *
+ * "In order" is the stream's order. DynamoDB Local's stream (and AWS's) has one item's changes
+ * in the order they were made; LocalStack's (4.x, its default DynamoDB provider) forwards each
+ * write to its stream from a pool of threads, so that a change can land before one made earlier
+ * (seen: an item's 8th write ahead of its 7th, though the 7th was answered before the 8th was
+ * sent). The poller can only keep the order it reads, so each test compares what the handler
+ * got with the stream itself, read whole afterwards.
  */
 const client = {
   region: stackAwsEnv().AWS_REGION,
@@ -43,6 +59,33 @@ async function streamTable(): Promise<string> {
     if (Date.now() > deadline) throw new Error(`the stream of ${name} is not ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** Every record of the table's stream, as Lambda would get it, in the stream's order. */
+async function wholeStream(table: string): Promise<DynamoDBRecord[]> {
+  const { Table } = await db.send(new DescribeTableCommand({ TableName: table }));
+  const arn = Table?.LatestStreamArn ?? '';
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+  const records: DynamoDBRecord[] = [];
+  for (const shard of StreamDescription?.Shards ?? []) {
+    let position = (
+      await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: arn,
+          ShardId: shard.ShardId,
+          ShardIteratorType: 'TRIM_HORIZON',
+        }),
+      )
+    ).ShardIterator;
+    while (position) {
+      const answer = await streams.send(new GetRecordsCommand({ ShardIterator: position }));
+      const page = answer.Records ?? [];
+      if (page.length === 0) break;
+      records.push(...page.map((record) => toLambdaRecord(record, arn, 'local')));
+      position = answer.NextShardIterator;
+    }
+  }
+  return records;
 }
 
 const put = (table: string, pk: string, sk: string, n: number) =>
@@ -113,7 +156,10 @@ describe('the local DynamoDB Streams event source', () => {
     } finally {
       await first.stop();
     }
-    expect(seen).toEqual(['INSERT a 1', 'INSERT b 1', 'MODIFY a 2', 'REMOVE b -']);
+    const written = ['INSERT a 1', 'INSERT b 1', 'MODIFY a 2', 'REMOVE b -'];
+    const streamed = (await wholeStream(table)).filter(options.keep).map(describeRecord);
+    expect([...streamed].sort()).toEqual([...written].sort());
+    expect(seen).toEqual(streamed);
 
     // Changes made while no poller runs are handed to the next one, and nothing before them.
     await put(table, 'c', 'P', 1);
@@ -125,6 +171,10 @@ describe('the local DynamoDB Streams event source', () => {
       await second.stop();
     }
     expect(seen.slice(4)).toEqual(['INSERT c 1']);
+    expect((await wholeStream(table)).filter(options.keep).map(describeRecord)).toEqual([
+      ...streamed,
+      'INSERT c 1',
+    ]);
   });
 
   it('with a parallelization factor, runs batches of different keys at once and keeps each key in order', async () => {
@@ -169,19 +219,34 @@ describe('the local DynamoDB Streams event source', () => {
       for (let n = 1; n <= 10; n += 1) {
         await Promise.all(Array.from({ length: 8 }, (_, k) => put(table, `k${k}`, 'P', n)));
       }
-      await until(() => [...seen.values()].every((ns) => ns.includes(10)) && seen.size === 8);
+      await until(
+        () => seen.size === 8 && [...seen.values()].every((ns) => new Set(ns).size === 10),
+      );
     } finally {
       await poller.stop();
     }
     expect(mostInFlight).toBeGreaterThan(1);
+    const streamed = new Map<string, number[]>();
+    for (const record of await wholeStream(table)) {
+      const pk = record.dynamodb?.Keys?.pk?.S ?? '';
+      streamed.set(pk, [...(streamed.get(pk) ?? []), Number(record.dynamodb?.NewImage?.n?.N)]);
+    }
+    expect(seen.size).toBe(8);
     for (const [pk, ns] of seen) {
-      // In order per key; a change handed again after a failure comes after the ones before it.
+      // Every change of the key, in the stream's order; a change handed again after a failure
+      // comes after the ones before it.
+      const inStream = streamed.get(pk) ?? [];
+      expect([...inStream].sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 10 }, (_, i) => i + 1),
+      );
       const firsts = ns.filter((n, i) => ns.indexOf(n) === i);
-      expect({ pk, firsts }).toEqual({ pk, firsts: Array.from({ length: 10 }, (_, i) => i + 1) });
-      for (let i = 1; i < ns.length; i += 1) {
-        if ((ns[i] ?? 0) < (ns[i - 1] ?? 0)) {
-          // Only a redelivery from an earlier point starts lower, and it goes on in order.
-          expect(ns.slice(i)).toEqual([...ns.slice(i)].sort((a, b) => a - b));
+      expect({ pk, firsts }).toEqual({ pk, firsts: inStream });
+      const positions = ns.map((n) => inStream.indexOf(n));
+      for (let i = 1; i < positions.length; i += 1) {
+        if ((positions[i] ?? 0) < (positions[i - 1] ?? 0)) {
+          // Only a redelivery from an earlier point goes back, and it goes on in order.
+          const rest = positions.slice(i);
+          expect(rest).toEqual([...rest].sort((a, b) => a - b));
         }
       }
     }
