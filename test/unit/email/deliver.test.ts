@@ -155,6 +155,41 @@ describe('deliverEmail', () => {
     expect(ses.calls).toBe(0);
   });
 
+  it('reads the suppression list with the record, not after it (one round trip)', async () => {
+    const store = new MemoryEmailStore(record);
+    // The record's read answers only once the suppression list has been asked too: reading
+    // them one after the other never ends (the test fails by its timeout).
+    let asked!: () => void;
+    const suppressionAsked = new Promise<void>((resolve) => {
+      asked = resolve;
+    });
+    const get = store.get.bind(store);
+    const suppressed = store.suppressed.bind(store);
+    store.get = async (...args) => {
+      await suppressionAsked;
+      return get(...args);
+    };
+    const addresses: string[][] = [];
+    store.suppressed = (instanceId, asking) => {
+      addresses.push(asking);
+      asked();
+      return suppressed(instanceId, asking);
+    };
+    const ses = fakeSes();
+    expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('sent');
+    expect(addresses).toEqual([['ann@example.com']]);
+    expect(ses.calls).toBe(1);
+  });
+
+  it("decides on the record's own address when the job names another", async () => {
+    const store = new MemoryEmailStore({ ...record, to: 'bob@example.com' });
+    await store.suppress('demo', 'bob@example.com', 'complaint');
+    const ses = fakeSes();
+    expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('suppressed');
+    expect(store.record(MESSAGE).status).toBe('suppressed');
+    expect(ses.calls).toBe(0);
+  });
+
   describe('an unknown outcome (item 1): never sent again, settled by SES', () => {
     const unknown = () => new MailerError('unknown', 'SES: InternalFailure');
 
