@@ -43,12 +43,15 @@ const client = {
 const db = new DynamoDBClient({ ...client, endpoint: stackEndpoint('DYNAMODB') });
 const streams = new DynamoDBStreamsClient({ ...client, endpoint: stackEndpoint('DYNAMODB') });
 
+/** LocalStack's streams, on a machine busy with the rest of the suite, can take a minute. */
+const PATIENCE_MS = process.env.CDP_AWS_ENDPOINT === 'external' ? 90_000 : 20_000;
+
 async function streamTable(): Promise<string> {
   const name = `stream-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
   await createKeyedTable(db, name, { stream: true });
   // Its stream takes writes once it has a shard (LocalStack makes it after the table, and
   // drops the changes made before).
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + PATIENCE_MS;
   for (;;) {
     const { Table } = await db.send(new DescribeTableCommand({ TableName: name }));
     const arn = Table?.LatestStreamArn;
@@ -95,9 +98,6 @@ const put = (table: string, pk: string, sk: string, n: number) =>
       Item: { pk: { S: pk }, sk: { S: sk }, n: { N: String(n) } },
     }),
   );
-
-/** LocalStack's streams, on a machine busy with the rest of the suite, can take a minute. */
-const PATIENCE_MS = process.env.CDP_AWS_ENDPOINT === 'external' ? 90_000 : 20_000;
 
 async function until(check: () => boolean, timeoutMs = PATIENCE_MS) {
   const deadline = Date.now() + timeoutMs;
