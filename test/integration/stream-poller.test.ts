@@ -46,6 +46,15 @@ const streams = new DynamoDBStreamsClient({ ...client, endpoint: stackEndpoint('
 /** LocalStack's streams, on a machine busy with the rest of the suite, can take a minute. */
 const PATIENCE_MS = process.env.CDP_AWS_ENDPOINT === 'external' ? 90_000 : 20_000;
 
+/** The table's stream: its ARN and description (none while the table has no stream yet). */
+async function streamOf(table: string) {
+  const { Table } = await db.send(new DescribeTableCommand({ TableName: table }));
+  const arn = Table?.LatestStreamArn;
+  if (!arn) return undefined;
+  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+  return { arn, status: StreamDescription?.StreamStatus, shards: StreamDescription?.Shards ?? [] };
+}
+
 async function streamTable(): Promise<string> {
   const name = `stream-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
   await createKeyedTable(db, name, { stream: true });
@@ -53,12 +62,8 @@ async function streamTable(): Promise<string> {
   // drops the changes made before).
   const deadline = Date.now() + PATIENCE_MS;
   for (;;) {
-    const { Table } = await db.send(new DescribeTableCommand({ TableName: name }));
-    const arn = Table?.LatestStreamArn;
-    const stream = arn
-      ? (await streams.send(new DescribeStreamCommand({ StreamArn: arn }))).StreamDescription
-      : undefined;
-    if (stream?.StreamStatus === 'ENABLED' && (stream.Shards ?? []).length > 0) return name;
+    const stream = await streamOf(name);
+    if (stream?.status === 'ENABLED' && stream.shards.length > 0) return name;
     if (Date.now() > deadline) throw new Error(`the stream of ${name} is not ready`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -66,11 +71,9 @@ async function streamTable(): Promise<string> {
 
 /** Every record of the table's stream, as Lambda would get it, in the stream's order. */
 async function wholeStream(table: string): Promise<DynamoDBRecord[]> {
-  const { Table } = await db.send(new DescribeTableCommand({ TableName: table }));
-  const arn = Table?.LatestStreamArn ?? '';
-  const { StreamDescription } = await streams.send(new DescribeStreamCommand({ StreamArn: arn }));
+  const { arn = '', shards = [] } = (await streamOf(table)) ?? {};
   const records: DynamoDBRecord[] = [];
-  for (const shard of StreamDescription?.Shards ?? []) {
+  for (const shard of shards) {
     let position = (
       await streams.send(
         new GetShardIteratorCommand({
