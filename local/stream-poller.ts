@@ -79,6 +79,12 @@ export interface StreamPollerOptions {
   describeEveryMs?: number;
   /** First retry of a failed batch after this (ms), doubling each time. */
   retryBaseMs?: number;
+  /**
+   * Said on the console when the records read are older than this (ms; Lambda's
+   * `IteratorAge` metric): at most once per such interval, so a worker falling behind shows
+   * in the stack's output. 60 s by default.
+   */
+  reportAgeOverMs?: number;
 }
 
 /** Shard positions: the last sequence number handled in each shard, and shards read to the end. */
@@ -193,7 +199,21 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const parallelization = Math.max(1, options.parallelization ?? 1);
   const describeEveryMs = options.describeEveryMs ?? 10_000;
   const retryBaseMs = options.retryBaseMs ?? 500;
+  const reportAgeOverMs = options.reportAgeOverMs ?? 60_000;
   const reading = new Map<string, Promise<void>>();
+  let ageReportedAt = 0;
+
+  /** Says how far behind the stream the handler is, when it is far (the last record's age). */
+  const reportAge = (records: StreamRecord[]) => {
+    const created = records.at(-1)?.dynamodb?.ApproximateCreationDateTime?.getTime();
+    const now = Date.now();
+    if (created === undefined || now - created <= reportAgeOverMs) return;
+    if (now - ageReportedAt <= reportAgeOverMs) return;
+    ageReportedAt = now;
+    console.error(
+      `${functionName}: ${tableName}'s stream is read ${Math.round((now - created) / 1000)} s behind its writes (iterator age)`,
+    );
+  };
 
   const checkpoint = (shardId: string, sequenceNumber: string) => {
     checkpoints.after[shardId] = sequenceNumber;
@@ -328,7 +348,10 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
         throw error;
       }
       const records = answer.Records ?? [];
-      if (records.length > 0) await deliver(streamArn, shardId, records);
+      if (records.length > 0) {
+        reportAge(records);
+        await deliver(streamArn, shardId, records);
+      }
       if (stopped()) return;
       position = answer.NextShardIterator;
       // Idle: the wait doubles with each empty read, up to `maxIdleMs`; records reset it.

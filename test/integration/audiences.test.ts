@@ -1,7 +1,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { tableName } from '../../shared/resources.js';
-import { KEYS, call, stackDb } from './stack.js';
+import { KEYS, WORKER_PATIENCE_MS, WORKER_TEST_TIMEOUT_MS, call, stackDb } from './stack.js';
 import { activitiesOf, merge, mergeOne, uniqueEmail } from './people.js';
 
 /**
@@ -10,7 +10,7 @@ import { activitiesOf, merge, mergeOne, uniqueEmail } from './people.js';
  */
 const key = KEYS.audiences;
 // Builds and the stream take seconds alone, minutes on a machine under heavy load.
-jest.setTimeout(300_000);
+jest.setTimeout(WORKER_TEST_TIMEOUT_MS);
 
 interface Entry {
   id: string;
@@ -28,7 +28,7 @@ interface Entry {
 async function until<T>(
   read: () => Promise<T>,
   done: (value: T) => boolean,
-  timeoutMs = 120_000,
+  timeoutMs = Math.max(120_000, WORKER_PATIENCE_MS),
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -422,7 +422,7 @@ describe('audiences', () => {
     const done = await until(
       () => audience(entry.id),
       (found) => found?.building === false && found.members === 60,
-      180_000,
+      Math.max(180_000, WORKER_PATIENCE_MS),
     );
     expect(done?.members).toBe(60);
     // Settled: it stays at 60 (no late evaluation undoes the count).

@@ -1,7 +1,7 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { asset, fetchLink, html, linkTokensOf, sendOk, settledStatus } from './emails.js';
 import { fieldsOf, mergeOne, uniqueEmail } from './people.js';
-import { KEYS, baseUrl, call } from './stack.js';
+import { KEYS, WORKER_PATIENCE_MS, WORKER_TEST_TIMEOUT_MS, baseUrl, call } from './stack.js';
 
 /**
  * The unsubscribe page of an email as a preference center (issue 26): the public audiences
@@ -9,10 +9,10 @@ import { KEYS, baseUrl, call } from './stack.js';
  * other button (and RFC 8058 one-click) still unsubscribes from all email.
  */
 const key = KEYS.mailer;
-jest.setTimeout(300_000);
+jest.setTimeout(WORKER_TEST_TIMEOUT_MS);
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + Math.max(120_000, WORKER_PATIENCE_MS);
   for (;;) {
     const value = await read();
     if (done(value)) return value;

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -253,6 +253,51 @@ describe('the local DynamoDB Streams event source', () => {
         }
       }
     }
+  });
+
+  it('says when it reads the stream far behind its writes (iterator age)', async () => {
+    const table = await streamTable();
+    await put(table, 'old-1', 'P', 1);
+    await put(table, 'old-2', 'P', 1);
+    // The records are seconds old when the poller first reads them.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const said = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const seen: string[] = [];
+    const poller = startStreamPoller({
+      db,
+      streams,
+      tableName: table,
+      functionName: 'test-late-worker',
+      batchSize: 100,
+      timeoutSeconds: 10,
+      maxRetryAttempts: 1,
+      idleMs: 20,
+      reportAgeOverMs: 1_500,
+      onFailure: () => Promise.resolve(),
+      handler: (event) => {
+        seen.push(...event.Records.map(describeRecord));
+        return Promise.resolve({ batchItemFailures: [] });
+      },
+    });
+    let ages: string[];
+    try {
+      await until(() => seen.length >= 2);
+    } finally {
+      await poller.stop();
+      ages = said.mock.calls
+        .map(([message]) => String(message))
+        .filter((message) => message.includes('iterator age'));
+      said.mockRestore();
+    }
+    expect(ages.length).toBeGreaterThanOrEqual(1);
+    for (const age of ages) {
+      expect(age).toMatch(
+        new RegExp(
+          `^test-late-worker: ${table}'s stream is read \\d+ s behind its writes \\(iterator age\\)$`,
+        ),
+      );
+    }
+    expect(Number(/read (\d+) s/.exec(ages[0] ?? '')?.[1])).toBeGreaterThanOrEqual(2);
   });
 
   it('describes a batch that keeps failing to onFailure and goes on after it', async () => {
