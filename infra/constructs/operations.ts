@@ -36,6 +36,8 @@ export interface MonitoredFunction {
   /** The function's folder under `functions/` (`person-merge`, `ingest-worker`). */
   name: string;
   fn: IFunction;
+  /** Fed by a table's stream: it has an iterator-age alarm too. */
+  streamWorker?: boolean;
 }
 
 export interface MonitoredQueue {
@@ -107,6 +109,12 @@ export const THRESHOLDS = {
   api5xxMinRequests: 20,
   /** Unhandled function errors (crashes, timeouts) in 5 minutes. */
   functionErrors: 5,
+  /**
+   * A stream worker reading this far behind its stream (ms, the maximum of 5 minutes), three
+   * windows in a row: its effects (memberships, last seen, webhook events) are that late, and
+   * a stream keeps its records 24 hours.
+   */
+  streamIteratorAgeMs: 10 * 60 * 1000,
   /** SES account rates: AWS reviews at 5 % / 0.1 % and may pause at 10 % / 0.5 %. */
   sesBounceRate: 0.04,
   sesComplaintRate: 0.0008,
@@ -123,6 +131,7 @@ export const alarmName = {
   streamFailures: (region: Region) => `cdp-${region}-stream-failures-depth`,
   functionErrors: (region: Region, fn: string) => `cdp-${region}-${fn}-errors`,
   functionThrottles: (region: Region, fn: string) => `cdp-${region}-${fn}-throttles`,
+  streamIteratorAge: (region: Region, fn: string) => `cdp-${region}-${fn}-iterator-age`,
   /** Part `n` (from 1) of a table's throttle alarms; more than one only past 4 indexes. */
   tableThrottles: (region: Region, table: TableName, part = 1) =>
     `cdp-${region}-${table}-table-throttles${part > 1 ? `-${part}` : ''}`,
@@ -166,8 +175,12 @@ function throttleGroups(table: MonitoredTable): { key: string; metric: Metric }[
 }
 
 /** The alarms `FunctionAlarms` creates for one function. */
-export function functionAlarmNames(region: Region, fn: string): string[] {
-  return [alarmName.functionErrors(region, fn), alarmName.functionThrottles(region, fn)];
+export function functionAlarmNames(region: Region, fn: string, streamWorker = false): string[] {
+  return [
+    alarmName.functionErrors(region, fn),
+    alarmName.functionThrottles(region, fn),
+    ...(streamWorker ? [alarmName.streamIteratorAge(region, fn)] : []),
+  ];
 }
 
 /**
@@ -249,14 +262,21 @@ export interface FunctionAlarmsProps {
   fn: IFunction;
   /** The region's alarm topic (`Operations.topic`). */
   topic: ITopic;
+  /** Fed by a table's stream: alarms when it reads far behind it too. */
+  streamWorker?: boolean;
 }
 
 /**
- * The two alarms of one function, made beside it (in the nested stack of its group), so that
- * a new function brings its alarms into the stack that has room for it.
+ * The alarms of one function (two, three for a stream worker), made beside it (in the nested
+ * stack of its group), so that a new function brings its alarms into the stack that has room
+ * for it.
  */
 export class FunctionAlarms extends Construct {
-  constructor(scope: Construct, id: string, { region, name, fn, topic }: FunctionAlarmsProps) {
+  constructor(
+    scope: Construct,
+    id: string,
+    { region, name, fn, topic, streamWorker }: FunctionAlarmsProps,
+  ) {
     super(scope, id);
     // HTTP handlers turn every error into a response and workers report failed messages
     // instead of throwing, so Errors counts crashes: timeouts, out of memory, init failures.
@@ -275,6 +295,16 @@ export class FunctionAlarms extends Construct {
       threshold: 0,
       description: `Invocations of the ${name} function were throttled (the account's concurrency is exhausted).`,
       runbook: 'function-throttles',
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    if (!streamWorker) return;
+    // Lambda's IteratorAge: the age of the last record of each batch it hands the function.
+    notifyingAlarm(this, 'iterator-age', alarmName.streamIteratorAge(region, name), topic, {
+      metric: fn.metric('IteratorAge', { statistic: 'Maximum', period: FIVE_MINUTES }),
+      threshold: THRESHOLDS.streamIteratorAgeMs,
+      evaluationPeriods: 3,
+      description: `The ${name} function read its stream more than ${THRESHOLDS.streamIteratorAgeMs / 60_000} minutes behind the writes for 15 minutes (its effects are that late; records go after 24 hours).`,
+      runbook: 'stream-lag',
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
   }
@@ -544,8 +574,8 @@ export class Operations extends Construct {
   private alarmStatusWidgets(functions: readonly MonitoredFunction[]): IWidget[] {
     const all: IAlarm[] = [
       ...this.alarms,
-      ...functions.flatMap(({ name }) =>
-        functionAlarmNames(this.region, name).map((alarm) =>
+      ...functions.flatMap(({ name, streamWorker }) =>
+        functionAlarmNames(this.region, name, streamWorker).map((alarm) =>
           Alarm.fromAlarmName(this, `function-alarm-${alarm}`, alarm),
         ),
       ),

@@ -39,6 +39,8 @@ export interface FunctionStackProps extends NestedStackProps {
  */
 export class FunctionStack extends NestedStack {
   readonly functions = new Map<string, IFunction>();
+  /** The functions fed by a table's stream. */
+  readonly streamWorkers = new Set<string>();
 
   constructor(scope: Construct, id: string, props: FunctionStackProps) {
     super(scope, id, {
@@ -65,6 +67,7 @@ export class FunctionStack extends NestedStack {
         name: spec.name,
         fn,
         topic: props.alarmTopic,
+        streamWorker: spec.streamWorker !== undefined,
       });
       for (const route of spec.routes) {
         fn.addPermission(`invoke-${route.method}-${route.path}`, {
@@ -92,7 +95,10 @@ export class FunctionStack extends NestedStack {
         });
         queue.grantConsumeMessages(fn);
       }
-      if (spec.streamWorker) this.feedFromStream(fn, spec.streamWorker, props.data);
+      if (spec.streamWorker) {
+        this.feedFromStream(fn, spec.streamWorker, props.data);
+        this.streamWorkers.add(spec.name);
+      }
       this.functions.set(spec.name, fn);
     }
   }

@@ -8,7 +8,7 @@ import { SesSendConfirmations, watermarkAdvancer } from '../adapters/send-confir
 import { createSesClient, SesMailer, sendProbe } from '../adapters/ses-mailer.js';
 import { EmailEventsWorkerEnv, EmailWorkerEnv, readEnv } from '../config/env.js';
 import { deliverEmail, settleUndelivered } from '../domain/email/deliver.js';
-import { applySesEvent, parseSesEvent } from '../domain/email/delivery-events.js';
+import { applySesEvent, emailOfEvent, parseSesEvent } from '../domain/email/delivery-events.js';
 import { unsubscriber } from '../domain/email/unsubscribe.js';
 import { createPeopleWriters } from '../http/api-runtime.js';
 import { logger } from '../lib/logger.js';
@@ -87,7 +87,9 @@ export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
  * their emails, people and the suppression list.
  */
 export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
-  const db = createDocumentClient();
+  // The events of a batch are applied at once (those of one email in order): their reads of
+  // the emails share calls.
+  const db = coalesceReads(createDocumentClient());
   const sqs = createSqsClient();
   const store = new DynamoEmailStore(db, {
     emails: env.EMAILS_TABLE,
@@ -102,6 +104,8 @@ export function createEmailEventsWorker(env = readEnv(EmailEventsWorkerEnv)) {
     maxReceiveCount: maxReceives('email-events'),
     // 10, 20, 40, 80 s by default: all within the email worker's confirmation window.
     backoffBaseSeconds: env.EMAIL_EVENTS_RETRY_BASE_SECONDS,
+    parallel: true,
+    orderKey: (record) => emailOfEvent(record.body),
     process: async (record: SQSRecord) => {
       const outcome = await applySesEvent(parseSesEvent(record.body), {
         store,

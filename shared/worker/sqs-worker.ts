@@ -28,6 +28,11 @@ export interface WorkerOptions<Batch = undefined> {
   maxBackoffSeconds?: number;
   /** Messages of a batch at once (default: one after the other). */
   parallel?: boolean;
+  /**
+   * With `parallel`: messages of a batch with the same key are still processed one after the
+   * other, in the batch's order (an SQS FIFO queue's message groups, within a batch).
+   */
+  orderKey?: (record: SQSRecord) => string | undefined;
   /** What the messages of one batch share, made anew for each batch. */
   batch?: () => Batch;
   process(record: SQSRecord, batch: Batch): Promise<void>;
@@ -109,10 +114,11 @@ export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): Sqs
         ? context.getRemainingTimeInMillis()
         : 60_000;
     const batch = options.batch ? options.batch() : (undefined as Batch);
+    const inOrder = inOrderOf(options.orderKey);
     return withDeadline(Date.now() + Math.max(remaining - ANSWER_MARGIN_MS, 0), () =>
       processPartialResponse(
         event,
-        (record: SQSRecord) => handleRecord(record, batch),
+        (record: SQSRecord) => inOrder(record, () => handleRecord(record, batch)),
         new BatchProcessor(EventType.SQS),
         {
           context,
@@ -121,5 +127,21 @@ export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): Sqs
         },
       ),
     );
+  };
+}
+
+/**
+ * Runs the messages of one batch that share a key one after the other (each after the one
+ * before it ends, whether it failed or not); messages without a key, or without `key`, at once.
+ */
+function inOrderOf(key: ((record: SQSRecord) => string | undefined) | undefined) {
+  const last = new Map<string, Promise<unknown>>();
+  return <T>(record: SQSRecord, run: () => Promise<T>): Promise<T> => {
+    const group = key?.(record);
+    if (group === undefined) return run();
+    const before = last.get(group) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(run);
+    last.set(group, mine);
+    return mine;
   };
 }

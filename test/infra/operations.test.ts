@@ -98,13 +98,18 @@ function build(alarmEmail?: string): Fixture {
     ...(alarmEmail ? { alarmEmail } : {}),
   };
   const operations = new Operations(stack, 'operations', props);
-  const functions = ['person-merge', 'ingest-worker'].map((name) => ({ name, fn: fn(name) }));
-  for (const { name, fn: monitored } of functions) {
+  const functions = [
+    { name: 'person-merge', fn: fn('person-merge') },
+    { name: 'ingest-worker', fn: fn('ingest-worker') },
+    { name: 'audience-worker', fn: fn('audience-worker'), streamWorker: true },
+  ];
+  for (const { name, fn: monitored, streamWorker } of functions) {
     new FunctionAlarms(stack, `${name}-alarms`, {
       region: props.region,
       name,
       fn: monitored,
       topic: operations.topic,
+      ...(streamWorker ? { streamWorker } : {}),
     });
   }
   operations.addDashboard(functions);
@@ -183,7 +188,9 @@ describe('the operations construct', () => {
     expect([...alarms.keys()].sort()).toEqual(
       [
         ...operationsAlarmNames(fixture.props),
-        ...fixture.functions.flatMap(({ name }) => functionAlarmNames('eu', name)),
+        ...fixture.functions.flatMap(({ name, streamWorker }) =>
+          functionAlarmNames('eu', name, streamWorker),
+        ),
       ].sort(),
     );
     expect([...alarms.keys()].sort()).toEqual(
@@ -197,6 +204,9 @@ describe('the operations construct', () => {
         'cdp-eu-person-merge-throttles',
         'cdp-eu-ingest-worker-errors',
         'cdp-eu-ingest-worker-throttles',
+        'cdp-eu-audience-worker-errors',
+        'cdp-eu-audience-worker-throttles',
+        'cdp-eu-audience-worker-iterator-age',
         'cdp-eu-config-table-throttles',
         'cdp-eu-people-table-throttles',
         'cdp-eu-organizations-table-throttles',
@@ -205,7 +215,7 @@ describe('the operations construct', () => {
         'cdp-eu-ses-complaint-rate',
       ].sort(),
     );
-    expect(fixture.operations.alarms).toHaveLength(alarms.size - 2 * fixture.functions.length);
+    expect(fixture.operations.alarms).toHaveLength(alarms.size - 2 * fixture.functions.length - 1);
   });
 
   it('sends every alarm, and its recovery, to the alarm topic', () => {
@@ -431,6 +441,29 @@ describe('the operations construct', () => {
     }
   });
 
+  it('alarms when a stream worker reads its stream more than 10 minutes behind for 15 minutes', () => {
+    const { stack, functions } = fixture;
+    for (const { name, fn, streamWorker } of functions) {
+      const alarm = alarms.get(`cdp-eu-${name}-iterator-age`);
+      if (!streamWorker) {
+        expect(alarm).toBeUndefined();
+        continue;
+      }
+      expect(alarm).toMatchObject({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Statistic: 'Maximum',
+        Period: 300,
+        Threshold: 600_000,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        ComparisonOperator: 'GreaterThanThreshold',
+        TreatMissingData: 'notBreaching',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack, fn) } }],
+      });
+    }
+  });
+
   it('alarms on the throttle events of every table and each of its indexes', () => {
     const { stack, props } = fixture;
     /** `read`/`write` + index (or `table`) of every metric an alarm reads. */
@@ -533,8 +566,8 @@ describe('the operations construct', () => {
       expect(shown).toContain(`{ref:${logicalId(stack, alarm)}.Arn}`);
     }
     // The functions' alarms are in other stacks on the API: shown by the ARN of their name.
-    for (const { name } of fixture.functions) {
-      for (const alarm of functionAlarmNames('eu', name)) {
+    for (const { name, streamWorker } of fixture.functions) {
+      for (const alarm of functionAlarmNames('eu', name, streamWorker)) {
         expect(shown).toContainEqual(expect.stringMatching(new RegExp(`:alarm:${alarm}$`)));
       }
     }

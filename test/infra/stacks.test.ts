@@ -685,7 +685,7 @@ describe('the CDK app', () => {
       data.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
     });
 
-    it('alarms on dead letters, queue age, 5xx, function errors and throttles, table throttles and SES rates, on a dashboard', () => {
+    it('alarms on dead letters, queue age, 5xx, function errors and throttles, the iterator age of stream workers, table throttles and SES rates, on a dashboard', () => {
       const names = Object.values(functions.findResources('AWS::CloudWatch::Alarm')).map(
         (alarm) => (alarm as { Properties: { AlarmName: string } }).Properties.AlarmName,
       );
@@ -701,6 +701,8 @@ describe('the CDK app', () => {
             alarmName.functionErrors(region, spec.name),
             alarmName.functionThrottles(region, spec.name),
           ]),
+          // Every stream worker alarms when it reads its stream far behind the writes.
+          ...STREAM_WORKERS.map((worker) => alarmName.streamIteratorAge(region, worker.function)),
           ...TABLES.map((table) => alarmName.tableThrottles(region, table.name)),
           alarmName.sesBounceRate(region),
           alarmName.sesComplaintRate(region),

@@ -92,6 +92,18 @@ export function parseSesEvent(body: string): SesEvent {
   return SesEvent.parse(envelope.success ? JSON.parse(envelope.data.Message) : parsed);
 }
 
+/**
+ * The email an SQS message's SES event is about (its `cdp_message` tag), so that the events of
+ * one email are applied in order; undefined for a message that is not a readable event of ours.
+ */
+export function emailOfEvent(body: string): string | undefined {
+  try {
+    return parseSesEvent(body).mail.tags?.[MESSAGE_TAG]?.[0];
+  } catch {
+    return undefined;
+  }
+}
+
 export async function applySesEvent(event: SesEvent, ports: EventPorts): Promise<string> {
   const type = event.eventType ?? event.notificationType ?? '';
   const outcome = await applyToEmail(event, type, ports);

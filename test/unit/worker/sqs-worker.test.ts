@@ -85,4 +85,48 @@ describe('sqsWorker', () => {
     expect(answer.batchItemFailures).toEqual([]);
     expect(visibility).toEqual([]);
   });
+
+  it('runs a batch at once, but the messages of one key one after the other, in order', async () => {
+    const { sqs, visibility } = fakeSqs();
+    const bodies = ['a1', 'b1', 'a2', 'c1', 'a3', 'b2'];
+    const {
+      Records: [template],
+    } = event(1);
+    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const log: string[] = [];
+    let running = 0;
+    let mostRunning = 0;
+    const handler = sqsWorker({
+      sqs,
+      queueUrl: 'http://queue',
+      maxReceiveCount: 5,
+      backoffBaseSeconds: 1,
+      parallel: true,
+      orderKey: (record) => record.body.slice(0, 1),
+      process: async (record) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        log.push(`start ${record.body}`);
+        // The first of each key takes longest: a later one of the same key must still wait.
+        await new Promise((resolve) => setTimeout(resolve, record.body.endsWith('1') ? 30 : 5));
+        log.push(`end ${record.body}`);
+        running -= 1;
+        // One of a key failing does not stop the next of that key.
+        if (record.body === 'a2') throw new Error('a2 fails');
+      },
+      onLastFailure: () => Promise.resolve(undefined),
+    });
+    const answer = await handler({ Records: records }, context);
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'a2' }]);
+    expect(visibility).toEqual([1]);
+    // Different keys at once; each key's messages strictly one after the other.
+    expect(mostRunning).toBe(3);
+    for (const key of ['a', 'b', 'c']) {
+      const own = log.filter((line) => line.split(' ')[1]?.startsWith(key));
+      const expected = bodies
+        .filter((body) => body.startsWith(key))
+        .flatMap((body) => [`start ${body}`, `end ${body}`]);
+      expect(own).toEqual(expected);
+    }
+  });
 });
