@@ -79,7 +79,10 @@ export function startQueuePoller(options: PollerOptions): { stop: () => Promise<
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
             MaxNumberOfMessages: Math.min(options.batchSize ?? 10, 10),
-            WaitTimeSeconds: options.waitTimeSeconds ?? 1,
+            // Long polling, as Lambda's SQS event source: an idle poller asks once in 20 s
+            // (sixty-odd pollers of three regions asking every second kept LocalStack's one
+            // gateway busy); a message answers the poll at once, and stopping aborts it.
+            WaitTimeSeconds: options.waitTimeSeconds ?? 20,
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),
