@@ -97,6 +97,10 @@ export default {
   // the fuzz file (6,800 requests) took 125-245 s there, against ~30 s on the local emulators.
   // (Jest reads testTimeout from here only: a project's own is ignored.)
   testTimeout: external ? 600000 : 120000,
+  // Two files at once on the emulators (2 cores: the suite waits on its stacks' workers much of
+  // the time; 16.6 min against 24.5 min one at a time, 2026-11-27), whatever number of cores
+  // the machine claims. LocalStack's one gateway is the bottleneck there: one at a time.
+  maxWorkers: external ? 1 : 2,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     ...(external ? [integrationLocalstack] : [integration, integrationFaults]),

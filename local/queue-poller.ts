@@ -79,10 +79,12 @@ export function startQueuePoller(options: PollerOptions): { stop: () => Promise<
           new ReceiveMessageCommand({
             QueueUrl: queueUrl,
             MaxNumberOfMessages: Math.min(options.batchSize ?? 10, 10),
-            // Long polling, as Lambda's SQS event source: an idle poller asks once in 20 s
+            // Long polling, as Lambda's SQS event source: an idle poller asks once in 5 s
             // (sixty-odd pollers of three regions asking every second kept LocalStack's one
-            // gateway busy); a message answers the poll at once, and stopping aborts it.
-            WaitTimeSeconds: options.waitTimeSeconds ?? 20,
+            // gateway busy); a message answers the poll at once, and stopping aborts it. Not
+            // Lambda's 20 s: a poll whose connection is cut (a stand-in restarted) can stay
+            // waiting in fauxqs, and take a message it then never hands over, until it ends.
+            WaitTimeSeconds: options.waitTimeSeconds ?? 5,
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),

@@ -46,12 +46,13 @@ function keysIn(text: string, keys: readonly string[]): string[] {
 
 describe('API keys in logs and answers', () => {
   // A stack of this test's own, logging at DEBUG (the suite's stacks log nothing), on ports
-  // clear of the suite's stacks and of lifecycle.test.ts's; one per jest project.
+  // clear of the suite's stacks and of lifecycle.test.ts's and process-faults.test.ts's (jest
+  // runs two files at once); one per jest project.
   const kind = ['plain', 'faults', 'localstack'].indexOf(process.env.CDP_TEST_STACK ?? 'plain');
   const ports: StackPorts = shifted({
     port: 3970 + 4 * Math.max(kind, 0),
     dynamodbPort: 8970 + Math.max(kind, 0),
-    sqsPort: 5026 + Math.max(kind, 0),
+    sqsPort: 5036 + Math.max(kind, 0),
     sesPort: 8980 + Math.max(kind, 0),
   });
   let stack: { child: ChildProcess; output: () => string } | undefined;
