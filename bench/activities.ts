@@ -4,7 +4,9 @@
  * (the accept rate, and the drain rate from the first accept until the last request is
  * done); beside the store's ceiling measured in the same run: the same activity items
  * written straight to DynamoDB Local with `BatchWriteItem` (25 a call) at the same
- * concurrency. Also the API process's CPU per activity.
+ * concurrency. The same for activities of new people (each request names 20 people nobody
+ * has seen), beside a ceiling that also writes each person with its claim (figure 1's
+ * ceiling of a new person). Also the API process's CPU per activity.
  *
  *   node --import tsx bench/activities.ts        # a stack of its own (bench/lib/stack.ts)
  */
@@ -12,6 +14,8 @@ import { activityItem } from '../shared/adapters/activity-store.js';
 import { batchWrite } from '../shared/adapters/dynamo-helpers.js';
 import { newId } from '../shared/domain/ids.js';
 import { tableName } from '../shared/resources.js';
+import { runBounded } from '../shared/lib/bounded.js';
+import { createPersonDirectly } from './person-merge.js';
 import {
   acceptAndDrain,
   burst,
@@ -40,12 +44,27 @@ const DRAIN_TARGET = 1;
 const email = (run: string, request: number, person: number) =>
   `${run}-${request}-${person}@activities.bench`;
 
+/** The activities of one request; `run` names its people (a new run, new people). */
 function activities(run: string, request: number) {
   return Array.from({ length: PER_REQUEST }, (_, i) => ({
     activity_id: 'act:cm:purchased',
     fields: { 'str::email': email(run, request, i % PEOPLE_PER_REQUEST) },
     attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
   }));
+}
+
+/** What a request's answer must say of its people: all found, or each made by its first activity. */
+type PeopleExpected = 'existing' | 'new';
+
+function answeredAsExpected(
+  entries: { status: string; person_status: string }[],
+  people: PeopleExpected,
+): boolean {
+  return entries.every(
+    (entry, i) =>
+      entry.status === 'ingested' &&
+      entry.person_status === (people === 'new' && i < PEOPLE_PER_REQUEST ? 'created' : 'merged'),
+  );
 }
 
 /** The people the activities of `count` requests name, created beforehand. */
@@ -61,12 +80,34 @@ async function createPeople(stack: BenchStack, run: string, count: number): Prom
   });
 }
 
-/** The ceiling: the same activity items, 25 to a `BatchWriteItem`, for `count` requests. */
-async function ceiling(count: number, concurrency: number, run: string): Promise<number> {
+/**
+ * The ceiling: the same activity items, 25 to a `BatchWriteItem`, for `count` requests. With
+ * `newPeople`, each request first writes its 20 people as figure 1's ceiling does (one
+ * transaction of the person and its email claim each, 16 at once).
+ */
+async function ceiling(
+  count: number,
+  concurrency: number,
+  run: string,
+  newPeople = false,
+): Promise<number> {
   const db = benchDb();
   const table = tableName('default', 'activities');
   const at = new Date().toISOString();
   const ms = await burst(count, concurrency, async (n) => {
+    if (newPeople) {
+      const people = Array.from({ length: PEOPLE_PER_REQUEST }, (_, i) => email(`${run}-c`, n, i));
+      const { failure } = await runBounded(people, 16, async (address) => {
+        await createPersonDirectly(
+          db,
+          `${BENCH_INSTANCE}-ceiling`,
+          { 'str::email': address },
+          [],
+          at,
+        );
+      });
+      if (failure) throw failure.error;
+    }
     const items = activities(run, n).map((activity, i) =>
       activityItem(`${BENCH_INSTANCE}-ceiling`, {
         id: newId(),
@@ -89,7 +130,13 @@ async function ceiling(count: number, concurrency: number, run: string): Promise
   return perSecond(count * PER_REQUEST, ms);
 }
 
-async function sync(stack: BenchStack, count: number, concurrency: number, run: string) {
+async function sync(
+  stack: BenchStack,
+  count: number,
+  concurrency: number,
+  run: string,
+  people: PeopleExpected = 'existing',
+) {
   const api = stack.pids['the default API'] ?? 0;
   const cpuBefore = stack.cpuSeconds(api);
   const latencies: number[] = [];
@@ -99,9 +146,9 @@ async function sync(stack: BenchStack, count: number, concurrency: number, run: 
       activities: activities(run, n),
     });
     const entries = answer.activities as { status: string; person_status: string }[];
-    if (entries.some((entry) => entry.status !== 'ingested' || entry.person_status !== 'merged'))
+    if (!answeredAsExpected(entries, people))
       throw new Error(
-        `activities: not all ingested for existing people: ${JSON.stringify(entries[0])}`,
+        `activities: not all ingested for ${people} people: ${JSON.stringify(entries[0])}`,
       );
     latencies.push(performance.now() - started);
   });
@@ -172,6 +219,21 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
       target: `≥ ${TARGET}`,
       met: ratio >= TARGET,
     });
+    // The same for people nobody has seen: the API creates each (its first activity), the
+    // ceiling writes each with its claim before the activities.
+    const fresh = `${run}-new${concurrency}`;
+    const created = await sync(stack, count, concurrency, fresh, 'new');
+    const createdTop = await ceiling(count, concurrency, fresh, true);
+    const createdRatio = created.rate / createdTop;
+    rows.push({
+      figure: '2 activities',
+      measure: `sync activities/s, new people (each request 20), c=${concurrency} (${latencyText(created.latencies)} per request)`,
+      value: `${fixed(created.rate)}/s`,
+      reference: `${fixed(createdTop)}/s`,
+      ratio: createdRatio,
+      target: `≥ ${TARGET}`,
+      met: createdRatio >= TARGET,
+    });
   }
   const lags = await lastSeenLag(stack, run, 10);
   const queued = await acceptAndDrain(
@@ -230,7 +292,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   return {
     rows,
     notes: [
-      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, then the same requests sent synchronously at the same concurrency (the drain's reference). Ceiling: the same activity items with BatchWriteItem, 25 a call, at the same concurrency. The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker).`,
+      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, then the same requests sent synchronously at the same concurrency (the drain's reference). Ceiling: the same activity items with BatchWriteItem, 25 a call, at the same concurrency; for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker).`,
     ],
   };
 }

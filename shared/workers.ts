@@ -84,7 +84,7 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'audiences',
       'queue:audience-jobs',
       'queue:audience-jobs:retry',
-      // Evaluation requests are `E` items of the people table.
+      // Evaluation requests are `E` items of the people table; a first build reads its people.
       'people',
     ],
   },

@@ -124,7 +124,14 @@ export async function acceptAndDrain(
     const states = await Promise.all(
       pending.map(async (id) => ({
         id,
-        status: (await post(base, key, '/v1/async/get', { request_id: id })).status,
+        // A poll the stack answers 503 (out of time under load) is asked again next round.
+        status: await post(base, key, '/v1/async/get', { request_id: id }).then(
+          (answer) => answer.status,
+          (error: unknown) => {
+            if (/HTTP 503/.test(String(error))) return 'unknown';
+            throw error;
+          },
+        ),
       })),
     );
     const failed = states.filter((s) => s.status === 'failed');

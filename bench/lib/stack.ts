@@ -97,8 +97,11 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     SES_MAX_SEND_RATE: process.env.SES_MAX_SEND_RATE ?? '1000',
     INGEST_RETRY_BASE_SECONDS: '1',
     EMAIL_RETRY_BASE_SECONDS: '1',
-    // Stream pollers read an idle shard every 200 ms: the lag figures' floor.
-    CDP_STREAM_MAX_IDLE_MS: '200',
+    // Stream pollers read an idle shard every 200 ms: the lag figures' floor. A long run
+    // (an audience build over 100,000 people) may let idle shards wait longer: every read
+    // of DynamoDB Local's streams takes its one database connection, and three regions'
+    // pollers read sixteen streams.
+    CDP_STREAM_MAX_IDLE_MS: process.env.BENCH_STREAM_MAX_IDLE_MS ?? '200',
     ...(external ? { CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL: external } : {}),
   });
   const stop = () => stopStack(started.child);

@@ -69,6 +69,7 @@ const StoredAudience = z.object({
     started_at: z.string(),
     cursors: z.record(z.string(), z.string()),
     queued: z.number(),
+    decided: z.number().optional(),
     finished_at: z.string().optional(),
   }),
 });
@@ -84,8 +85,38 @@ function audienceOf(item: Item): Audience {
       started_at: build.started_at,
       cursors: build.cursors,
       queued: build.queued,
+      ...(build.decided ? { decided: build.decided } : {}),
       ...(build.finished_at ? { finished_at: build.finished_at } : {}),
     },
+  };
+}
+
+/**
+ * An update of an audience's definition, attribute by attribute. Its build is left as the
+ * build's pages keep moving it (cursors, counts, the end) unless the update starts a new one:
+ * a rename during a build must not take the build back to where it was when the rename read it.
+ */
+function definitionUpdate(audience: Audience, previous: Audience) {
+  const names: Record<string, string> = {};
+  const values: Record<string, unknown> = { ':seen': previous.edited_at };
+  const set: string[] = [];
+  const remove: string[] = [];
+  const keys = new Set([...Object.keys(previous), ...Object.keys(audience)]);
+  keys.delete('id');
+  if (audience.build.version === previous.build.version) keys.delete('build');
+  for (const [i, key] of [...keys].entries()) {
+    names[`#a${i}`] = key;
+    const value = (audience as unknown as Record<string, unknown>)[key];
+    if (value === undefined) remove.push(`audience.#a${i}`);
+    else {
+      values[`:a${i}`] = value;
+      set.push(`audience.#a${i} = :a${i}`);
+    }
+  }
+  return {
+    UpdateExpression: `SET ${set.join(', ')}${remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''}`,
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
   };
 }
 
@@ -177,12 +208,12 @@ export class DynamoAudienceStore implements AudienceStore {
         new TransactWriteCommand({
           TransactItems: [
             {
-              Put: {
+              Update: {
                 TableName: this.tables.config,
-                Item: { pk, sk: `A#${audience.id}`, audience },
+                Key: { pk, sk: `A#${audience.id}` },
+                ...definitionUpdate(audience, previous),
                 // Changes made from a read that another change has overtaken are refused.
                 ConditionExpression: 'audience.edited_at = :seen',
-                ExpressionAttributeValues: { ':seen': previous.edited_at },
               },
             },
             ...(renamed
@@ -312,6 +343,7 @@ export class DynamoAudienceBuilds extends DynamoAudienceStore {
     from: string,
     to: string,
     queued: number,
+    decided: number,
   ): Promise<boolean> {
     return conditionally(
       this.db,
@@ -319,11 +351,14 @@ export class DynamoAudienceBuilds extends DynamoAudienceStore {
         TableName: this.tables.config,
         Key: { pk: audiencesPk(instanceId), sk: `A#${audience.id}` },
         UpdateExpression:
-          'SET audience.build.queued = audience.build.queued + :n, audience.build.cursors.#s = :to',
+          'SET audience.build.queued = audience.build.queued + :n, audience.build.cursors.#s = :to, ' +
+          'audience.build.decided = if_not_exists(audience.build.decided, :zero) + :d',
         ConditionExpression: 'audience.build.version = :v AND audience.build.cursors.#s = :from',
         ExpressionAttributeNames: { '#s': String(shard) },
         ExpressionAttributeValues: {
           ':n': queued,
+          ':d': decided,
+          ':zero': 0,
           ':to': to,
           ':from': from,
           ':v': audience.build.version,

@@ -10,6 +10,7 @@ import { TransactionBatcher } from '../adapters/transaction-batcher.js';
 import {
   applyAudienceDefinitions,
   liveAudience,
+  type Audience,
   type AudienceJobs,
   type AudienceServices,
 } from '../domain/audiences/audience.js';
@@ -25,7 +26,7 @@ import {
 import type { LiveAudience } from '../domain/audiences/membership.js';
 import { FieldCatalog } from '../domain/fields/field-catalog.js';
 import { tagIdsOf, type FilterContext } from '../domain/filters/filter.js';
-import type { Tenant } from '../domain/tenancy.js';
+import type { InstanceSchema, Tenant } from '../domain/tenancy.js';
 import { AudienceJobsEnv, AudiencesEnv, AudienceWorkerEnv, readEnv } from '../config/env.js';
 import { QUEUES } from '../resources.js';
 import { logger } from '../lib/logger.js';
@@ -127,6 +128,16 @@ async function audiencesOf(
     store.list(instanceId),
     config.getInstance(instanceId),
   ]);
+  return compiled(instanceId, audiences, instance, tags);
+}
+
+/** Audiences compiled against their instance's fields and tags (those that compile). */
+async function compiled(
+  instanceId: string,
+  audiences: readonly Audience[],
+  instance: Pick<InstanceSchema, 'person_fields'> | undefined,
+  tags: Pick<DynamoTagStore, 'tagNames'>,
+): Promise<LiveAudience[]> {
   if (!instance) return [];
   // Tags named by ID in the filters, by their names (what people hold).
   const ids = audiences.flatMap((audience) => [
@@ -240,8 +251,21 @@ export function createAudienceJobsWorker() {
     audiences: env.AUDIENCES_TABLE,
     activities: env.ACTIVITIES_TABLE,
   });
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
+  const tags = new DynamoTagStore(db, env.PEOPLE_TABLE, new TransactionBatcher(db));
   const ports: AudienceJobPorts = {
-    audiences: store,
+    audiences: {
+      get: (...args) => store.get(...args),
+      counters: (...args) => store.counters(...args),
+      advanceBuild: (...args) => store.advanceBuild(...args),
+      finishBuild: (...args) => store.finishBuild(...args),
+      removeCounters: (...args) => store.removeCounters(...args),
+      timedInstances: () => store.timedInstances(),
+      live: async (instanceId, audience) => {
+        const instance = await config.getInstance(instanceId);
+        return (await compiled(instanceId, [audience], instance, tags))[0];
+      },
+    },
     people: { listPage: (...args) => memberships.listPage(...args) },
     memberships,
     queue,

@@ -3,7 +3,7 @@ import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamo
 import { DeleteCommand, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoMembershipStore } from '../../shared/adapters/audience-membership-store.js';
-import { DynamoAudienceStore } from '../../shared/adapters/audience-store.js';
+import { DynamoAudienceBuilds, DynamoAudienceStore } from '../../shared/adapters/audience-store.js';
 import { FaultInjector, VersionHistory } from '../../shared/adapters/dynamo-faults.js';
 import { personItem } from '../../shared/adapters/people-store.js';
 import { liveAudience, newBuild, type Audience } from '../../shared/domain/audiences/audience.js';
@@ -172,4 +172,77 @@ describe('audience evaluation against the store', () => {
     }).counters(instanceId, [audience], Date.now());
     expect(after.get(audience.id)).toMatchObject({ evaluated: 30, members: 9, subscribers: 9 });
   }, 120_000);
+
+  it("reads a build's page: each person's membership of the audience and the person", async () => {
+    const instanceId = `inst-read-${newId()}`;
+    const store = new DynamoMembershipStore(plain, tables);
+    const audience = audienceOf(1);
+    const live = [liveAudience(audience, { fields: FieldCatalog.forPerson([]) })];
+    const member = newId();
+    const other = newId();
+    const erased = newId();
+    await putPerson(instanceId, member, 'In');
+    await putPerson(instanceId, other, 'Out');
+    await evaluatePerson(instanceId, member, live, [], store);
+    const read = await store.readForBuild(instanceId, [member, other, erased], audience.id);
+    expect([...read.keys()]).toEqual([member, other, erased]);
+    expect(read.get(member)).toEqual({
+      membership: expect.objectContaining({ audience_id: audience.id, member: true, rev: 1 }),
+      person: expect.objectContaining({
+        id: member,
+        fields: expect.objectContaining({ 'str::last': 'In' }),
+      }),
+    });
+    expect(read.get(other)).toEqual({
+      person: expect.objectContaining({ id: other }),
+    });
+    expect(read.get(erased)).toEqual({});
+  });
+
+  it('leaves a build where its pages moved it when the audience is renamed meanwhile', async () => {
+    const instanceId = `inst-rename-${newId()}`;
+    const store = new DynamoAudienceBuilds(plain, {
+      config: tableName('default', 'config'),
+      audiences: tables.audiences,
+    });
+    const audience = audienceOf(1);
+    await store.create(instanceId, audience);
+    const read = await store.get(instanceId, audience.id);
+    // A page of the build moves it after the rename's read, before the rename's write.
+    expect(await store.advanceBuild(instanceId, audience, 0, '', 'f'.repeat(24), 500, 450)).toBe(
+      true,
+    );
+    const renamed = { ...audience, name: 'Renamed', edited_at: new Date().toISOString() };
+    delete (renamed as Partial<Audience>).exit_filter;
+    await store.update(instanceId, renamed, read ?? audience);
+    const after = await store.get(instanceId, audience.id);
+    expect(after).toMatchObject({ name: 'Renamed', version: 1 });
+    expect(after?.build).toMatchObject({ queued: 500, decided: 450 });
+    expect(after?.build.cursors['0']).toBe('f'.repeat(24));
+
+    // A new filter starts a new build: the old one's progress goes with it.
+    const rebuilt: Audience = {
+      ...(after ?? audience),
+      filter: { $and: [{ '$str::is': { field_id: 'str::last', value: 'Other' } }] },
+      exit_filter: { $and: [{ '$str::is': { field_id: 'str::last', value: 'Gone' } }] },
+      version: 2,
+      build: newBuild(2, new Date().toISOString()),
+      edited_at: new Date(Date.now() + 1).toISOString(),
+    };
+    await store.update(instanceId, rebuilt, after ?? audience);
+    const again = await store.get(instanceId, audience.id);
+    expect(again).toMatchObject({ version: 2, exit_filter: rebuilt.exit_filter });
+    expect(again?.build).toEqual(rebuilt.build);
+    // And an exit filter taken away is gone from the stored definition.
+    const { exit_filter: _exit, ...withoutExit } = again ?? rebuilt;
+    await store.update(
+      instanceId,
+      { ...withoutExit, edited_at: new Date(Date.now() + 2).toISOString() },
+      again ?? rebuilt,
+    );
+    expect((await store.get(instanceId, audience.id))?.exit_filter).toBeUndefined();
+    await expect(
+      store.update(instanceId, { ...withoutExit, name: 'Late' }, again ?? rebuilt),
+    ).rejects.toThrow('changed by another request meanwhile');
+  });
 });

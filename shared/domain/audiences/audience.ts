@@ -28,8 +28,13 @@ export interface AudienceBuild {
    * conditional write, so a page handled twice counts once.
    */
   cursors: Record<string, string>;
-  /** People queued for evaluation so far. */
+  /** People the build has reached so far. */
   queued: number;
+  /**
+   * Of those, the people the build settled itself (nothing to change: `jobs.ts`); the others
+   * are evaluated by the audience worker and counted there (`evaluated`). Absent: none.
+   */
+  decided?: number;
   /** Set once every shard is queued and every queued person was evaluated. */
   finished_at?: string;
 }
@@ -192,7 +197,7 @@ export function isBuilt(
   const { build } = audience;
   return (
     build.finished_at !== undefined ||
-    (doneShards(build) >= BUILD_SHARDS && counters.evaluated >= build.queued)
+    (doneShards(build) >= BUILD_SHARDS && counters.evaluated + (build.decided ?? 0) >= build.queued)
   );
 }
 
@@ -261,7 +266,10 @@ export function audienceEntry(
     // How far the current build has got (beyond the recorded shape).
     build_progress: {
       queued: audience.build.queued,
-      evaluated: Math.min(counters.evaluated, audience.build.queued),
+      evaluated: Math.min(
+        counters.evaluated + (audience.build.decided ?? 0),
+        audience.build.queued,
+      ),
       done_shards: doneShards(audience.build),
     },
   };

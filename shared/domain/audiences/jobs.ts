@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { logger } from '../../lib/logger.js';
+import { dependsOnTime } from '../filters/filter.js';
+import type { Person } from '../people/person.js';
 import {
   BUILD_SHARDS,
   SHARD_DONE,
@@ -7,6 +9,7 @@ import {
   type Audience,
   type AudienceStore,
 } from './audience.js';
+import { settledByBuild, type LiveAudience, type Membership } from './membership.js';
 
 /**
  * The background work of audiences, one message at a time on the audience-jobs queue
@@ -14,9 +17,12 @@ import {
  * repeat of it finds that out, and queues what follows: a message handled twice (SQS
  * delivers at least once) does no harm.
  *
- * - `build`: asks for every person of one listing shard to be evaluated for a filter version
- *   (the audience worker decides and counts them), a page at a time; each page moves the
- *   shard's cursor and the build's `queued` count in one conditional write.
+ * - `build`: walks one listing shard a page at a time. A first build (a filter never changed,
+ *   with no time condition) reads each page's people and their memberships of the audience
+ *   and settles those the filter leaves as they are (most people of most audiences); every
+ *   other person is asked to be evaluated for the filter version (the audience worker decides
+ *   and counts them, in order with the person's own changes). Each page moves the shard's
+ *   cursor, the build's `queued` count and its `decided` count in one conditional write.
  * - `finish`: once every shard is queued, waits for every queued person to be evaluated, then
  *   records the build finished (`last_built_at`).
  * - `dispose`: removes a deleted audience's members and counters.
@@ -91,7 +97,10 @@ export interface AudienceJobPorts {
       from: string,
       to: string,
       queued: number,
+      decided: number,
     ): Promise<boolean>;
+    /** The audience's filters compiled for the instance; undefined if they no longer compile. */
+    live(instanceId: string, audience: Audience): Promise<LiveAudience | undefined>;
     finishBuild(instanceId: string, audience: Audience, at: string): Promise<void>;
     removeCounters(instanceId: string, audienceId: string): Promise<void>;
     /** Instances that have (or had) audiences whose filters depend on time. */
@@ -107,6 +116,15 @@ export interface AudienceJobPorts {
     ): Promise<{ ids: string[]; hasMore: boolean }>;
   };
   memberships: {
+    /**
+     * Each person's membership of the audience (read first) and the person (read after it),
+     * both strongly consistent; a person erased has none.
+     */
+    readForBuild(
+      instanceId: string,
+      personIds: readonly string[],
+      audienceId: string,
+    ): Promise<Map<string, { membership?: Membership; person?: Person }>>;
     requestEvaluation(
       instanceId: string,
       personIds: readonly string[],
@@ -195,7 +213,17 @@ async function build(
   ports: AudienceJobPorts,
 ): Promise<void> {
   const started = ports.now();
+  let live: Promise<LiveAudience | undefined> | undefined;
+  let longestPage = 0;
   for (;;) {
+    // A page that would end past the slice is left to the next message: a slow store makes
+    // pages slow, and a message that outlives its function's time is tried again from where
+    // its last page left, until it goes to the dead-letter queue.
+    if (longestPage > 0 && ports.now() - started + longestPage > ports.sliceMs) {
+      await ports.queue.send(job);
+      return;
+    }
+    const pageStarted = ports.now();
     const audience = await ports.audiences.get(job.instance_id, job.audience_id);
     // Deleted, archived or rebuilt since: this build has nothing more to do.
     if (!audience || audience.archived_at || audience.build.version !== job.version) return;
@@ -207,7 +235,10 @@ async function build(
       from === '' ? undefined : from,
       JOB_PAGE,
     );
-    await ports.memberships.requestEvaluation(job.instance_id, page.ids, {
+    if (screens(audience)) live ??= ports.audiences.live(job.instance_id, audience);
+    const compiled = live ? await live : undefined;
+    const asked = compiled ? await unsettled(job.instance_id, page.ids, compiled, ports) : page.ids;
+    await ports.memberships.requestEvaluation(job.instance_id, asked, {
       build: { audienceId: audience.id, version: job.version },
     });
     const to = page.hasMore ? (page.ids.at(-1) ?? from) : SHARD_DONE;
@@ -219,7 +250,9 @@ async function build(
       from,
       to,
       page.ids.length,
+      page.ids.length - asked.length,
     );
+    longestPage = Math.max(longestPage, ports.now() - pageStarted);
     if (!advanced) continue;
     if (to === SHARD_DONE) {
       await ports.queue.send({
@@ -231,11 +264,37 @@ async function build(
       });
       return;
     }
-    if (ports.now() - started > ports.sliceMs) {
-      await ports.queue.send(job);
-      return;
-    }
   }
+}
+
+/**
+ * Whether a build may settle people itself. Only while the filters are the audience's first
+ * (version 1): the audience worker reads the instance's audiences once per batch, so a batch
+ * begun before a filter change may still decide by the old filter after the build's read; the
+ * stream orders such a decision before the build's own request, not before a read. And not
+ * when time alone can change the answer: the worker keeps each person's day to re-evaluate.
+ */
+function screens(audience: Audience): boolean {
+  return (
+    audience.version === 1 &&
+    !dependsOnTime(audience.filter) &&
+    !dependsOnTime(audience.exit_filter)
+  );
+}
+
+/** The people of a page the build cannot settle itself (to be evaluated by the worker). */
+async function unsettled(
+  instanceId: string,
+  personIds: readonly string[],
+  live: LiveAudience,
+  ports: AudienceJobPorts,
+): Promise<string[]> {
+  const read = await ports.memberships.readForBuild(instanceId, personIds, live.audience.id);
+  const now = ports.now();
+  return personIds.filter((personId) => {
+    const { membership, person } = read.get(personId) ?? {};
+    return !settledByBuild(person, membership, live, now);
+  });
 }
 
 async function finish(
@@ -245,7 +304,7 @@ async function finish(
   const audience = await ports.audiences.get(job.instance_id, job.audience_id);
   if (!audience || audience.build.version !== job.version || audience.build.finished_at) return;
   const counters = await ports.audiences.counters(job.instance_id, [audience], ports.now());
-  const evaluated = counters.get(audience.id)?.evaluated ?? 0;
+  const evaluated = (counters.get(audience.id)?.evaluated ?? 0) + (audience.build.decided ?? 0);
   // Another shard's last page asks again once it is done.
   if (doneShards(audience.build) < BUILD_SHARDS) return;
   if (evaluated >= audience.build.queued || job.attempt >= FINISH_PATIENCE_ATTEMPTS) {

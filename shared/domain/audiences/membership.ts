@@ -217,3 +217,22 @@ export function decideMemberships(
     ...(times.length > 0 ? { recheckAt: Math.min(...times) } : {}),
   };
 }
+
+/**
+ * Whether a first build can settle the person itself, with nothing to write: the audience's
+ * filter leaves the person's membership of it as it is, and names no day on which time alone
+ * could change that. `membership` is the person's membership of this audience (absent: none),
+ * read before the person. A person this does not settle is evaluated by the audience worker,
+ * in order with the person's own changes.
+ */
+export function settledByBuild(
+  person: Person | undefined,
+  membership: Membership | undefined,
+  live: LiveAudience,
+  now: number,
+): boolean {
+  const memberships = new Map<string, Membership>();
+  if (membership) memberships.set(live.audience.id, membership);
+  const decision = decideMemberships(person, memberships, [live], now);
+  return decision.changes.length === 0 && decision.recheckAt === undefined;
+}
