@@ -88,7 +88,7 @@ async function main(): Promise<void> {
         parallelization: worker.parallelization,
         // An idle shard is read less and less often, down to once a second (twenty-odd
         // pollers of three regions would otherwise keep the emulators busy doing nothing);
-        // `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks keep 200 ms, their lag floor).
+        // `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks' `BENCH_STREAM_MAX_IDLE_MS`).
         maxIdleMs: Number(process.env.CDP_STREAM_MAX_IDLE_MS ?? 1_000),
         timeoutSeconds: worker.timeoutSeconds,
         maxRetryAttempts: worker.maxRetryAttempts,
@@ -140,6 +140,9 @@ async function main(): Promise<void> {
     }
     server.close();
     server.closeAllConnections();
+    // The pollers finish what they hold; if the emulators went first (the stack's whole
+    // process group stopped at once), their calls would retry for minutes: ten seconds at most.
+    setTimeout(() => process.exit(0), 10_000).unref();
     void Promise.all(pollers.map((poller) => poller.stop())).finally(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
