@@ -11,6 +11,7 @@ import { evaluatePerson } from '../../shared/domain/audiences/evaluate.js';
 import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
 import { newId } from '../../shared/domain/ids.js';
 import { tableName } from '../../shared/resources.js';
+import { testAudience } from '../unit/fixtures.js';
 import { createKeyedTable, stackDb } from './stack.js';
 
 /**
@@ -60,21 +61,11 @@ function faultyStore() {
 
 function audienceOf(version: number): Audience {
   const at = new Date().toISOString();
-  return {
-    id: newId(),
-    name: 'Evaluation',
-    filter: { $and: [{ '$str::is': { field_id: 'str::last', value: 'In' } }] },
-    is_public: false,
-    public_name: '',
-    public_description: '',
-    sms_is_public: false,
-    sms_public_name: '',
-    sms_public_description: '',
-    created: at,
-    edited_at: at,
-    version,
-    build: newBuild(version, at),
-  };
+  return testAudience(
+    newId(),
+    { $and: [{ '$str::is': { field_id: 'str::last', value: 'In' } }] },
+    { name: 'Evaluation', created: at, edited_at: at, version, build: newBuild(version, at) },
+  );
 }
 
 async function putPerson(instanceId: string, id: string, last: string) {

@@ -1,3 +1,4 @@
+import { newBuild, type Audience } from '../../shared/domain/audiences/audience.js';
 import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
 import type { InstanceSchema, Tenant } from '../../shared/domain/tenancy.js';
 
@@ -23,5 +24,31 @@ export function testTenant(overrides: Partial<InstanceSchema> = {}): Tenant {
     dataSource,
     personFields: FieldCatalog.forPerson(instance.person_fields),
     organizationFields: FieldCatalog.forOrganization(instance.organization_fields),
+  };
+}
+
+/** An audience definition for tests: version 1 with its first build unless overridden. */
+export function testAudience(
+  id: string,
+  filter: unknown,
+  overrides: Partial<Audience> = {},
+): Audience {
+  const at = '2026-11-01T00:00:00.000Z';
+  const version = overrides.version ?? 1;
+  return {
+    id,
+    name: `Audience ${id}`,
+    filter,
+    is_public: false,
+    public_name: '',
+    public_description: '',
+    sms_is_public: false,
+    sms_public_name: '',
+    sms_public_description: '',
+    created: at,
+    edited_at: at,
+    version,
+    build: newBuild(version, at),
+    ...overrides,
   };
 }

@@ -3,7 +3,6 @@ import {
   BUILD_SHARDS,
   isBuilt,
   liveAudience,
-  newBuild,
   SHARD_DONE,
   type Audience,
 } from '../../../shared/domain/audiences/audience.js';
@@ -14,6 +13,7 @@ import {
 } from '../../../shared/domain/audiences/jobs.js';
 import type { Membership } from '../../../shared/domain/audiences/membership.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
+import { testAudience } from '../fixtures.js';
 import type { Person } from '../../../shared/domain/people/person.js';
 
 /**
@@ -25,24 +25,8 @@ const NOW = Date.parse('2026-11-27T12:00:00Z');
 const context = { fields: FieldCatalog.forPerson([{ id: 'str:cm:plan', name: 'Plan' }]) };
 const gold = { $and: [{ '$str::is': { field_id: 'str:cm:plan', value: 'gold' } }] };
 
-function definition(filter: unknown, version = 1): Audience {
-  const at = '2026-11-01T00:00:00.000Z';
-  return {
-    id: 'a'.repeat(24),
-    name: 'Gold',
-    filter,
-    is_public: false,
-    public_name: '',
-    public_description: '',
-    sms_is_public: false,
-    sms_public_name: '',
-    sms_public_description: '',
-    created: at,
-    edited_at: at,
-    version,
-    build: newBuild(version, at),
-  };
-}
+const definition = (filter: unknown, version = 1): Audience =>
+  testAudience('a'.repeat(24), filter, { name: 'Gold', version });
 
 const id = (n: number) => n.toString(16).padStart(24, '0');
 

@@ -2,7 +2,6 @@ import { describe, expect, it } from '@jest/globals';
 import {
   applyAudienceDefinitions,
   liveAudience,
-  newBuild,
   type Audience,
   type AudienceJobs,
   type AudienceStore,
@@ -15,31 +14,17 @@ import {
 } from '../../../shared/domain/audiences/membership.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import type { Person } from '../../../shared/domain/people/person.js';
+import { testAudience } from '../fixtures.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
 const context = { fields: FieldCatalog.forPerson([{ id: 'str:cm:plan', name: 'Plan' }]) };
 const plan = (value: string) => ({ '$str::is': { field_id: 'str:cm:plan', value } });
 
 function audience(id: string, filter: unknown, exit?: unknown, extra: Partial<Audience> = {}) {
-  const at = '2026-11-01T00:00:00.000Z';
-  const definition: Audience = {
-    id,
-    name: `Audience ${id}`,
-    filter,
-    ...(exit ? { exit_filter: exit } : {}),
-    is_public: false,
-    public_name: '',
-    public_description: '',
-    sms_is_public: false,
-    sms_public_name: '',
-    sms_public_description: '',
-    created: at,
-    edited_at: at,
-    version: 1,
-    build: newBuild(1, at),
-    ...extra,
-  };
-  return liveAudience(definition, context);
+  return liveAudience(
+    testAudience(id, filter, { ...(exit ? { exit_filter: exit } : {}), ...extra }),
+    context,
+  );
 }
 
 function person(fields: Person['fields'], extra: Partial<Person> = {}): Person {
