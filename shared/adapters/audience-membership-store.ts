@@ -15,7 +15,7 @@ import {
 } from '../domain/audiences/membership.js';
 import type { ActivityToWrite } from '../domain/activities/record-activities.js';
 import type { Person } from '../domain/people/person.js';
-import { runBounded } from '../lib/bounded.js';
+import { runBounded, slicesOf } from '../lib/bounded.js';
 import { activityItem } from './activity-store.js';
 import {
   AUDIENCE_COUNTER_SHARDS,
@@ -151,11 +151,8 @@ export class DynamoMembershipStore {
     const read = new Map<string, { membership?: Membership; person?: Person }>(
       personIds.map((personId) => [personId, {}]),
     );
-    const chunks = Array.from({ length: Math.ceil(personIds.length / 100) }, (_, i) =>
-      personIds.slice(i * 100, i * 100 + 100),
-    );
     await Promise.all(
-      chunks.map(async (chunk) => {
+      slicesOf(personIds, 100).map(async (chunk) => {
         const memberships = await batchGet(
           this.db,
           this.tables.audiences,
@@ -505,10 +502,7 @@ export class DynamoMembershipStore {
       },
     }));
     // A page's batches at once, four at a time: a page of 500 is five round trips, not twenty.
-    const batches = Array.from({ length: Math.ceil(writes.length / 25) }, (_, i) =>
-      writes.slice(i * 25, i * 25 + 25),
-    );
-    const { failure } = await runBounded(batches, 4, (batch) =>
+    const { failure } = await runBounded(slicesOf(writes, 25), 4, (batch) =>
       batchWrite(this.db, granted(this.tables.people, 'people'), batch),
     );
     if (failure) throw failure.error;

@@ -25,3 +25,10 @@ export async function runBounded<T>(
   await Promise.all(workers);
   return failure ? { failure, notStarted: items.slice(next) } : { notStarted: [] };
 }
+
+/** The items in slices of `size` (the last one shorter), for calls that take `size` at most. */
+export function slicesOf<T>(items: readonly T[], size: number): T[][] {
+  return Array.from({ length: Math.ceil(items.length / size) }, (_, i) =>
+    items.slice(i * size, i * size + size),
+  );
+}
