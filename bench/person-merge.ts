@@ -22,7 +22,9 @@ import { tableName } from '../shared/resources.js';
 import {
   acceptAndDrain,
   burst,
+  CEILING_IN_FLIGHT,
   fixed,
+  gate,
   LEVELS,
   percentile,
   perSecond,
@@ -137,15 +139,12 @@ export async function createPersonDirectly(
 async function ceilingCreates(count: number, concurrency: number, run: string): Promise<number> {
   const db = benchDb();
   const now = new Date().toISOString();
+  const call = gate(CEILING_IN_FLIGHT);
   const ms = await burst(count, concurrency, async (n) => {
     const { failure } = await runBounded(people(run, n), 16, async (person) => {
       const email = person.fields['str::email'];
-      const id = await createPersonDirectly(
-        db,
-        `${BENCH_INSTANCE}-ceiling`,
-        person.fields,
-        person.tags,
-        now,
+      const id = await call(() =>
+        createPersonDirectly(db, `${BENCH_INSTANCE}-ceiling`, person.fields, person.tags, now),
       );
       ids.set(email, id);
     });
@@ -157,22 +156,25 @@ async function ceilingCreates(count: number, concurrency: number, run: string): 
 async function ceilingUpdates(count: number, concurrency: number, run: string): Promise<number> {
   const db = benchDb();
   const table = tableName('default', 'people');
+  const call = gate(CEILING_IN_FLIGHT);
   const ms = await burst(count, concurrency, async (n) => {
     const { failure } = await runBounded(people(run, n), 16, async (person) => {
       const id = ids.get(person.fields['str::email']) ?? '';
-      await db.send(
-        new UpdateCommand({
-          TableName: table,
-          Key: { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' },
-          UpdateExpression: 'SET #f.#last = :last, updated_at = :now ADD version :one',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#f': 'fields', '#last': 'str::last' },
-          ExpressionAttributeValues: {
-            ':last': 'Updated',
-            ':now': new Date().toISOString(),
-            ':one': 1,
-          },
-        }),
+      await call(() =>
+        db.send(
+          new UpdateCommand({
+            TableName: table,
+            Key: { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' },
+            UpdateExpression: 'SET #f.#last = :last, updated_at = :now ADD version :one',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeNames: { '#f': 'fields', '#last': 'str::last' },
+            ExpressionAttributeValues: {
+              ':last': 'Updated',
+              ':now': new Date().toISOString(),
+              ':one': 1,
+            },
+          }),
+        ),
       );
     });
     if (failure) throw failure.error;
@@ -253,7 +255,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request; of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, beside as many new people merged synchronously at the same concurrency.`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, beside as many new people merged synchronously at the same concurrency.`,
     ],
   };
 }

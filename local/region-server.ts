@@ -90,6 +90,8 @@ async function main(): Promise<void> {
         // pollers of three regions would otherwise keep the emulators busy doing nothing);
         // `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks' `BENCH_STREAM_MAX_IDLE_MS`).
         maxIdleMs: Number(process.env.CDP_STREAM_MAX_IDLE_MS ?? 1_000),
+        // A shard with records is read four times a second, as Lambda polls (not behind).
+        pollEveryMs: Number(process.env.CDP_STREAM_POLL_MS ?? 250),
         timeoutSeconds: worker.timeoutSeconds,
         maxRetryAttempts: worker.maxRetryAttempts,
         keep: (record) => keepsStreamRecord(worker, record),

@@ -27,6 +27,12 @@ export interface StackSettings {
    * the stack waits for them to answer and does not stop when they do.
    */
   skipEmulators: ReadonlySet<Emulator>;
+  /**
+   * `CDP_REGIONS=default`: the regions the stack runs (all three unless said). The benchmarks
+   * run the one they measure: on AWS each region is a deployment of its own, and here the
+   * others' stream pollers would share DynamoDB Local's one database connection with it.
+   */
+  regions: readonly Region[];
 }
 
 /** The emulators `CDP_SKIP_EMULATORS` may name: DynamoDB Local and fauxqs (SQS, SNS, S3). */
@@ -45,6 +51,21 @@ function emulatorsFrom(name: string, raw: string | undefined): ReadonlySet<Emula
     );
   }
   return new Set(names as Emulator[]);
+}
+
+function regionsFrom(raw: string | undefined): readonly Region[] {
+  const names = (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  if (names.length === 0) return REGIONS;
+  const unknown = names.filter((part) => !(REGIONS as readonly string[]).includes(part));
+  if (unknown.length > 0) {
+    throw new Error(
+      `CDP_REGIONS=${raw ?? ''}: ${unknown.join(', ')} is not one of ${REGIONS.join(', ')}`,
+    );
+  }
+  return REGIONS.filter((region) => names.includes(region));
 }
 
 /** The services the stack uses, by the suffix of their `AWS_ENDPOINT_URL_<SERVICE>` variable. */
@@ -147,6 +168,7 @@ export function readStackSettings(): StackSettings {
     faults: process.env.CDP_FAULTS?.trim() || undefined,
     external: readExternalAws(process.env),
     skipEmulators: emulatorsFrom('CDP_SKIP_EMULATORS', process.env.CDP_SKIP_EMULATORS),
+    regions: regionsFrom(process.env.CDP_REGIONS),
   };
 }
 

@@ -28,7 +28,7 @@ import {
   parseConfigurationFile,
   type ConfigurationFile,
 } from '../shared/domain/instance-config.js';
-import { REGIONS, type Region } from '../shared/domain/regions.js';
+import { type Region } from '../shared/domain/regions.js';
 import {
   BUCKETS,
   TABLES,
@@ -379,7 +379,7 @@ function serviceLines(settings: StackSettings): string[] {
 
 function printBanner(settings: StackSettings, configuration: ConfigurationFile, keys?: DemoKeys) {
   const lines = ['', 'CDP API is running (Ctrl-C stops it).', ''];
-  for (const region of REGIONS) {
+  for (const region of settings.regions) {
     lines.push(`  ${region.padEnd(8)} ${baseUrl(settings, region)}`);
   }
   lines.push(
@@ -395,7 +395,7 @@ function printBanner(settings: StackSettings, configuration: ConfigurationFile, 
   );
   if (keys) {
     lines.push('Demo API keys (send as X-Api-Key):');
-    for (const region of REGIONS) lines.push(`  ${region.padEnd(8)} ${keys[region]}`);
+    for (const region of settings.regions) lines.push(`  ${region.padEnd(8)} ${keys[region]}`);
   } else {
     const ids = configuration.instances.map((i) => `${i.id} (${i.region})`).join(', ');
     lines.push(`Instances from ${settings.seedFile ?? ''}: ${ids || 'none'}`);
@@ -415,11 +415,10 @@ async function main(): Promise<void> {
   const settings = readStackSettings();
   const { external } = settings;
   if (!external) checkJava();
-  const ports: (readonly [number, string])[] = [
-    [settings.port, 'PORT'],
-    [settings.port + 1, 'PORT'],
-    [settings.port + 2, 'PORT'],
-  ];
+  const ports: (readonly [number, string])[] = settings.regions.map((region) => [
+    regionPort(settings, region),
+    'PORT',
+  ]);
   if (!external) {
     // An emulator run by someone else (CDP_SKIP_EMULATORS) is meant to be on its port.
     if (!settings.skipEmulators.has('dynamodb'))
@@ -429,6 +428,12 @@ async function main(): Promise<void> {
   }
   for (const [port, variable] of ports) await checkPortFree(port, variable);
   const { configuration, demoKeys } = loadConfiguration(settings);
+  const away = configuration.instances.filter((i) => !settings.regions.includes(i.region));
+  if (settings.seedFile && away.length > 0) {
+    throw new StartupError(
+      `CDP_REGIONS=${settings.regions.join(',')} leaves out the region of ${away.map((i) => `${i.id} (${i.region})`).join(', ')}`,
+    );
+  }
   if (settings.faults) {
     try {
       parseFaults(settings.faults);
@@ -460,7 +465,7 @@ async function main(): Promise<void> {
   const sesTopics = new Map<string, string>();
   // On an external endpoint "ephemeral" is forgetting what earlier runs left there.
   const forget = external !== undefined && settings.ephemeral;
-  for (const region of REGIONS) {
+  for (const region of settings.regions) {
     if (forget) await dropTables(dynamodb, region);
     await ensureTables(dynamodb, region);
     queues.set(region, {
@@ -501,7 +506,9 @@ async function main(): Promise<void> {
   }
   if (!external || external.sesStandIn) await startSes(settings, sns, sesTopics);
   await Promise.all(
-    REGIONS.map((region) => startRegion(settings, region, queues.get(region) as RegionQueues)),
+    settings.regions.map((region) =>
+      startRegion(settings, region, queues.get(region) as RegionQueues),
+    ),
   );
   if (!stopping) printBanner(settings, configuration, demoKeys);
 }

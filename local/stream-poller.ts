@@ -70,6 +70,12 @@ export interface StreamPollerOptions {
   /** How long to wait before reading a shard that had nothing new (ms). */
   idleMs?: number;
   /**
+   * The shortest time between two reads of a shard that is not behind (ms): Lambda's event
+   * source polls each shard four times a second (250 ms by default). A read that came back
+   * full is followed by the next at once.
+   */
+  pollEveryMs?: number;
+  /**
    * The longest wait of a shard that stays idle (ms): the wait doubles from `idleMs` with each
    * empty read up to this (no backoff by default; LocalStack's stacks wait up to a second,
    * since every read of its streams costs its one gateway and kinesis-mock).
@@ -195,6 +201,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const finished = new Set(checkpoints.finished);
   const awsRegion = process.env.AWS_REGION ?? 'us-east-1';
   const idleMs = options.idleMs ?? 200;
+  const pollEveryMs = options.pollEveryMs ?? 250;
   const maxIdleMs = Math.max(idleMs, options.maxIdleMs ?? idleMs);
   const parallelization = Math.max(1, options.parallelization ?? 1);
   const describeEveryMs = options.describeEveryMs ?? 10_000;
@@ -324,14 +331,13 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
     const shardId = shard.ShardId ?? '';
     let position = await resume(streamArn, shardId);
     let idle = idleMs / 2;
+    const limit = Math.min(1000, options.batchSize * parallelization);
     while (!stopped() && position) {
+      const readAt = Date.now();
       let answer;
       try {
         answer = await streams.send(
-          new GetRecordsCommand({
-            ShardIterator: position,
-            Limit: Math.min(1000, options.batchSize * parallelization),
-          }),
+          new GetRecordsCommand({ ShardIterator: position, Limit: limit }),
           { abortSignal: abort.signal },
         );
       } catch (error) {
@@ -357,6 +363,13 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
       // Idle: the wait doubles with each empty read, up to `maxIdleMs`; records reset it.
       idle = records.length > 0 ? idleMs / 2 : Math.min(maxIdleMs, idle * 2);
       if (records.length === 0 && position) await sleep(idle, abort.signal);
+      // Records, but fewer than a full read: the shard is not behind, so the next read waits
+      // for the poll interval. Every read of DynamoDB Local's streams is a query on its one
+      // database connection, which the writes being streamed also need: reading again the
+      // moment a handler returned took most of that connection from them under load.
+      else if (records.length < limit && position) {
+        await sleep(pollEveryMs - (Date.now() - readAt), abort.signal);
+      }
     }
     if (!stopped()) finish(shardId);
   };

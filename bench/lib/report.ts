@@ -30,6 +30,33 @@ export function fixed(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '–';
 }
 
+/**
+ * Calls a ceiling keeps in flight at most, across all its requests: below the 50 sockets the
+ * AWS SDK's client opens to one endpoint. Above them, a call waits in the client's queue for a
+ * socket, and that wait counts against its 2 s connection budget (`aws-clients.ts`): figure 1's
+ * new-person ceiling at c=16 (16 requests × 16 transactions) failed on it, having measured the
+ * queue rather than the store. Past some dozens in flight the store's rate no longer grows
+ * (figure 1's ceilings: 183/s at 64 in flight, 204/s at 256 when it still ran).
+ */
+export const CEILING_IN_FLIGHT = 48;
+
+/** A gate that lets at most `limit` calls run at once; the others wait their turn, in order. */
+export function gate(limit: number): <T>(call: () => Promise<T>) => Promise<T> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (call) => {
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    else running += 1;
+    try {
+      return await call();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running -= 1;
+    }
+  };
+}
+
 export const perSecond = (count: number, ms: number) => (count * 1000) / ms;
 
 /** A figure's request count times `BENCH_SCALE` (more for steadier figures, fewer for speed). */

@@ -102,6 +102,16 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     // DynamoDB Local's streams takes its one database connection: three regions' two dozen
     // pollers reading every 200 ms held it most of the time, and the figures measured that.
     CDP_STREAM_MAX_IDLE_MS: process.env.BENCH_STREAM_MAX_IDLE_MS ?? '1000',
+    // A shard with records is read once a second (Lambda, and `npm start`: four times): on AWS
+    // stream reads cost the table nothing, here each is a query on the connection the writes
+    // measured need (figure 2's existing people at c=1 and c=4: 0.54 and 0.41 of the ceiling
+    // at 250 ms, 0.52 and 0.87 at 1 s, one run each). The lag rows carry this second.
+    CDP_STREAM_POLL_MS: process.env.BENCH_STREAM_POLL_MS ?? '1000',
+    // The region measured alone (bench-config.json's instance is in it): on AWS the others are
+    // deployments of their own, here their idle pollers' stream reads cost the one DynamoDB
+    // Local every figure runs against (each read of a stream is a query of its one database
+    // connection, slower as the streams grow). `BENCH_REGIONS` to run more.
+    CDP_REGIONS: process.env.BENCH_REGIONS ?? 'default',
     ...(external ? { CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL: external } : {}),
   });
   const stop = () => stopStack(started.child);

@@ -11,6 +11,8 @@ import { ServiceUnavailableError } from '../domain/errors.js';
 import type { FieldValue } from '../domain/fields/field-values.js';
 import type { KeyClaimStore } from '../domain/key-fields.js';
 import { claimId, type RecordMarker } from '../domain/merge/merge-engine.js';
+import { ClaimHintCache } from '../domain/merge/claim-hints.js';
+import { BUILT_IN_MERGE_KEYS } from '../domain/instance-config.js';
 import { z } from 'zod';
 import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
@@ -183,6 +185,7 @@ export class DynamoPeopleStore
   private readonly transactions: TransactionBatcher;
   /** A whole request's people at once: the batcher turns them into a few transactions. */
   readonly writeConcurrency = 100;
+  readonly claimHints = new ClaimHintCache(new Set(BUILT_IN_MERGE_KEYS));
 
   /** The instance's tags, and their counts (written with the people). */
   readonly tags: DynamoTagStore;

@@ -21,6 +21,10 @@ export class TtlCache<V> {
     return entry.value;
   }
 
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** Forgets every entry (loads under way still land). */
   clear(): void {
     this.entries.clear();

@@ -300,6 +300,49 @@ describe('the local DynamoDB Streams event source', () => {
     expect(Number(/read (\d+) s/.exec(ages[0] ?? '')?.[1])).toBeGreaterThanOrEqual(2);
   });
 
+  it('reads a shard that is not behind four times a second, as Lambda polls, not once per write', async () => {
+    const table = await streamTable();
+    let reads = 0;
+    const counted = {
+      send: (command: GetRecordsCommand, options?: { abortSignal?: AbortSignal }) => {
+        if (command instanceof GetRecordsCommand) reads += 1;
+        return streams.send(command, options);
+      },
+    } as unknown as DynamoDBStreamsClient;
+    const seen = new Set<string>();
+    const poller = startStreamPoller({
+      db,
+      streams: counted,
+      tableName: table,
+      functionName: 'test-polled-worker',
+      batchSize: 100,
+      timeoutSeconds: 10,
+      maxRetryAttempts: 1,
+      idleMs: 20,
+      onFailure: () => Promise.resolve(),
+      handler: (event) => {
+        for (const record of event.Records) seen.add(record.dynamodb?.Keys?.pk?.S ?? '');
+        return Promise.resolve({ batchItemFailures: [] });
+      },
+    });
+    try {
+      // One write every 40 ms for two seconds: a shard that always has something new.
+      await until(() => reads > 0);
+      const before = reads;
+      const started = Date.now();
+      for (let n = 0; n < 50; n += 1) {
+        await put(table, `w${n}`, 'P', n);
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      const seconds = (Date.now() - started) / 1000;
+      await until(() => seen.size === 50);
+      // 4 reads a second and the empty reads around them, not one per write (50 or more).
+      expect(reads - before).toBeLessThanOrEqual(Math.ceil(seconds * 4) + 6);
+    } finally {
+      await poller.stop();
+    }
+  });
+
   it('describes a batch that keeps failing to onFailure and goes on after it', async () => {
     const table = await streamTable();
     const failures: StreamFailure[] = [];

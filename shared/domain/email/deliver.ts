@@ -200,6 +200,12 @@ export async function deliverEmail(
 ): Promise<DeliveryOutcome> {
   const { store, mailer, pace, now = Date.now } = ports;
   const { instance_id: instanceId, message_id: messageId } = job;
+  // The message is built (attachments read, MIME composed: the worker's main CPU work) while
+  // the email's record and the suppression list are read, not after: it changes nothing
+  // stored, so an email those reads then stop is only built for nothing, and a failure to
+  // build counts only for an email that would be sent.
+  const preparing = mailer.prepare(job.email);
+  preparing.catch(() => undefined);
   // The suppression list is read for the address the job names at the same time as the
   // email's record (one call for both, with the batch's other emails): one round trip less
   // before the send. Decided on the record's own address, read again in the rare case it
@@ -226,7 +232,7 @@ export async function deliverEmail(
   }
   // Everything that can fail before SES is called happens while the email is still queued.
   await pace();
-  const prepared = await mailer.prepare(job.email);
+  const prepared = await preparing;
   if (!canWait(mailer.callMaxMs + RECORD_MARGIN_MS)) {
     throw new Error('not sent: too little of the invocation is left for a call to SES');
   }

@@ -3,6 +3,7 @@ import { newId } from '../ids.js';
 import type { FieldValues } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { runBounded } from '../../lib/bounded.js';
+import { normalizeKey } from './field-changes.js';
 import { backoffMs, canWait, sleep } from '../../lib/time-budget.js';
 
 /**
@@ -139,6 +140,23 @@ export interface ClaimKey {
 
 export const claimId = (field: string, value: string) => `${field}\u0000${value}`;
 
+/**
+ * Who owned a key value when an earlier request of this container read or wrote its claim:
+ * a hint, never an answer. A hinted owner is believed only once its record, read strongly
+ * consistent as every matched record is, still holds the value: the record and its claims
+ * change in one transaction, so a record holding a value of a field every held value of
+ * which is claimed (`covers`) is the claim's owner at the moment of that read, which is what
+ * reading the claim first would have found. A hint the record contradicts is dropped and the
+ * claim read.
+ */
+export interface ClaimHints {
+  /** Whether every value held for the field is claimed by its holder. */
+  covers(field: string): boolean;
+  get(key: ClaimKey): string | undefined;
+  set(key: ClaimKey, owner: string): void;
+  delete(key: ClaimKey): void;
+}
+
 export interface CreateResult<T> {
   record: T;
   claims: Map<string, string>;
@@ -172,6 +190,11 @@ export interface MergeKind<R extends MergeRecord, T extends StoredRecord, C, U> 
   refuse?(stored: T, index: number): string | undefined;
   findClaimOwners(keys: ClaimKey[], consistent?: boolean): Promise<Map<string, string>>;
   read(ids: string[], consistent?: boolean): Promise<Map<string, T>>;
+  /**
+   * Owners of key values found by earlier requests (`ClaimHints`), for the fields whose every
+   * held value is claimed by its holder. Without it every claim is read.
+   */
+  hints?: ClaimHints;
   /** Writes a new record (with its marker, for a queued request). */
   create(plan: C, marker?: RecordMarker): Promise<void>;
   update(plan: U, marker?: RecordMarker): Promise<void>;
@@ -328,18 +351,74 @@ async function readAhead<R extends MergeRecord, T extends StoredRecord>(
   options: MergeOptions,
   state: MergeState<T>,
 ): Promise<void> {
+  const { hints } = kind;
   const keys = new Map<string, ClaimKey>();
   for (const record of records) {
     for (const [field, value] of record.claims) keys.set(claimId(field, value), { field, value });
   }
-  for (const [id, owner] of await kind.findClaimOwners([...keys.values()], true))
-    state.owners.set(id, owner);
-  const ids = new Set<string>();
-  for (const record of records) {
-    const id = findRecordId(record, options, state.owner);
-    if (id) ids.add(id);
+  // Hinted owners stand in for their claims until their records say otherwise.
+  const hinted = new Map<string, ClaimKey>();
+  const unread: ClaimKey[] = [];
+  for (const [id, key] of keys) {
+    const owner = hints?.covers(key.field) ? hints.get(key) : undefined;
+    if (owner === undefined) unread.push(key);
+    else {
+      hinted.set(id, key);
+      state.owners.set(id, owner);
+    }
   }
-  for (const [id, stored] of await kind.read([...ids], true)) state.records.set(id, stored);
+  await readClaims(kind, unread, state);
+  const read = new Set<string>();
+  const readRecords = async () => {
+    const ids = new Set<string>();
+    for (const record of records) {
+      const id = findRecordId(record, options, state.owner);
+      if (id && !read.has(id)) ids.add(id);
+    }
+    // A hinted owner is read even when it matches nothing, to check the hint.
+    for (const id of hinted.keys()) {
+      const owner = state.owners.get(id);
+      if (owner !== undefined && !read.has(owner)) ids.add(owner);
+    }
+    if (ids.size === 0) return;
+    for (const id of ids) read.add(id);
+    for (const [id, stored] of await kind.read([...ids], true)) state.records.set(id, stored);
+  };
+  await readRecords();
+  if (!hints || hinted.size === 0) return;
+  const contradicted: ClaimKey[] = [];
+  for (const [id, key] of hinted) {
+    const stored = state.records.get(state.owners.get(id) ?? '');
+    const held = stored?.fields[key.field];
+    if (held !== undefined && normalizeKey(key.field, held) === key.value) continue;
+    contradicted.push(key);
+    hints.delete(key);
+    state.owners.delete(id);
+  }
+  if (contradicted.length === 0) return;
+  await readClaims(kind, contradicted, state);
+  await readRecords();
+}
+
+/** Reads claims (strongly consistent) into the state and the hints. */
+async function readClaims<T>(
+  kind: Pick<MergeKind<MergeRecord, StoredRecord, unknown, unknown>, 'findClaimOwners' | 'hints'>,
+  keys: ClaimKey[],
+  state: MergeState<T>,
+): Promise<void> {
+  if (keys.length === 0) return;
+  const owners = await kind.findClaimOwners(keys, true);
+  for (const key of keys) {
+    const id = claimId(key.field, key.value);
+    const owner = owners.get(id);
+    if (owner === undefined) {
+      state.owners.delete(id);
+      kind.hints?.delete(key);
+    } else {
+      state.owners.set(id, owner);
+      if (kind.hints?.covers(key.field)) kind.hints.set(key, owner);
+    }
+  }
 }
 
 /** Records connected by a key value or a matched record, in request order (union-find). */
@@ -433,6 +512,10 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     return undefined;
   }
 
+  private hint(key: ClaimKey, owner: string) {
+    if (this.kind.hints?.covers(key.field)) this.kind.hints.set(key, owner);
+  }
+
   private marker(index: number, outcome: MergeOutcome): RecordMarker | undefined {
     const ledger = this.options.ledger;
     return ledger ? { requestId: ledger.requestId, index, outcome } : undefined;
@@ -467,8 +550,10 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       if (tooLarge) return unwritten({ status: 'invalid', error: tooLarge });
       const outcome: MergeOutcome = { id: created.record.id, status: 'created' };
       await kind.create(plan, this.marker(record.index, outcome));
-      for (const [field, value] of created.claims)
+      for (const [field, value] of created.claims) {
         state.owners.set(claimId(field, value), created.record.id);
+        this.hint({ field, value }, created.record.id);
+      }
       state.records.set(created.record.id, created.record);
       return { outcome, wrote: true };
     }
@@ -496,20 +581,20 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     }
     const outcome: MergeOutcome = { id, status: 'merged' };
     await kind.update(plan, this.marker(record.index, outcome));
-    for (const [field, value] of updated.claimsReleased) state.owners.delete(claimId(field, value));
-    for (const [field, value] of updated.claimsAdded) state.owners.set(claimId(field, value), id);
+    for (const [field, value] of updated.claimsReleased) {
+      state.owners.delete(claimId(field, value));
+      this.kind.hints?.delete({ field, value });
+    }
+    for (const [field, value] of updated.claimsAdded) {
+      state.owners.set(claimId(field, value), id);
+      this.hint({ field, value }, id);
+    }
     state.records.set(id, updated.after);
     return { outcome, wrote: true };
   }
 
   private async refreshClaims(keys: ClaimKey[]): Promise<void> {
-    const owners = await this.kind.findClaimOwners(keys, true);
-    for (const { field, value } of keys) {
-      const id = claimId(field, value);
-      const owner = owners.get(id);
-      if (owner) this.state.owners.set(id, owner);
-      else this.state.owners.delete(id);
-    }
+    await readClaims(this.kind, keys, this.state);
   }
 
   /** Reads the record's claims and the record it then names afresh. */

@@ -252,6 +252,7 @@ function peopleKind(
     create: (plan, marker) => store.createPerson(instanceId, plan, source, marker),
     update: (plan, marker) => store.updatePerson(instanceId, plan, source, marker),
     ...(store.writeConcurrency ? { writeConcurrency: store.writeConcurrency } : {}),
+    ...(store.claimHints ? { hints: store.claimHints.of(instanceId) } : {}),
   };
 }
 

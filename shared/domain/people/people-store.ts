@@ -3,6 +3,7 @@ import type { Person } from './person.js';
 
 export { claimId, type ClaimKey } from '../merge/merge-engine.js';
 import type { ClaimKey, RecordMarker } from '../merge/merge-engine.js';
+import type { ClaimHintCache } from '../merge/claim-hints.js';
 
 /** What person merge reads and writes. Every call is scoped to one instance. */
 export interface PeopleStore {
@@ -37,4 +38,9 @@ export interface PeopleStore {
    * store that shares transactions between the writes in flight takes the whole request.
    */
   readonly writeConcurrency?: number;
+  /**
+   * Owners of email addresses and external IDs this container has seen (its people's claims
+   * and writes): a merge whose records it knows reads their people without their claims first.
+   */
+  readonly claimHints?: ClaimHintCache;
 }

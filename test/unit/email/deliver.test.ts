@@ -181,6 +181,34 @@ describe('deliverEmail', () => {
     expect(ses.calls).toBe(1);
   });
 
+  it('builds the message while the record is read, and a build that fails for an email not sent is no error', async () => {
+    const store = new MemoryEmailStore(record);
+    // The record's read answers only once the message is being built.
+    let building!: () => void;
+    const buildStarted = new Promise<void>((resolve) => {
+      building = resolve;
+    });
+    const get = store.get.bind(store);
+    store.get = async (...args) => {
+      await buildStarted;
+      return get(...args);
+    };
+    const ses = fakeSes();
+    const prepare = ses.prepare.bind(ses);
+    ses.prepare = (outgoing) => {
+      building();
+      return prepare(outgoing);
+    };
+    expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('sent');
+    // Sent already: the build's failure (an attachment gone since) changes nothing.
+    const broken = { ...fakeSes(), prepare: () => Promise.reject(new Error('NoSuchKey')) };
+    expect(await deliverEmail(job, ports(store, broken, { now: T0 }))).toBe('done-before');
+    const again = new MemoryEmailStore(record);
+    await again.suppress('demo', 'ann@example.com', 'bounce');
+    expect(await deliverEmail(job, ports(again, broken, { now: T0 }))).toBe('suppressed');
+    expect(broken.calls).toBe(0);
+  });
+
   it("decides on the record's own address when the job names another", async () => {
     const store = new MemoryEmailStore({ ...record, to: 'bob@example.com' });
     await store.suppress('demo', 'bob@example.com', 'complaint');

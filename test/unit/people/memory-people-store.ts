@@ -11,6 +11,7 @@ import {
   type RecordMarker,
 } from '../../../shared/domain/merge/merge-engine.js';
 import type { PeopleStore } from '../../../shared/domain/people/people-store.js';
+import type { ClaimHintCache } from '../../../shared/domain/merge/claim-hints.js';
 import type { Person, RecordedActivity } from '../../../shared/domain/people/person.js';
 
 /**
@@ -28,6 +29,8 @@ export class MemoryPeopleStore implements PeopleStore {
   readonly markers = new Map<string, MergeOutcome>();
   contacts = 0;
   subscribers = 0;
+  /** A container's hints of claim owners (none unless a test gives some). */
+  claimHints: ClaimHintCache | undefined;
   /** Runs before the next write, once: lets a test play a concurrent request. */
   beforeNextWrite: (() => void) | undefined;
   /** Fails a write (thrown before it happens) when it returns an error. */

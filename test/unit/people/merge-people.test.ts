@@ -43,7 +43,6 @@ describe('mergePeople', () => {
     expect(results.every((r) => r.status === 'created')).toBe(true);
     expect(store.calls).toEqual({
       findClaimOwners: 1,
-      getPeople: 1,
       createPerson: 100,
       ensureTags: 1,
     });
