@@ -22,6 +22,7 @@ import {
   CEILING_IN_FLIGHT,
   fixed,
   gate,
+  INGEST_CONCURRENCY,
   LEVELS,
   percentile,
   perSecond,
@@ -249,8 +250,8 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   console.error(
     `bench: async accept ${fixed(queued.accept)}/s, drain ${fixed(queued.drain)}/s (${asyncCount} requests)`,
   );
-  // The same activities sent synchronously at the accept's concurrency, right after.
-  const syncAtAsync = await sync(stack, asyncCount, ASYNC_CONCURRENCY, run);
+  // The same activities sent synchronously at the worker's concurrency, right after.
+  const syncAtAsync = await sync(stack, asyncCount, INGEST_CONCURRENCY, run);
   const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
   rows.push(
     {
@@ -269,7 +270,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     },
     {
       figure: '2 activities',
-      measure: `async drain against sync at c=${ASYNC_CONCURRENCY} (the same requests sent synchronously, right after)`,
+      measure: `async drain against sync at c=${INGEST_CONCURRENCY}, the ingest worker's (the same requests sent synchronously, right after)`,
       value: `${fixed(queued.drain)}/s`,
       reference: `${fixed(syncAtAsync.rate)}/s`,
       ratio: queued.drain / syncAtAsync.rate,
@@ -292,7 +293,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   return {
     rows,
     notes: [
-      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, then the same requests sent synchronously at the same concurrency (the drain's reference). Ceiling: the same activity items with BatchWriteItem, 25 a call, at the same concurrency; for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker).`,
+      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), then the same requests sent synchronously at the worker's concurrency (the drain's reference). Ceiling: the same activity items with BatchWriteItem, 25 a call, at the same concurrency; for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker).`,
     ],
   };
 }

@@ -25,6 +25,7 @@ import {
   CEILING_IN_FLIGHT,
   fixed,
   gate,
+  INGEST_CONCURRENCY,
   LEVELS,
   percentile,
   perSecond,
@@ -232,13 +233,13 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     PER_REQUEST,
     (n) => ({ people: people(`${run}a`, n) }),
   );
-  const syncAtAsync = await overHttp(stack, asyncCount, ASYNC_CONCURRENCY, (n) => ({
+  const syncAtAsync = await overHttp(stack, asyncCount, INGEST_CONCURRENCY, (n) => ({
     people: people(`${run}s`, n),
   }));
   const drainRatio = queued.drain / syncAtAsync.rate;
   rows.push({
     figure: '1 person merge',
-    measure: `async drain of new people against sync at c=${ASYNC_CONCURRENCY} (${asyncCount} requests each; accept ${fixed(queued.accept)}/s)`,
+    measure: `async drain of new people against sync at c=${INGEST_CONCURRENCY}, the ingest worker's (${asyncCount} requests each; accepted ${ASYNC_CONCURRENCY} at a time, ${fixed(queued.accept)}/s)`,
     value: `${fixed(queued.drain)}/s`,
     reference: `${fixed(syncAtAsync.rate)}/s`,
     ratio: drainRatio,
@@ -255,7 +256,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker, beside as many new people merged synchronously at the same concurrency.`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), beside as many new people merged synchronously at the worker's concurrency.`,
     ],
   };
 }

@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { startStack, stopStack, waitForBanner } from '../../test/integration/stack-process.js';
@@ -143,6 +144,35 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     await stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/** Whether nothing listens on a local port any more. */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => {
+      resolve(true);
+    });
+  });
+}
+
+/**
+ * Waits (up to `timeoutMs`) until a stopped bench stack's ports are free, so that the next one
+ * can start on them: its processes take a few seconds to go.
+ */
+export async function benchPortsFreed(timeoutMs = 30_000): Promise<void> {
+  const all = [ports.port, ports.dynamodbPort, ports.sqsPort, ports.sesPort];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const free = await Promise.all(all.map(portFree));
+    if (free.every(Boolean)) return;
+    if (Date.now() > deadline) throw new Error(`bench: ports ${all.join(', ')} still taken`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 
