@@ -36,7 +36,14 @@ import {
   type FigureResult,
   type Row,
 } from './lib/report.js';
-import { BENCH_INSTANCE, benchDb, isMain, withBenchStack, type BenchStack } from './lib/stack.js';
+import {
+  BENCH_INSTANCE,
+  benchDb,
+  isMain,
+  settle,
+  withBenchStack,
+  type BenchStack,
+} from './lib/stack.js';
 
 const PER_REQUEST = 100;
 const TARGET = 0.6;
@@ -192,11 +199,15 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   for (const concurrency of LEVELS) {
     const count = requestsAt(concurrency);
     const run = `m${concurrency}-${Date.now().toString(36)}`;
+    await settle(stack);
     const creates = await overHttp(stack, count, concurrency, (n) => ({ people: people(run, n) }));
+    await settle(stack);
     const updates = await overHttp(stack, count, concurrency, (n) => ({
       people: people(run, n, 'Updated'),
     }));
+    await settle(stack);
     const createCeiling = await ceilingCreates(count, concurrency, run);
+    await settle(stack);
     const updateCeiling = await ceilingUpdates(count, concurrency, run);
     cpu.push(creates.cpuUsPerRecord);
     const createRatio = creates.rate / createCeiling;
@@ -224,6 +235,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   // people merged synchronously at the same concurrency (the drain's reference).
   const asyncCount = scaled(24);
   const run = `mq-${Date.now().toString(36)}`;
+  await settle(stack);
   const queued = await acceptAndDrain(
     stack.base,
     stack.key,
@@ -233,6 +245,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     PER_REQUEST,
     (n) => ({ people: people(`${run}a`, n) }),
   );
+  await settle(stack);
   const syncAtAsync = await overHttp(stack, asyncCount, INGEST_CONCURRENCY, (n) => ({
     people: people(`${run}s`, n),
   }));

@@ -30,19 +30,66 @@ async function loadHandler<T>(fn: string): Promise<T> {
   return module.handler;
 }
 
+/**
+ * What this process runs (`CDP_REGION_ROLE`): `all` (the API and the workers, by default),
+ * or one part: `api`, `queue-workers` (with the daily re-evaluation) or `stream-workers`
+ * (`CDP_SPLIT_WORKERS=1`: three processes per region, as on AWS the API's functions and the
+ * workers run apart, so a burst of stream records handled does not hold up the API's requests
+ * or the ingest worker's batches on one event loop; the benchmarks run so).
+ */
+const ROLES = ['all', 'api', 'queue-workers', 'stream-workers'] as const;
+type Role = (typeof ROLES)[number];
+
 async function main(): Promise<void> {
   const region = process.env.CDP_REGION;
   const port = Number(process.env.PORT);
-  if (!isRegion(region) || !Number.isInteger(port)) {
+  const role = process.env.CDP_REGION_ROLE ?? 'all';
+  if (!(ROLES as readonly string[]).includes(role)) {
+    throw new Error(`CDP_REGION_ROLE=${role} is not one of ${ROLES.join(', ')}`);
+  }
+  const serves = role === 'all' || role === 'api';
+  if (!isRegion(region) || (serves && !Number.isInteger(port))) {
     throw new Error('region-server needs CDP_REGION and PORT (it is started by local/start.ts)');
   }
+  const pollers: { stop: () => Promise<void> }[] = [];
+  if (role !== 'api') await startWorkers(pollers, role as Role);
+  const server = serves ? await serve(port) : undefined;
+
+  const stop = () => {
+    if (process.env.CDP_FAULTS) {
+      console.log(
+        `cdp: DynamoDB faults injected in the ${region} region${role === 'all' ? '' : ` (${role})`}: ${JSON.stringify(injectedFaults())}`,
+      );
+    }
+    server?.close();
+    server?.closeAllConnections();
+    // The pollers finish what they hold; if the emulators went first (the stack's whole
+    // process group stopped at once), their calls would retry for minutes: ten seconds at most.
+    setTimeout(() => process.exit(0), 10_000).unref();
+    void Promise.all(pollers.map((poller) => poller.stop())).finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+/** Every function of the routes table, served on `port`. */
+async function serve(port: number) {
   const routes = new Map<RouteDefinition, HttpHandler>();
   for (const route of ROUTES) routes.set(route, await loadHandler<HttpHandler>(route.function));
   const fallback = await loadHandler<HttpHandler>(FALLBACK_FUNCTION.function);
+  const server = createRegionServer({ routes, fallback });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolveListen);
+  });
+  return server;
+}
 
+/** The queue and stream workers with their pollers, and the daily re-evaluation. */
+async function startWorkers(pollers: { stop: () => Promise<void> }[], role: Role): Promise<void> {
   const sqs = createSqsClient();
-  const pollers: { stop: () => Promise<void> }[] = [];
-  for (const worker of WORKERS) {
+  const queues = role !== 'stream-workers';
+  for (const worker of queues ? WORKERS : []) {
     const queueUrl = process.env[queueUrlVariable(worker.queue)];
     if (!queueUrl) throw new Error(`No ${queueUrlVariable(worker.queue)} for ${worker.function}`);
     const { Attributes } = await sqs.send(
@@ -69,7 +116,7 @@ async function main(): Promise<void> {
   const db = createDynamoDbClient();
   const streams = new DynamoDBStreamsClient({});
   const failures = process.env.STREAM_FAILURES_QUEUE_URL;
-  for (const worker of STREAM_WORKERS) {
+  for (const worker of role === 'queue-workers' ? [] : STREAM_WORKERS) {
     const tableName = process.env[tableVariable(worker.table)];
     if (!tableName || !failures) {
       throw new Error(
@@ -108,6 +155,7 @@ async function main(): Promise<void> {
     );
   }
 
+  if (!queues) return;
   // The daily re-evaluation of audiences (EventBridge Scheduler on AWS): at start, then daily.
   const audiencesQueue = process.env[queueUrlVariable('audience-jobs')];
   const recheck = async () => {
@@ -127,28 +175,6 @@ async function main(): Promise<void> {
   queueRecheck();
   const daily = setInterval(queueRecheck, 86_400_000);
   daily.unref();
-
-  const server = createRegionServer({ routes, fallback });
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', resolveListen);
-  });
-
-  const stop = () => {
-    if (process.env.CDP_FAULTS) {
-      console.log(
-        `cdp: DynamoDB faults injected in the ${region} region: ${JSON.stringify(injectedFaults())}`,
-      );
-    }
-    server.close();
-    server.closeAllConnections();
-    // The pollers finish what they hold; if the emulators went first (the stack's whole
-    // process group stopped at once), their calls would retry for minutes: ten seconds at most.
-    setTimeout(() => process.exit(0), 10_000).unref();
-    void Promise.all(pollers.map((poller) => poller.stop())).finally(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 main().catch((error: unknown) => {

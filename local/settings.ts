@@ -33,6 +33,12 @@ export interface StackSettings {
    * others' stream pollers would share DynamoDB Local's one database connection with it.
    */
   regions: readonly Region[];
+  /**
+   * `CDP_SPLIT_WORKERS=1`: each region's queue workers and stream workers run in processes of
+   * their own beside its API (as on AWS, where they are functions of their own), not on the
+   * API's event loop.
+   */
+  splitWorkers: boolean;
 }
 
 /** The emulators `CDP_SKIP_EMULATORS` may name: DynamoDB Local and fauxqs (SQS, SNS, S3). */
@@ -169,6 +175,7 @@ export function readStackSettings(): StackSettings {
     external: readExternalAws(process.env),
     skipEmulators: emulatorsFrom('CDP_SKIP_EMULATORS', process.env.CDP_SKIP_EMULATORS),
     regions: regionsFrom(process.env.CDP_REGIONS),
+    splitWorkers: process.env.CDP_SPLIT_WORKERS === '1' || process.env.CDP_SPLIT_WORKERS === 'true',
   };
 }
 

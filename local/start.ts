@@ -329,20 +329,32 @@ function regionEnv(
 }
 
 async function startRegion(settings: StackSettings, region: Region, queues: RegionQueues) {
-  const child = spawn(
-    process.execPath,
-    [
-      // CDP_CPU_PROFILE=<dir>: each regional API process writes a V8 CPU profile there on exit.
-      ...(process.env.CDP_CPU_PROFILE
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CDP_CPU_PROFILE}`]
-        : []),
-      '--import',
-      'tsx',
-      join(root, 'local', 'region-server.ts'),
-    ],
-    { env: { ...process.env, ...regionEnv(settings, region, queues) }, stdio: 'inherit' },
-  );
-  watch(`the ${region} API`, child);
+  const spawnRole = (role: 'all' | 'api' | 'queue-workers' | 'stream-workers') =>
+    spawn(
+      process.execPath,
+      [
+        // CDP_CPU_PROFILE=<dir>: each regional process writes a V8 CPU profile there on exit.
+        ...(process.env.CDP_CPU_PROFILE
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CDP_CPU_PROFILE}`]
+          : []),
+        '--import',
+        'tsx',
+        join(root, 'local', 'region-server.ts'),
+      ],
+      {
+        env: { ...process.env, ...regionEnv(settings, region, queues), CDP_REGION_ROLE: role },
+        stdio: 'inherit',
+      },
+    );
+  // CDP_SPLIT_WORKERS=1: the region's queue workers and stream workers in processes of their
+  // own, beside its API.
+  if (settings.splitWorkers) {
+    watch(`the ${region} API`, spawnRole('api'));
+    watch(`the ${region} queue workers`, spawnRole('queue-workers'));
+    watch(`the ${region} stream workers`, spawnRole('stream-workers'));
+  } else {
+    watch(`the ${region} API`, spawnRole('all'));
+  }
   await waitFor(`The ${region} API`, async () => {
     const response = await fetch(`${baseUrl(settings, region)}/health`);
     return response.ok;

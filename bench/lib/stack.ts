@@ -113,6 +113,9 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     // Local every figure runs against (each read of a stream is a query of its one database
     // connection, slower as the streams grow). `BENCH_REGIONS` to run more.
     CDP_REGIONS: process.env.BENCH_REGIONS ?? 'default',
+    // The workers in a process of their own, as on AWS (functions of their own): on one event
+    // loop with the API, each second's burst of stream records handled held up its requests.
+    CDP_SPLIT_WORKERS: process.env.BENCH_SPLIT_WORKERS ?? '1',
     ...(external ? { CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL: external } : {}),
   });
   const stop = () => stopStack(started.child);
@@ -144,6 +147,24 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     await stop();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+  }
+}
+
+/**
+ * Waits until the stack is idle: its processes together use under `idleCores` of CPU over a
+ * half-second window, at most `timeoutMs`. A run measured right after another also measured
+ * the other's tail (its stream records still being read and handled by the workers, which
+ * share DynamoDB Local and, locally, the API's process): a ratio then said which of the two
+ * runs came first more than what either did.
+ */
+export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60_000) {
+  const pids = Object.values(stack.pids);
+  const used = () => pids.reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const before = used();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    if ((used() - before) / 0.5 < idleCores || Date.now() > deadline) return;
   }
 }
 

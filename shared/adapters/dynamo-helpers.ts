@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 
 import { ServiceUnavailableError } from '../domain/errors.js';
+import { runBounded, slicesOf } from '../lib/bounded.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 
 /**
@@ -70,17 +71,20 @@ export type WriteRequest = { PutRequest: { Item: Item } } | { DeleteRequest: { K
 /**
  * Writes in batches of 25, asking again for what the store left unprocessed. `written`
  * hears of every write as soon as it is known to have happened, so that a caller whose
- * batch write fails part-way knows exactly what was written.
+ * batch write fails part-way knows exactly what was written. `atOnce` batches are in flight
+ * together (one by default, in order); when one fails, no further batch starts, those in
+ * flight finish, and the first failure is thrown.
  */
 export async function batchWrite(
   db: DynamoDBDocumentClient,
   table: string,
   writes: WriteRequest[],
   written?: (done: WriteRequest[]) => void,
+  atOnce = 1,
 ): Promise<void> {
   const deadline = currentDeadline();
-  for (let start = 0; start < writes.length; start += 25) {
-    let pending: WriteRequest[] = writes.slice(start, start + 25);
+  const { failure } = await runBounded(slicesOf(writes, 25), atOnce, async (slice) => {
+    let pending = slice;
     for (let attempt = 0; pending.length > 0; attempt += 1) {
       if (attempt > 0) await waitForUnprocessed(attempt, deadline);
       const result = await db.send(new BatchWriteCommand({ RequestItems: { [table]: pending } }));
@@ -88,7 +92,8 @@ export async function batchWrite(
       written?.(pending.filter((request) => !left.some((l) => sameRequest(l, request))));
       pending = left;
     }
-  }
+  });
+  if (failure) throw failure.error;
 }
 
 function sameRequest(a: WriteRequest, b: WriteRequest): boolean {
