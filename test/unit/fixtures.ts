@@ -1,6 +1,8 @@
 import { newBuild, type Audience } from '../../shared/domain/audiences/audience.js';
 import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
 import type { InstanceSchema, Tenant } from '../../shared/domain/tenancy.js';
+import { OfflineGeocoder } from '../../shared/adapters/geocoders.js';
+import type { LocationServices } from '../../shared/domain/location.js';
 
 /** A tenant for unit tests: instance `acme`, Business plan, merging by email; its first data source calls. */
 export function testTenant(overrides: Partial<InstanceSchema> = {}): Tenant {
@@ -52,3 +54,30 @@ export function testAudience(
     ...overrides,
   };
 }
+
+/**
+ * A tenant with two data sources: `Web` merging by email, and `Crm` (its second) by the unique
+ * custom field `str:cm:crm-id`, then email.
+ */
+export function webAndCrmTenant(): Tenant {
+  return testTenant({
+    data_sources: [
+      { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
+      {
+        name: 'Crm',
+        merge_by: ['str:cm:crm-id', 'str::email'],
+        merge_strategy: 2,
+        find_strategy: 0,
+      },
+    ],
+    person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID', unique: true }],
+    key_fields: { 'str:cm:crm-id': 'active' },
+  });
+}
+
+/** Location services that know no IP and geocode offline, metering nothing. */
+export const offlineLocation: LocationServices = {
+  ipLocator: { locate: () => Promise.resolve(undefined) },
+  geocoder: new OfflineGeocoder(),
+  meter: { record: () => Promise.resolve() },
+};

@@ -1,4 +1,3 @@
-import { OfflineGeocoder } from '../../../shared/adapters/geocoders.js';
 import type {
   EmailJob,
   EmailQueue,
@@ -6,10 +5,9 @@ import type {
   EmailStore,
 } from '../../../shared/domain/email/messages.js';
 import type { SendContext } from '../../../shared/domain/email/send.js';
-import type { LocationServices } from '../../../shared/domain/location.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
-import { testTenant } from '../fixtures.js';
+import { testTenant, offlineLocation } from '../fixtures.js';
 import { MemoryPeopleStore } from '../people/memory-people-store.js';
 
 /** The ports of `sendTransactional` in memory: people, the emails table and the queue. */
@@ -18,11 +16,7 @@ export const tenant = testTenant({
   sending_domains: ['mail.acme.test'],
 });
 
-export const location: LocationServices = {
-  ipLocator: { locate: () => Promise.resolve(undefined) },
-  geocoder: new OfflineGeocoder(),
-  meter: { record: () => Promise.resolve() },
-};
+export const location = offlineLocation;
 
 export const ASSET = {
   from_email: 'team@mail.acme.test',

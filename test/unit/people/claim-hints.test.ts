@@ -1,30 +1,17 @@
 import { describe, expect, it } from '@jest/globals';
-import { OfflineGeocoder } from '../../../shared/adapters/geocoders.js';
-import type { LocationServices } from '../../../shared/domain/location.js';
 import { ClaimHintCache } from '../../../shared/domain/merge/claim-hints.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
 import { claimId } from '../../../shared/domain/people/people-store.js';
 import type { Tenant } from '../../../shared/domain/tenancy.js';
-import { testTenant } from '../fixtures.js';
+import { offlineLocation, testTenant, webAndCrmTenant } from '../fixtures.js';
 import { MemoryPeopleStore } from './memory-people-store.js';
 
-const tenant = testTenant({
-  data_sources: [
-    { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
-    { name: 'Crm', merge_by: ['str:cm:crm-id', 'str::email'], merge_strategy: 2, find_strategy: 0 },
-  ],
-  person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID', unique: true }],
-  key_fields: { 'str:cm:crm-id': 'active' },
-});
+const tenant = webAndCrmTenant();
 const crm = { ...tenant, dataSource: tenant.instance.data_sources[1] ?? tenant.dataSource };
 const other = testTenant({ id: 'other-instance' });
 
-const location: LocationServices = {
-  ipLocator: { locate: () => Promise.resolve(undefined) },
-  geocoder: new OfflineGeocoder(),
-  meter: { record: () => Promise.resolve() },
-};
+const location = offlineLocation;
 
 const hintedFields = new Set(['str::email', 'str::ei']);
 

@@ -4,29 +4,16 @@ import {
   ServiceUnavailableError,
   ValidationError,
 } from '../../../shared/domain/errors.js';
-import { testTenant } from '../fixtures.js';
+import { offlineLocation, webAndCrmTenant } from '../fixtures.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
 import { claimId } from '../../../shared/domain/people/people-store.js';
 import { MemoryPeopleStore } from './memory-people-store.js';
-import { OfflineGeocoder } from '../../../shared/adapters/geocoders.js';
-import type { LocationServices } from '../../../shared/domain/location.js';
 
-const tenant = testTenant({
-  data_sources: [
-    { name: 'Web', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
-    { name: 'Crm', merge_by: ['str:cm:crm-id', 'str::email'], merge_strategy: 2, find_strategy: 0 },
-  ],
-  person_fields: [{ id: 'str:cm:crm-id', name: 'CRM ID', unique: true }],
-  key_fields: { 'str:cm:crm-id': 'active' },
-});
+const tenant = webAndCrmTenant();
 const { instance } = tenant;
 
-const location: LocationServices = {
-  ipLocator: { locate: () => Promise.resolve(undefined) },
-  geocoder: new OfflineGeocoder(),
-  meter: { record: () => Promise.resolve() },
-};
+const location = offlineLocation;
 
 function run(store: MemoryPeopleStore, body: Record<string, unknown>) {
   return mergePeople(PersonMergeRequest.parse(body), { tenant, store, location });
