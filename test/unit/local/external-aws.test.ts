@@ -25,7 +25,13 @@ function settingsWith(env: Record<string, string | undefined>) {
   for (const name of Object.keys(process.env)) {
     if (
       name.startsWith('AWS_') ||
-      ['CDP_AWS_ENDPOINT', 'CDP_SKIP_EMULATORS', 'LOCALSTACK_PORT'].includes(name)
+      [
+        'CDP_AWS_ENDPOINT',
+        'CDP_SKIP_EMULATORS',
+        'LOCALSTACK_PORT',
+        'CDP_REGIONS',
+        'CDP_SPLIT_WORKERS',
+      ].includes(name)
     ) {
       Reflect.deleteProperty(process.env, name);
     }
@@ -151,6 +157,26 @@ describe('CDP_SKIP_EMULATORS', () => {
   it('refuses an emulator it does not know, naming it', () => {
     expect(() => settingsWith({ CDP_SKIP_EMULATORS: 'dynamodb,ses' })).toThrow(
       'CDP_SKIP_EMULATORS=dynamodb,ses: ses is not one of dynamodb, sqs',
+    );
+  });
+});
+
+describe('CDP_REGIONS and CDP_SPLIT_WORKERS', () => {
+  it('runs every region, the API and the workers of each in one process, unless told', () => {
+    const settings = settingsWith({});
+    expect(settings.regions).toEqual(['default', 'au', 'eu']);
+    expect(settings.splitWorkers).toBe(false);
+  });
+
+  it("runs the regions named, in the stack's order, and splits the workers on 1", () => {
+    const settings = settingsWith({ CDP_REGIONS: 'eu, default', CDP_SPLIT_WORKERS: '1' });
+    expect(settings.regions).toEqual(['default', 'eu']);
+    expect(settings.splitWorkers).toBe(true);
+  });
+
+  it('refuses a region it does not know, naming it', () => {
+    expect(() => settingsWith({ CDP_REGIONS: 'default,us' })).toThrow(
+      'CDP_REGIONS=default,us: us is not one of default, au, eu',
     );
   });
 });
