@@ -10,6 +10,7 @@ import { queueUrlVariable, tableVariable } from '../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
 import { keepsStreamRecord, STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 import { createRegionServer } from './http-adapter.js';
+import { regionRoleFrom, type RegionRole } from './settings.js';
 import { recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { startQueuePoller, type SqsHandler } from './queue-poller.js';
 import { startStreamPoller, type StreamHandler } from './stream-poller.js';
@@ -30,29 +31,19 @@ async function loadHandler<T>(fn: string): Promise<T> {
   return module.handler;
 }
 
-/**
- * What this process runs (`CDP_REGION_ROLE`): `all` (the API and the workers, by default),
- * or one part: `api`, `queue-workers` (with the daily re-evaluation) or `stream-workers`
- * (`CDP_SPLIT_WORKERS=1`: three processes per region, as on AWS the API's functions and the
- * workers run apart, so a burst of stream records handled does not hold up the API's requests
- * or the ingest worker's batches on one event loop; the benchmarks run so).
- */
-const ROLES = ['all', 'api', 'queue-workers', 'stream-workers'] as const;
-type Role = (typeof ROLES)[number];
-
 async function main(): Promise<void> {
   const region = process.env.CDP_REGION;
   const port = Number(process.env.PORT);
-  const role = process.env.CDP_REGION_ROLE ?? 'all';
-  if (!(ROLES as readonly string[]).includes(role)) {
-    throw new Error(`CDP_REGION_ROLE=${role} is not one of ${ROLES.join(', ')}`);
-  }
+  // What this process runs (local/settings.ts, `REGION_ROLES`): with `CDP_SPLIT_WORKERS=1` the
+  // API, the queue workers and the stream workers run apart, as on AWS, so a burst of stream
+  // records handled does not hold up the API's requests or the ingest worker's batches.
+  const role = regionRoleFrom(process.env.CDP_REGION_ROLE);
   const serves = role === 'all' || role === 'api';
   if (!isRegion(region) || (serves && !Number.isInteger(port))) {
     throw new Error('region-server needs CDP_REGION and PORT (it is started by local/start.ts)');
   }
   const pollers: { stop: () => Promise<void> }[] = [];
-  if (role !== 'api') await startWorkers(pollers, role as Role);
+  if (role !== 'api') await startWorkers(pollers, role);
   const server = serves ? await serve(port) : undefined;
 
   const stop = () => {
@@ -86,7 +77,10 @@ async function serve(port: number) {
 }
 
 /** The queue and stream workers with their pollers, and the daily re-evaluation. */
-async function startWorkers(pollers: { stop: () => Promise<void> }[], role: Role): Promise<void> {
+async function startWorkers(
+  pollers: { stop: () => Promise<void> }[],
+  role: RegionRole,
+): Promise<void> {
   const sqs = createSqsClient();
   const queues = role !== 'stream-workers';
   for (const worker of queues ? WORKERS : []) {

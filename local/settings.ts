@@ -41,6 +41,21 @@ export interface StackSettings {
   splitWorkers: boolean;
 }
 
+/**
+ * What one regional process runs (`CDP_REGION_ROLE`, set by the stack): `all` (the API and the
+ * workers, by default), or one part: `api`, `queue-workers` (with the daily re-evaluation) or
+ * `stream-workers` (`CDP_SPLIT_WORKERS=1`: three processes per region).
+ */
+export const REGION_ROLES = ['all', 'api', 'queue-workers', 'stream-workers'] as const;
+export type RegionRole = (typeof REGION_ROLES)[number];
+
+export function regionRoleFrom(raw: string | undefined): RegionRole {
+  const role = raw ?? 'all';
+  const known = REGION_ROLES.find((candidate) => candidate === role);
+  if (!known) throw new Error(`CDP_REGION_ROLE=${role} is not one of ${REGION_ROLES.join(', ')}`);
+  return known;
+}
+
 /** The emulators `CDP_SKIP_EMULATORS` may name: DynamoDB Local and fauxqs (SQS, SNS, S3). */
 export const EMULATORS = ['dynamodb', 'sqs'] as const;
 export type Emulator = (typeof EMULATORS)[number];

@@ -62,6 +62,7 @@ import {
   offersSesV2,
   readStackSettings,
   regionPort,
+  type RegionRole,
   useSesStandIn,
   type ExternalAws,
   type StackSettings,
@@ -329,7 +330,7 @@ function regionEnv(
 }
 
 async function startRegion(settings: StackSettings, region: Region, queues: RegionQueues) {
-  const spawnRole = (role: 'all' | 'api' | 'queue-workers' | 'stream-workers') =>
+  const spawnRole = (role: RegionRole) =>
     spawn(
       process.execPath,
       [

@@ -15,7 +15,7 @@ import {
 } from '../domain/audiences/membership.js';
 import type { ActivityToWrite } from '../domain/activities/record-activities.js';
 import type { Person } from '../domain/people/person.js';
-import { runBounded, slicesOf } from '../lib/bounded.js';
+import { slicesOf } from '../lib/bounded.js';
 import { activityItem } from './activity-store.js';
 import {
   AUDIENCE_COUNTER_SHARDS,
@@ -502,10 +502,7 @@ export class DynamoMembershipStore {
       },
     }));
     // A page's batches at once, four at a time: a page of 500 is five round trips, not twenty.
-    const { failure } = await runBounded(slicesOf(writes, 25), 4, (batch) =>
-      batchWrite(this.db, granted(this.tables.people, 'people'), batch),
-    );
-    if (failure) throw failure.error;
+    await batchWrite(this.db, granted(this.tables.people, 'people'), writes, undefined, 4);
   }
 
   /** The people to re-evaluate on a day, in one shard (a page from `after`). */

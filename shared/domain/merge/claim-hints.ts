@@ -27,10 +27,9 @@ export class ClaimHintCache {
   of(instanceId: string): ClaimHints {
     const entry = (key: ClaimKey) => `${instanceId}\u0000${claimId(key.field, key.value)}`;
     return {
-      covers: (field) => this.covered.has(field),
-      get: (key) => this.owners.get(entry(key)),
+      get: (key) => (this.covered.has(key.field) ? this.owners.get(entry(key)) : undefined),
       set: (key, owner) => {
-        this.owners.set(entry(key), owner, this.ttlMs);
+        if (this.covered.has(key.field)) this.owners.set(entry(key), owner, this.ttlMs);
       },
       delete: (key) => {
         this.owners.delete(entry(key));

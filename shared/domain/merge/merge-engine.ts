@@ -145,13 +145,11 @@ export const claimId = (field: string, value: string) => `${field}\u0000${value}
  * a hint, never an answer. A hinted owner is believed only once its record, read strongly
  * consistent as every matched record is, still holds the value: the record and its claims
  * change in one transaction, so a record holding a value of a field every held value of
- * which is claimed (`covers`) is the claim's owner at the moment of that read, which is what
- * reading the claim first would have found. A hint the record contradicts is dropped and the
- * claim read.
+ * which is claimed is the claim's owner at the moment of that read, which is what reading
+ * the claim first would have found. A hint the record contradicts is dropped and the claim
+ * read. Hints are kept (and given) only for such fields: `set` ignores the others.
  */
 export interface ClaimHints {
-  /** Whether every value held for the field is claimed by its holder. */
-  covers(field: string): boolean;
   get(key: ClaimKey): string | undefined;
   set(key: ClaimKey, owner: string): void;
   delete(key: ClaimKey): void;
@@ -360,7 +358,7 @@ async function readAhead<R extends MergeRecord, T extends StoredRecord>(
   const hinted = new Map<string, ClaimKey>();
   const unread: ClaimKey[] = [];
   for (const [id, key] of keys) {
-    const owner = hints?.covers(key.field) ? hints.get(key) : undefined;
+    const owner = hints?.get(key);
     if (owner === undefined) unread.push(key);
     else {
       hinted.set(id, key);
@@ -416,7 +414,7 @@ async function readClaims<T>(
       kind.hints?.delete(key);
     } else {
       state.owners.set(id, owner);
-      if (kind.hints?.covers(key.field)) kind.hints.set(key, owner);
+      kind.hints?.set(key, owner);
     }
   }
 }
@@ -512,10 +510,6 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     return undefined;
   }
 
-  private hint(key: ClaimKey, owner: string) {
-    if (this.kind.hints?.covers(key.field)) this.kind.hints.set(key, owner);
-  }
-
   private marker(index: number, outcome: MergeOutcome): RecordMarker | undefined {
     const ledger = this.options.ledger;
     return ledger ? { requestId: ledger.requestId, index, outcome } : undefined;
@@ -552,7 +546,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       await kind.create(plan, this.marker(record.index, outcome));
       for (const [field, value] of created.claims) {
         state.owners.set(claimId(field, value), created.record.id);
-        this.hint({ field, value }, created.record.id);
+        kind.hints?.set({ field, value }, created.record.id);
       }
       state.records.set(created.record.id, created.record);
       return { outcome, wrote: true };
@@ -587,7 +581,7 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
     }
     for (const [field, value] of updated.claimsAdded) {
       state.owners.set(claimId(field, value), id);
-      this.hint({ field, value }, id);
+      this.kind.hints?.set({ field, value }, id);
     }
     state.records.set(id, updated.after);
     return { outcome, wrote: true };

@@ -7,7 +7,7 @@ import {
   type SESv2Client,
 } from '@aws-sdk/client-sesv2';
 import { ensureSesSending } from '../../../local/resources.js';
-import { localAwsEnv, readStackSettings } from '../../../local/settings.js';
+import { localAwsEnv, readStackSettings, regionRoleFrom } from '../../../local/settings.js';
 
 /**
  * `CDP_AWS_ENDPOINT=external` (the stack on LocalStack): which endpoints and credentials the
@@ -172,6 +172,14 @@ describe('CDP_REGIONS and CDP_SPLIT_WORKERS', () => {
     const settings = settingsWith({ CDP_REGIONS: 'eu, default', CDP_SPLIT_WORKERS: '1' });
     expect(settings.regions).toEqual(['default', 'eu']);
     expect(settings.splitWorkers).toBe(true);
+  });
+
+  it('gives a regional process its role (all by default) and refuses an unknown one', () => {
+    expect(regionRoleFrom(undefined)).toBe('all');
+    expect(regionRoleFrom('stream-workers')).toBe('stream-workers');
+    expect(() => regionRoleFrom('workers')).toThrow(
+      'CDP_REGION_ROLE=workers is not one of all, api, queue-workers, stream-workers',
+    );
   });
 
   it('refuses a region it does not know, naming it', () => {
