@@ -2,7 +2,11 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { createDynamoDbClient, createSqsClient } from '../shared/adapters/aws-clients.js';
+import {
+  createDynamoDbClient,
+  createSqsClient,
+  withoutCallLogging,
+} from '../shared/adapters/aws-clients.js';
 import { injectedFaults } from '../shared/adapters/dynamo-faults.js';
 import type { HttpHandler } from '../shared/http/api-handler.js';
 import { isRegion } from '../shared/domain/regions.js';
@@ -108,7 +112,7 @@ async function startWorkers(
 
   // The stream workers, each fed by a poller of its table's stream (the Lambda event source).
   const db = createDynamoDbClient();
-  const streams = new DynamoDBStreamsClient({});
+  const streams = withoutCallLogging(new DynamoDBStreamsClient({}));
   const failures = process.env.STREAM_FAILURES_QUEUE_URL;
   for (const worker of role === 'queue-workers' ? [] : STREAM_WORKERS) {
     const tableName = process.env[tableVariable(worker.table)];

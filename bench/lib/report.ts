@@ -81,6 +81,12 @@ export const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,16')
   .map(Number)
   .filter((level) => level > 0);
 
+/**
+ * Rounds of a figure's API run and its ceiling, one after the other (`BENCH_ROUNDS`, 3 by
+ * default): the row's ratio is the median of the rounds' ratios, each round's listed beside.
+ */
+export const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+
 /** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
 export const requestsAt = (concurrency: number) => scaled(Math.max(6, concurrency * 3));
 

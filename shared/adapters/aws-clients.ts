@@ -19,11 +19,28 @@ import { addStoreRetries } from './dynamo-resilience.js';
  * Calls never hang: a connection in 2 s, an answer in 5 s.
  */
 export function createDynamoDbClient(options: { region?: string } = {}): DynamoDBClient {
-  return new DynamoDBClient({
-    ...options,
-    maxAttempts: 1,
-    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
-  });
+  return withoutCallLogging(
+    new DynamoDBClient({
+      ...options,
+      maxAttempts: 1,
+      requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+    }),
+  );
+}
+
+/**
+ * Takes the SDK's logger middleware off a client. It builds, for every call, a copy of the
+ * call's input and output with sensitive members masked (walking the operation's schema
+ * member by member) and hands it to the client's logger, even the default one that logs
+ * nothing: measured at 7 % of a stream worker process's CPU (large `GetRecords` answers) and
+ * 1 % of an API process's. Our own logs say what a call did when it matters; nothing reads
+ * the SDK's.
+ */
+export function withoutCallLogging<
+  Client extends { middlewareStack: { remove(name: string): boolean } },
+>(client: Client): Client {
+  client.middlewareStack.remove('loggerMiddleware');
+  return client;
 }
 
 /** The faults of a client that must never meet any: the local stack's setup, the admin CLI. */
@@ -51,7 +68,7 @@ export function createDocumentClient(
  * `http://sqs.us-east-1.localhost:4566/...` whose host need not resolve.
  */
 export function createSqsClient(): SQSClient {
-  return new SQSClient({ useQueueUrlAsEndpoint: false });
+  return withoutCallLogging(new SQSClient({ useQueueUrlAsEndpoint: false }));
 }
 
 /**
@@ -59,10 +76,10 @@ export function createSqsClient(): SQSClient {
  * `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL` (locally fauxqs, which also serves SQS and S3).
  */
 export function createSnsClient(): SNSClient {
-  return new SNSClient({});
+  return withoutCallLogging(new SNSClient({}));
 }
 
 /** Path-style addressing works on AWS and on every S3 stand-in (no bucket DNS names needed). */
 export function createS3Client(): S3Client {
-  return new S3Client({ forcePathStyle: true });
+  return withoutCallLogging(new S3Client({ forcePathStyle: true }));
 }

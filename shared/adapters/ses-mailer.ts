@@ -1,5 +1,6 @@
 import { SESv2Client, SendEmailCommand } from '@aws-sdk/client-sesv2';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
+import MimeNode from 'nodemailer/lib/mime-node/index.js';
 import {
   MailerError,
   PROBE_TAG,
@@ -10,7 +11,9 @@ import {
 import { textOf } from '../domain/email/html.js';
 import type { OutgoingEmail } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 import { backoffMs, canWait, sleep } from '../lib/time-budget.js';
+import { withoutCallLogging } from './aws-clients.js';
 
 /**
  * Sending through SES v2 with raw MIME built by nodemailer's composer (HTML and text parts,
@@ -24,15 +27,17 @@ const ANSWER_TIMEOUT_MS = 15_000;
 
 export function createSesClient(): SESv2Client {
   // Our retries only: the SDK's would repeat a send whose outcome is unknown.
-  return new SESv2Client({
-    maxAttempts: 1,
-    requestHandler: {
-      connectionTimeout: CONNECT_TIMEOUT_MS,
-      requestTimeout: ANSWER_TIMEOUT_MS,
-      // Without it the SDK only warns, and a call that gets no answer waits for the socket.
-      throwOnRequestTimeout: true,
-    },
-  });
+  return withoutCallLogging(
+    new SESv2Client({
+      maxAttempts: 1,
+      requestHandler: {
+        connectionTimeout: CONNECT_TIMEOUT_MS,
+        requestTimeout: ANSWER_TIMEOUT_MS,
+        // Without it the SDK only warns, and a call that gets no answer waits for the socket.
+        throwOnRequestTimeout: true,
+      },
+    }),
+  );
 }
 
 /** The longest a call can take: a connection, the answer, and reading it. */
@@ -173,17 +178,44 @@ export async function sendProbe(
   await mailer.send(email, { [PROBE_TAG]: String(now()) });
 }
 
+/**
+ * Attachment parts as nodemailer writes them (their headers and base64 body), kept a few
+ * minutes per file: a request's file goes to each of its up to 100 recipients, and encoding it
+ * was a third of building each of their messages. Files are at most 1 MB (base64), so the
+ * cache holds at most a few dozen MB.
+ */
+const ATTACHMENT_PART_TTL_MS = 300_000;
+const attachmentParts = new TtlCache<string>(32);
+
+/** Forgets the kept attachment parts (tests). */
+export const forgetAttachmentParts = (): void => {
+  attachmentParts.clear();
+};
+
+function attachmentPart(
+  file: OutgoingEmail['attachments'][number],
+  attachment: (key: string) => Promise<Buffer>,
+): Promise<string> {
+  const id = JSON.stringify([file.key, file.filename, file.content_type]);
+  return attachmentParts.getOrLoad(id, ATTACHMENT_PART_TTL_MS, async () => {
+    // The part of a multipart message as MailComposer makes it for an attachment.
+    const node = new MimeNode('multipart/mixed').createChild(file.content_type, {
+      filename: file.filename,
+    });
+    node.setHeader('Content-Transfer-Encoding', 'base64');
+    node.setHeader('Content-Disposition', 'attachment');
+    node.setContent(await attachment(file.key));
+    return (await node.build()).toString('latin1');
+  });
+}
+
 /** The raw MIME message of an email. */
 export async function buildMime(
   email: OutgoingEmail,
   attachment: (key: string) => Promise<Buffer>,
 ): Promise<Buffer> {
   const attachments = await Promise.all(
-    email.attachments.map(async (file) => ({
-      filename: file.filename,
-      contentType: file.content_type,
-      content: await attachment(file.key),
-    })),
+    email.attachments.map(async (file) => ({ raw: await attachmentPart(file, attachment) })),
   );
   const composer = new MailComposer({
     from: email.from.name

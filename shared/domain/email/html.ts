@@ -1,4 +1,4 @@
-import { convert } from 'html-to-text';
+import { compile } from 'html-to-text';
 import { Parser } from 'htmlparser2';
 import { EMAIL_LIMITS } from './send-request.js';
 
@@ -175,13 +175,20 @@ export function addOpenPixel(html: string, pixelUrl: string): string {
   return close === -1 ? `${html}${pixel}` : `${html.slice(0, close)}${pixel}${html.slice(close)}`;
 }
 
+/**
+ * html-to-text's converter, its selectors compiled once per container (not once per email),
+ * when the first text part is made (the API, which makes none, never compiles it).
+ */
+let toText: ((html: string) => string) | undefined;
+
 /** The plain-text alternative of an HTML body: links kept as `text [url]`, images dropped. */
 export function textOf(html: string): string {
-  return convert(html, {
+  toText ??= compile({
     wordwrap: 100,
     selectors: [
       { selector: 'img', format: 'skip' },
       { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
     ],
   });
+  return toText(html);
 }

@@ -1,7 +1,10 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
+import { simpleParser } from 'mailparser';
 import {
+  buildMime,
   classifySesError,
+  forgetAttachmentParts,
   SesMailer,
   SES_CALL_MAX_MS,
 } from '../../../shared/adapters/ses-mailer.js';
@@ -95,5 +98,54 @@ describe('classifySesError', () => {
     [awsError('MessageRejected', 400), 'rejected'],
   ])('%s is %s', (error, outcome) => {
     expect(classifySesError(error).outcome).toBe(outcome);
+  });
+});
+
+describe('buildMime', () => {
+  const pdf = Buffer.from(Array.from({ length: 5000 }, (_, i) => i % 251));
+  const email = (to: string, filename = 'Invoice ü.pdf') => ({
+    from: { address: 'shop@x.example', name: 'Shop' },
+    to,
+    cc: [],
+    subject: `For ${to}`,
+    html: `<p>Hello ${to}, your <a href="https://x.example/i">invoice</a>.</p>`,
+    headers: {},
+    attachments: [{ key: 'email/i/attachments/abc', filename, content_type: 'application/pdf' }],
+  });
+
+  it('encodes a file once for every email it goes with, each message carrying it whole', async () => {
+    forgetAttachmentParts();
+    const load = jest.fn((key: string) =>
+      Promise.resolve(key === 'email/i/attachments/abc' ? pdf : Buffer.alloc(0)),
+    );
+    const [first, second] = await Promise.all([
+      buildMime(email('ann@example.com'), load),
+      buildMime(email('bob@example.com'), load),
+    ]);
+    await buildMime(email('cy@example.com'), load);
+    expect(load).toHaveBeenCalledTimes(1);
+    for (const [raw, to] of [
+      [first, 'ann@example.com'],
+      [second, 'bob@example.com'],
+    ] as const) {
+      const parsed = await simpleParser(raw);
+      expect(parsed.subject).toBe(`For ${to}`);
+      expect(parsed.text).toContain(`Hello ${to}, your invoice [https://x.example/i]`);
+      expect(parsed.attachments).toHaveLength(1);
+      const [file] = parsed.attachments;
+      expect(file?.filename).toBe('Invoice ü.pdf');
+      expect(file?.contentType).toBe('application/pdf');
+      expect(file?.contentDisposition).toBe('attachment');
+      expect(file?.content.equals(pdf)).toBe(true);
+    }
+  });
+
+  it('keeps a part per file name and type: the same content under another name is its own part', async () => {
+    forgetAttachmentParts();
+    const load = jest.fn(() => Promise.resolve(pdf));
+    await buildMime(email('ann@example.com'), load);
+    const renamed = await simpleParser(await buildMime(email('ann@example.com', 'copy.pdf'), load));
+    expect(load).toHaveBeenCalledTimes(2);
+    expect(renamed.attachments.map((file) => file.filename)).toEqual(['copy.pdf']);
   });
 });
