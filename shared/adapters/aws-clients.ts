@@ -13,6 +13,16 @@ import { addStoreRetries } from './dynamo-resilience.js';
  * stand-ins or LocalStack.
  */
 /**
+ * Sockets a DynamoDB client keeps to its endpoint (the SDK's default is 50). A Lambda container
+ * serves one request at a time, a few calls in flight; a local process serves every concurrent
+ * request through one client (16 activity requests make 64 `BatchWriteItem`s at once), and a
+ * call that waits for a free socket spends that wait against its 2 s connection budget (the
+ * SDK's handler starts the timer when the call is made): a slow moment of DynamoDB Local then
+ * failed writes as "no connection", answered 503.
+ */
+const MAX_SOCKETS = 256;
+
+/**
  * A DynamoDB client whose calls are retried by our middleware only (`dynamo-resilience.ts`):
  * the SDK's own retry layer makes one attempt, since it would also repeat writes whose
  * outcome is unknown (a timeout, a 5xx), and an `ADD` repeated is an `ADD` applied twice.
@@ -23,7 +33,12 @@ export function createDynamoDbClient(options: { region?: string } = {}): DynamoD
     new DynamoDBClient({
       ...options,
       maxAttempts: 1,
-      requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+      requestHandler: {
+        connectionTimeout: 2_000,
+        requestTimeout: 5_000,
+        httpAgent: { maxSockets: MAX_SOCKETS },
+        httpsAgent: { maxSockets: MAX_SOCKETS },
+      },
     }),
   );
 }
