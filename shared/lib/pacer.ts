@@ -6,7 +6,7 @@ import { sleep } from './time-budget.js';
  * quiet second, and then each waits for its slot, one interval after the one before it. A
  * sustained run never passes the rate; a burst is at most one second's worth, which is what a
  * rate per second allows (SES: "short bursts"). With N containers at most, each paced at rate/N,
- * the whole stays under the rate.
+ * the whole keeps to the rate.
  */
 export class Pacer {
   /** When the next call would go if the calls were evenly spaced (the theoretical arrival). */
