@@ -8,7 +8,6 @@ import {
 import { ServiceUnavailableError } from '../domain/errors.js';
 import { EmailJob, OutgoingEmail, type EmailQueue } from '../domain/email/messages.js';
 import { runBounded } from '../lib/bounded.js';
-import { TtlCache } from '../lib/ttl-cache.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 import { MaybeQueuedError } from '../domain/ingest/ingest.js';
 import { MAX_MESSAGE_BYTES, retried, watchAttempts } from './ingest-queue.js';
@@ -37,8 +36,6 @@ function attachmentKey(instanceId: string, content: Buffer): string {
 }
 
 export class SqsEmailQueue implements EmailQueue {
-  private readonly attachments = new TtlCache<Buffer>(50);
-
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
@@ -165,9 +162,9 @@ export class SqsEmailQueue implements EmailQueue {
     return { ...job, email: OutgoingEmail.parse(JSON.parse(text.toString('utf8'))) };
   }
 
-  /** An attachment's content (kept a few minutes: a batch often sends the same file). */
+  /** An attachment's content (the mailer keeps each file's encoded part a few minutes). */
   attachment(key: string): Promise<Buffer> {
-    return this.attachments.getOrLoad(key, 300_000, () => this.object(key));
+    return this.object(key);
   }
 
   private async object(key: string): Promise<Buffer> {

@@ -103,8 +103,20 @@ function neverConnected(failure: { name?: string; message?: string }): boolean {
   );
 }
 
+/** An attachment of an email, as the queue carries it (its content in the bucket). */
+type AttachmentRef = OutgoingEmail['attachments'][number];
+
+/**
+ * How long an attachment's MIME part is kept: a request's file goes to each of its up to 100
+ * recipients, and encoding it again was a third of building each of their messages. Files are
+ * at most 1 MB (base64), so 32 parts hold a few dozen MB at most.
+ */
+const ATTACHMENT_PART_TTL_MS = 300_000;
+
 export class SesMailer implements Mailer {
   readonly callMaxMs = SES_CALL_MAX_MS;
+  /** Attachment parts by file (its key in the bucket, name and type), a few minutes each. */
+  private readonly parts = new TtlCache<string>(32);
 
   constructor(
     private readonly ses: SESv2Client,
@@ -112,9 +124,17 @@ export class SesMailer implements Mailer {
     private readonly configurationSet?: string,
   ) {}
 
+  /** A file's part, read from the bucket and encoded once per container for a few minutes. */
+  private part(file: AttachmentRef): Promise<string> {
+    const id = JSON.stringify([file.key, file.filename, file.content_type]);
+    return this.parts.getOrLoad(id, ATTACHMENT_PART_TTL_MS, async () =>
+      attachmentPart(file, await this.attachment(file.key)),
+    );
+  }
+
   async prepare(email: OutgoingEmail): Promise<PreparedEmail> {
     return {
-      raw: await buildMime(email, this.attachment),
+      raw: await buildMime(email, (file) => this.part(file)),
       from: email.from.address,
       to: email.to,
       cc: email.cc,
@@ -178,44 +198,24 @@ export async function sendProbe(
   await mailer.send(email, { [PROBE_TAG]: String(now()) });
 }
 
-/**
- * Attachment parts as nodemailer writes them (their headers and base64 body), kept a few
- * minutes per file: a request's file goes to each of its up to 100 recipients, and encoding it
- * was a third of building each of their messages. Files are at most 1 MB (base64), so the
- * cache holds at most a few dozen MB.
- */
-const ATTACHMENT_PART_TTL_MS = 300_000;
-const attachmentParts = new TtlCache<string>(32);
-
-/** Forgets the kept attachment parts (tests). */
-export const forgetAttachmentParts = (): void => {
-  attachmentParts.clear();
-};
-
-function attachmentPart(
-  file: OutgoingEmail['attachments'][number],
-  attachment: (key: string) => Promise<Buffer>,
-): Promise<string> {
-  const id = JSON.stringify([file.key, file.filename, file.content_type]);
-  return attachmentParts.getOrLoad(id, ATTACHMENT_PART_TTL_MS, async () => {
-    // The part of a multipart message as MailComposer makes it for an attachment.
-    const node = new MimeNode('multipart/mixed').createChild(file.content_type, {
-      filename: file.filename,
-    });
-    node.setHeader('Content-Transfer-Encoding', 'base64');
-    node.setHeader('Content-Disposition', 'attachment');
-    node.setContent(await attachment(file.key));
-    return (await node.build()).toString('latin1');
+/** An attachment's part of a multipart message (headers and base64 body), as MailComposer makes it. */
+export async function attachmentPart(file: AttachmentRef, content: Buffer): Promise<string> {
+  const node = new MimeNode('multipart/mixed').createChild(file.content_type, {
+    filename: file.filename,
   });
+  node.setHeader('Content-Transfer-Encoding', 'base64');
+  node.setHeader('Content-Disposition', 'attachment');
+  node.setContent(content);
+  return (await node.build()).toString('latin1');
 }
 
 /** The raw MIME message of an email. */
 export async function buildMime(
   email: OutgoingEmail,
-  attachment: (key: string) => Promise<Buffer>,
+  part: (file: AttachmentRef) => Promise<string>,
 ): Promise<Buffer> {
   const attachments = await Promise.all(
-    email.attachments.map(async (file) => ({ raw: await attachmentPart(file, attachment) })),
+    email.attachments.map(async (file) => ({ raw: await part(file) })),
   );
   const composer = new MailComposer({
     from: email.from.name

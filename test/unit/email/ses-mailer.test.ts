@@ -2,9 +2,7 @@ import { describe, expect, it, jest } from '@jest/globals';
 import type { SESv2Client } from '@aws-sdk/client-sesv2';
 import { simpleParser } from 'mailparser';
 import {
-  buildMime,
   classifySesError,
-  forgetAttachmentParts,
   SesMailer,
   SES_CALL_MAX_MS,
 } from '../../../shared/adapters/ses-mailer.js';
@@ -101,7 +99,7 @@ describe('classifySesError', () => {
   });
 });
 
-describe('buildMime', () => {
+describe('SesMailer.prepare', () => {
   const pdf = Buffer.from(Array.from({ length: 5000 }, (_, i) => i % 251));
   const email = (to: string, filename = 'Invoice ü.pdf') => ({
     from: { address: 'shop@x.example', name: 'Shop' },
@@ -114,19 +112,19 @@ describe('buildMime', () => {
   });
 
   it('encodes a file once for every email it goes with, each message carrying it whole', async () => {
-    forgetAttachmentParts();
     const load = jest.fn((key: string) =>
       Promise.resolve(key === 'email/i/attachments/abc' ? pdf : Buffer.alloc(0)),
     );
+    const mailer = new SesMailer(sesAnswering().client, load);
     const [first, second] = await Promise.all([
-      buildMime(email('ann@example.com'), load),
-      buildMime(email('bob@example.com'), load),
+      mailer.prepare(email('ann@example.com')),
+      mailer.prepare(email('bob@example.com')),
     ]);
-    await buildMime(email('cy@example.com'), load);
+    await mailer.prepare(email('cy@example.com'));
     expect(load).toHaveBeenCalledTimes(1);
     for (const [raw, to] of [
-      [first, 'ann@example.com'],
-      [second, 'bob@example.com'],
+      [first.raw, 'ann@example.com'],
+      [second.raw, 'bob@example.com'],
     ] as const) {
       const parsed = await simpleParser(raw);
       expect(parsed.subject).toBe(`For ${to}`);
@@ -141,10 +139,12 @@ describe('buildMime', () => {
   });
 
   it('keeps a part per file name and type: the same content under another name is its own part', async () => {
-    forgetAttachmentParts();
     const load = jest.fn(() => Promise.resolve(pdf));
-    await buildMime(email('ann@example.com'), load);
-    const renamed = await simpleParser(await buildMime(email('ann@example.com', 'copy.pdf'), load));
+    const mailer = new SesMailer(sesAnswering().client, load);
+    await mailer.prepare(email('ann@example.com'));
+    const renamed = await simpleParser(
+      (await mailer.prepare(email('ann@example.com', 'copy.pdf'))).raw,
+    );
     expect(load).toHaveBeenCalledTimes(2);
     expect(renamed.attachments.map((file) => file.filename)).toEqual(['copy.pdf']);
   });
