@@ -17,7 +17,13 @@ import {
 } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
 import { activityItem } from './activity-store.js';
-import { batchGet, batchWrite, cancellationCodes, conditionally } from './dynamo-helpers.js';
+import {
+  batchGet,
+  batchWrite,
+  cancellationCodes,
+  conditionally,
+  isConditionFailure,
+} from './dynamo-helpers.js';
 import { referencePuts } from './person-references.js';
 
 /**
@@ -198,26 +204,40 @@ export class DynamoEmailStore implements EmailStore {
     );
   }
 
-  /** Takes a queued email for one send attempt; false if it is not queued. */
-  async claim(instanceId: string, messageId: string, attempt: string, now: number) {
-    return conditionally(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.emails,
-        Key: messageKey(instanceId, messageId),
-        UpdateExpression:
-          'SET #status = :sending, attempt = :attempt, sending_at = :now, updated_at = :at',
-        ConditionExpression: '#status = :queued',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':sending': 'sending',
-          ':queued': 'queued',
-          ':attempt': attempt,
-          ':now': now,
-          ':at': new Date(now).toISOString(),
-        },
-      }),
-    );
+  /**
+   * Takes a queued email for one send attempt, answering its record as the claim left it (no
+   * read before the claim); undefined if it is not queued (or not there).
+   */
+  async claim(
+    instanceId: string,
+    messageId: string,
+    attempt: string,
+    now: number,
+  ): Promise<EmailRecord | undefined> {
+    try {
+      const { Attributes } = await this.db.send(
+        new UpdateCommand({
+          TableName: this.tables.emails,
+          Key: messageKey(instanceId, messageId),
+          UpdateExpression:
+            'SET #status = :sending, attempt = :attempt, sending_at = :now, updated_at = :at',
+          ConditionExpression: '#status = :queued',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':sending': 'sending',
+            ':queued': 'queued',
+            ':attempt': attempt,
+            ':now': now,
+            ':at': new Date(now).toISOString(),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return EmailRecord.parse(Attributes);
+    } catch (error) {
+      if (isConditionFailure(error)) return undefined;
+      throw error;
+    }
   }
 
   /** Gives an attempt's email back to the queue (SES refused it: nothing was sent). */

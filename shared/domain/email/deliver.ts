@@ -14,7 +14,10 @@ import type { EmailEvent, EmailJob, EmailRecord, EmailState, OutgoingEmail } fro
  * - The email is paced and its MIME built (attachments read) while it is still `queued`, and
  *   claimed (queued → sending, with this attempt's ID) only then, and only if there is time
  *   left for a whole SES call and the write that records it: nothing that can fail before
- *   the call leaves an email `sending` (docs/api.md, "Sent once").
+ *   the call leaves an email `sending` (docs/api.md, "Sent once"). The claim answers with
+ *   the email's record (it is not read first); the suppression list, read meanwhile, decides
+ *   before the call: a suppressed address moves the claimed email to `suppressed`, and a
+ *   list that cannot be read gives it back (`queued`).
  * - SES refusing the call (throttling, sending paused, no connection made) gives the email
  *   back (`queued`) and the queue retries it; SES rejecting it fails it.
  * - Any other failure of the call (a 5xx, a timeout, a connection cut after the request went
@@ -90,7 +93,13 @@ export interface Acceptance {
 export interface DeliveryStore {
   get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>>;
   suppressed(instanceId: string, addresses: string[]): Promise<Set<string>>;
-  claim(instanceId: string, messageId: string, attempt: string, now: number): Promise<boolean>;
+  /** Takes a queued email for an attempt: its record as claimed, or undefined if not queued. */
+  claim(
+    instanceId: string,
+    messageId: string,
+    attempt: string,
+    now: number,
+  ): Promise<EmailRecord | undefined>;
   release(instanceId: string, messageId: string, attempt: string): Promise<void>;
   /** Marks an attempt's outcome unknown (it is over); false if it no longer holds the email. */
   markUnknown(instanceId: string, messageId: string, attempt: string, at: number): Promise<boolean>;
@@ -200,21 +209,32 @@ export async function deliverEmail(
 ): Promise<DeliveryOutcome> {
   const { store, mailer, pace, now = Date.now } = ports;
   const { instance_id: instanceId, message_id: messageId } = job;
-  // The message is built (attachments read, MIME composed: the worker's main CPU work) while
-  // the email's record and the suppression list are read, not after: it changes nothing
-  // stored, so an email those reads then stop is only built for nothing, and a failure to
-  // build counts only for an email that would be sent.
+  // The message is built (attachments read, MIME composed: the worker's main CPU work) and
+  // the suppression list read for the address the job names (one call with the batch's other
+  // emails) at once, from the start. A build that fails counts only for an email that would
+  // be sent.
   const preparing = mailer.prepare(job.email);
   preparing.catch(() => undefined);
-  // The suppression list is read for the address the job names at the same time as the
-  // email's record (one call for both, with the batch's other emails): one round trip less
-  // before the send. Decided on the record's own address, read again in the rare case it
-  // differs.
-  const [found, suppressedEarly] = await Promise.all([
-    recordOf(job, store, now),
-    store.suppressed(instanceId, [job.email.to]),
-  ]);
-  let record = found;
+  const suppressing = store.suppressed(instanceId, [job.email.to]);
+  suppressing.catch(() => undefined);
+  const suppressedAt = (address: string) =>
+    address === job.email.to ? suppressing : store.suppressed(instanceId, [address]);
+  // The common case first: a queued email, claimed as soon as it is paced and built, its
+  // record the claim's answer, its suppression decided while the claim is on its way (no
+  // read of the record before the claim: one round trip less before SES).
+  await pace();
+  const built = await preparing.catch(() => undefined);
+  if (built && canWait(mailer.callMaxMs + RECORD_MARGIN_MS)) {
+    const attempt = randomUUID();
+    const startedAt = now();
+    const claimed = await store.claim(instanceId, messageId, attempt, startedAt);
+    if (claimed) {
+      return sendClaimed(claimed, { attempt, startedAt, prepared: built }, suppressedAt, ports);
+    }
+  }
+  // Otherwise as the email's record says: not there yet, held by another attempt, done, or
+  // queued but not ready to send (its build failed, or too little time is left).
+  let record = await recordOf(job, store, now);
   if (!record) return 'missing';
   if (record.status === 'sending') {
     await settleHeld(record, ports);
@@ -222,26 +242,61 @@ export async function deliverEmail(
     record = { ...record, status: 'queued' };
   }
   if (record.status !== 'queued') return 'done-before';
-  const suppressed =
-    record.to === job.email.to ? suppressedEarly : await store.suppressed(instanceId, [record.to]);
-  if (suppressed.size > 0) {
+  if ((await suppressedAt(record.to)).size > 0) {
     await store.move(instanceId, messageId, ['queued'], 'suppressed', {
-      error: 'the address was put on the suppression list after the email was queued',
+      error: SUPPRESSED_SINCE_QUEUED,
     });
     return 'suppressed';
   }
   // Everything that can fail before SES is called happens while the email is still queued.
-  await pace();
   const prepared = await preparing;
   if (!canWait(mailer.callMaxMs + RECORD_MARGIN_MS)) {
     throw new Error('not sent: too little of the invocation is left for a call to SES');
   }
   const attempt = randomUUID();
   const startedAt = now();
-  if (!(await store.claim(instanceId, messageId, attempt, startedAt))) return 'done-before';
+  const claimed = await store.claim(instanceId, messageId, attempt, startedAt);
+  if (!claimed) return 'done-before';
+  return sendClaimed(claimed, { attempt, startedAt, prepared }, suppressedAt, ports);
+}
+
+const SUPPRESSED_SINCE_QUEUED =
+  'the address was put on the suppression list after the email was queued';
+
+/**
+ * Sends an email this attempt has claimed, unless its address is suppressed (then it is
+ * `suppressed`, never sent); a suppression list that cannot be read gives the email back, as
+ * nothing was sent.
+ */
+async function sendClaimed(
+  claimed: EmailRecord,
+  send: { attempt: string; startedAt: number; prepared: PreparedEmail },
+  suppressedAt: (address: string) => Promise<Set<string>>,
+  ports: DeliveryPorts,
+): Promise<DeliveryOutcome> {
+  const { store, mailer, now = Date.now } = ports;
+  const { instance_id: instanceId, message_id: messageId } = claimed;
+  const { attempt, startedAt } = send;
+  const giveBack = async () => {
+    await store.release(instanceId, messageId, attempt).catch((cause: unknown) => {
+      throw heldByAttempt(cause);
+    });
+  };
+  try {
+    if ((await suppressedAt(claimed.to)).size > 0) {
+      await store.move(instanceId, messageId, ['sending'], 'suppressed', {
+        error: SUPPRESSED_SINCE_QUEUED,
+        attempt,
+      });
+      return 'suppressed';
+    }
+  } catch (error) {
+    await giveBack();
+    throw error;
+  }
   let sesMessageId: string;
   try {
-    sesMessageId = await mailer.send(prepared, {
+    sesMessageId = await mailer.send(send.prepared, {
       [MESSAGE_TAG]: messageTag(instanceId, messageId),
     });
   } catch (error) {
@@ -254,9 +309,7 @@ export async function deliverEmail(
     }
     if (!(error instanceof MailerError) || error.outcome === 'refused') {
       // Nothing was sent: the email goes back to the queue's retries.
-      await store.release(instanceId, messageId, attempt).catch((cause: unknown) => {
-        throw heldByAttempt(cause);
-      });
+      await giveBack();
       throw error;
     }
     // SES may have taken it: only its event can tell. Not sent again on a guess.
@@ -269,7 +322,7 @@ export async function deliverEmail(
       { cause: error },
     );
   }
-  await recordSent(record, { attempt, sesMessageId, startedAt }, store).catch((cause: unknown) => {
+  await recordSent(claimed, { attempt, sesMessageId, startedAt }, store).catch((cause: unknown) => {
     // SES has it; its Send event marks it sent if this attempt cannot.
     throw heldByAttempt(cause);
   });

@@ -151,23 +151,27 @@ describe('deliverEmail', () => {
     await store.suppress('demo', 'Ann@Example.com', 'bounce');
     const ses = fakeSes();
     expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('suppressed');
-    expect(store.record(MESSAGE).status).toBe('suppressed');
+    expect(store.record(MESSAGE)).toMatchObject({
+      status: 'suppressed',
+      error: 'the address was put on the suppression list after the email was queued',
+    });
     expect(ses.calls).toBe(0);
+    expect(store.activitiesOf('act::s')).toHaveLength(0);
   });
 
-  it('reads the suppression list with the record, not after it (one round trip)', async () => {
+  it('claims a queued email without reading it first, the suppression list read meanwhile', async () => {
     const store = new MemoryEmailStore(record);
-    // The record's read answers only once the suppression list has been asked too: reading
-    // them one after the other never ends (the test fails by its timeout).
+    // The claim answers only once the suppression list has been asked too: asking it after
+    // the claim never ends (the test fails by its timeout).
     let asked!: () => void;
     const suppressionAsked = new Promise<void>((resolve) => {
       asked = resolve;
     });
-    const get = store.get.bind(store);
+    const claim = store.claim.bind(store);
     const suppressed = store.suppressed.bind(store);
-    store.get = async (...args) => {
+    store.claim = async (...args) => {
       await suppressionAsked;
-      return get(...args);
+      return claim(...args);
     };
     const addresses: string[][] = [];
     store.suppressed = (instanceId, asking) => {
@@ -175,15 +179,42 @@ describe('deliverEmail', () => {
       asked();
       return suppressed(instanceId, asking);
     };
+    let reads = 0;
+    const get = store.get.bind(store);
+    store.get = (...args) => {
+      reads += 1;
+      return get(...args);
+    };
     const ses = fakeSes();
     expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('sent');
     expect(addresses).toEqual([['ann@example.com']]);
+    // The claim answered with the record: sent and recorded without a read.
+    expect(reads).toBe(0);
+    expect(ses.calls).toBe(1);
+    expect(store.record(MESSAGE)).toMatchObject({ status: 'sent', ses_message_id: 'ses-id' });
+    expect(store.activitiesOf('act::s')).toHaveLength(1);
+  });
+
+  it('gives a claimed email back when the suppression list cannot be read: nothing is sent', async () => {
+    const store = new MemoryEmailStore(record);
+    const down = new Error('store down (suppressed)');
+    const suppressed = store.suppressed.bind(store);
+    store.suppressed = () => Promise.reject(down);
+    const ses = fakeSes();
+    expect(await failure(deliverEmail(job, ports(store, ses, { now: T0 })))).toBe(down);
+    expect(store.record(MESSAGE).status).toBe('queued');
+    expect(store.record(MESSAGE).attempt).toBeUndefined();
+    expect(ses.calls).toBe(0);
+    // The next delivery sends it.
+    store.suppressed = suppressed;
+    expect(await deliverEmail(job, ports(store, ses, { now: T0 }))).toBe('sent');
     expect(ses.calls).toBe(1);
   });
 
-  it('builds the message while the record is read, and a build that fails for an email not sent is no error', async () => {
+  it('builds the message before anything else waits, and a build that fails for an email not sent is no error', async () => {
     const store = new MemoryEmailStore(record);
-    // The record's read answers only once the message is being built.
+    // A read of the record (the build failed: what does the record say?) answers only once the
+    // message is being built.
     let building!: () => void;
     const buildStarted = new Promise<void>((resolve) => {
       building = resolve;

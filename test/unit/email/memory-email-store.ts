@@ -58,13 +58,18 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
     return Promise.resolve();
   }
 
-  claim(_instanceId: string, messageId: string, attempt: string, now: number) {
+  claim(
+    _instanceId: string,
+    messageId: string,
+    attempt: string,
+    now: number,
+  ): Promise<EmailRecord | undefined> {
     this.failing('claim');
     const record = this.records.get(messageId);
-    if (record?.status !== 'queued') return Promise.resolve(false);
+    if (record?.status !== 'queued') return Promise.resolve(undefined);
     Object.assign(record, { status: 'sending', attempt, sending_at: now });
     delete record.unknown_at;
-    return Promise.resolve(true);
+    return Promise.resolve(structuredClone(record));
   }
 
   release(_instanceId: string, messageId: string, attempt: string) {
