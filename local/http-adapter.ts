@@ -174,6 +174,17 @@ function refuse(response: ServerResponse, answer: EdgeError, requestId: string):
 
 const KEEP_ALIVE_MS = 65_000;
 
+/**
+ * An idle connection stays open as long as AWS's endpoints keep theirs (API Gateway's 65 s;
+ * Node closes it after 5 s). With 5 s, a client reusing a pooled connection the server is
+ * closing at that moment fails ("fetch failed", "socket hang up"), which a burst after a quiet
+ * moment makes likely: every idle socket expires at once.
+ */
+export function keepIdleConnections(server: Server): void {
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+}
+
 export function createRegionServer(handlers: RegionHandlers): Server {
   const server = createServer(
     // Node's own header cap (16 KB) would answer a bare 431; the gateway's is smaller.
@@ -224,12 +235,7 @@ export function createRegionServer(handlers: RegionHandlers): Server {
       })();
     },
   );
-  // An idle connection stays open as long as API Gateway's does (Node closes it after 5 s).
-  // With 5 s, a client reusing a connection the server is closing at that moment fails
-  // ("fetch failed"), which a busy event loop makes likely: many idle sockets expire at once
-  // after a stall.
-  server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.headersTimeout = KEEP_ALIVE_MS + 1_000;
+  keepIdleConnections(server);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) return;
     const answer = error.code === 'HPE_HEADER_OVERFLOW' ? EDGE_ERRORS.headersTooLarge : undefined;

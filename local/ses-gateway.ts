@@ -15,6 +15,7 @@ import { PublishCommand, type SNSClient } from '@aws-sdk/client-sns';
 import sesModule from 'aws-ses-v2-local';
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import { z } from 'zod';
+import { keepIdleConnections } from './http-adapter.js';
 
 /**
  * The local SES: aws-ses-v2-local (its page of sent mail, `/store`, the SDK endpoints) behind
@@ -141,6 +142,10 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
   const eventDelayMs = options.eventDelayMs ?? 100;
   const standInPort = await freePort('127.0.0.1');
   const standIn = await sesModule.default({ host: '127.0.0.1', port: standInPort });
+  // Idle connections kept as SES's endpoint keeps them, here and before the stand-in: with
+  // Node's 5 s, the worker's first sends after a quiet moment met connections closing under
+  // them ("socket hang up": an outcome unknown, the email held for its confirmation window).
+  keepIdleConnections(standIn);
 
   const messages: SentMessage[] = [];
   const faults: Faults = { throttle: 0, down: false, internal_error: 0, answer_lost: 0 };
@@ -319,6 +324,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
       else response.destroy();
     });
   });
+  keepIdleConnections(gateway);
   try {
     await listen(gateway, options.port, options.host);
   } catch (error) {

@@ -9,6 +9,7 @@ import {
 import { ListSubscriptionsByTopicCommand, SNSClient } from '@aws-sdk/client-sns';
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { buildApp } from 'fauxqs';
+import { Agent, get as httpGet } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { ensureQueues, ensureSesEventTopic } from '../../local/resources.js';
@@ -378,6 +379,30 @@ describe('the local SES gateway', () => {
       topics.delete('cdp-gone');
     }
   });
+
+  it("keeps an idle connection open past Node's 5 s, so a pooled client reuses it", async () => {
+    // A server closing an idle connection at the moment a client reuses it fails that call
+    // ("socket hang up"), which the email worker must take as an unknown outcome: SES's
+    // endpoint keeps idle connections longer, and so does the gateway.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string) =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const request = httpGet(`${gateway.url}${path}`, { agent }, (response) => {
+          response.resume();
+          response.once('end', () => {
+            resolve({ status: response.statusCode ?? 0, reused: request.reusedSocket });
+          });
+        });
+        request.once('error', reject);
+      });
+    try {
+      expect(await get('/store')).toEqual({ status: 200, reused: false });
+      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      expect(await get('/store')).toEqual({ status: 200, reused: true });
+    } finally {
+      agent.destroy();
+    }
+  }, 15_000);
 
   it('answers 404 for an unknown raw message, and forgets messages when the store is cleared', async () => {
     const missing = await getJson('/raw/ses-000');
