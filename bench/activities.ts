@@ -20,13 +20,16 @@ import {
   acceptAndDrain,
   burst,
   CEILING_IN_FLIGHT,
+  cpuText,
   fixed,
   gate,
   INGEST_CONCURRENCY,
+  latencyText,
   LEVELS,
   median,
   percentile,
   ROUNDS,
+  roundsText,
   perSecond,
   post,
   printFigure,
@@ -41,6 +44,7 @@ import {
   isMain,
   settle,
   withBenchStack,
+  withStackCpu,
   type BenchStack,
 } from './lib/stack.js';
 
@@ -207,13 +211,6 @@ async function lastSeenLag(stack: BenchStack, run: string, samples: number): Pro
   return lags;
 }
 
-/** The ratio of each round, in the order they ran (the row's ratio is their median). */
-const roundsText = (ratios: number[]) =>
-  `median of ${ratios.length} rounds: ${ratios.map((r) => fixed(r, 2)).join(', ')}`;
-
-const latencyText = (latencies: number[]) =>
-  `p50 ${fixed(percentile(latencies, 50))} / p95 ${fixed(percentile(latencies, 95))} / p99 ${fixed(percentile(latencies, 99))} ms`;
-
 export async function activitiesFigure(stack: BenchStack): Promise<FigureResult> {
   const rows: Row[] = [];
   const run = `a-${Date.now().toString(36)}`;
@@ -291,22 +288,26 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     (n) => ({ activities: activities(run, n) }),
   );
   await settle(stack);
-  const queued = await acceptAndDrain(
-    stack.base,
-    stack.key,
-    '/v1/activities/create',
-    asyncCount,
-    ASYNC_CONCURRENCY,
-    PER_REQUEST,
-    (n) => ({ activities: activities(run, n) }),
+  const drained = await withStackCpu(stack, () =>
+    acceptAndDrain(
+      stack.base,
+      stack.key,
+      '/v1/activities/create',
+      asyncCount,
+      ASYNC_CONCURRENCY,
+      PER_REQUEST,
+      (n) => ({ activities: activities(run, n) }),
+    ),
   );
+  const queued = drained.result;
   // Said at once: a run that fails later (the sync reference on a loaded machine) keeps it.
   console.error(
     `bench: async accept ${fixed(queued.accept)}/s, drain ${fixed(queued.drain)}/s (${asyncCount} requests)`,
   );
   // The same activities sent synchronously at the worker's concurrency, right after.
   await settle(stack);
-  const syncAtAsync = await sync(stack, asyncCount, INGEST_CONCURRENCY, run);
+  const synced = await withStackCpu(stack, () => sync(stack, asyncCount, INGEST_CONCURRENCY, run));
+  const syncAtAsync = synced.result;
   await settle(stack);
   const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
   rows.push(
@@ -326,7 +327,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     },
     {
       figure: '2 activities',
-      measure: `async drain against sync at c=${INGEST_CONCURRENCY}, the ingest worker's (the same requests sent synchronously, right after)`,
+      measure: `async drain against sync at c=${INGEST_CONCURRENCY}, the ingest worker's (the same requests sent synchronously, right after; ${cpuText(drained, synced, asyncCount * PER_REQUEST, 'activity')})`,
       value: `${fixed(queued.drain)}/s`,
       reference: `${fixed(syncAtAsync.rate)}/s`,
       ratio: queued.drain / syncAtAsync.rate,

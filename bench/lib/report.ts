@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { WORKERS } from '../../shared/workers.js';
 
 /**
@@ -27,6 +28,31 @@ export function percentile(values: number[], p: number): number {
 }
 
 export const median = (values: number[]) => percentile(values, 50);
+
+/**
+ * The stack's CPU per record during an async drain and during the same records sent
+ * synchronously (`withStackCpu`), and the cores each kept busy: while both fill the machine's
+ * cores, the drain's rate is about the sync rate times the ratio of the two.
+ */
+export function cpuText(
+  drain: { cpuSeconds: number; seconds: number },
+  sync: { cpuSeconds: number; seconds: number },
+  records: number,
+  record: string,
+) {
+  const us = (run: { cpuSeconds: number }) => fixed((run.cpuSeconds * 1e6) / records);
+  const cores = (run: { cpuSeconds: number; seconds: number }) =>
+    fixed(run.cpuSeconds / run.seconds, 2);
+  return `the stack's CPU per ${record} while each ran: async ${us(drain)} µs, sync ${us(sync)} µs, ratio ${fixed(sync.cpuSeconds / drain.cpuSeconds, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}`;
+}
+
+/** Per-request latencies as the rows print them. */
+export const latencyText = (latencies: number[]) =>
+  `p50 ${fixed(percentile(latencies, 50))} / p95 ${fixed(percentile(latencies, 95))} / p99 ${fixed(percentile(latencies, 99))} ms`;
+
+/** The ratio of each round, in the order they ran (the row's ratio is their median). */
+export const roundsText = (ratios: number[]) =>
+  `median of ${ratios.length} rounds: ${ratios.map((r) => fixed(r, 2)).join(', ')}`;
 
 export function fixed(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toFixed(digits) : '–';

@@ -168,6 +168,25 @@ export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60
   }
 }
 
+/**
+ * Runs `work` and answers what it did with the CPU every process of the stack spent while it
+ * ran, and how long it ran: what a path costs the machine, whichever process does it. Two runs
+ * that each keep the machine's cores busy run at rates in about the inverse ratio of their CPU
+ * per record. (Not until the stack is idle again: once DynamoDB Local's streams have grown, its
+ * pollers' reads never let it idle, and that would be counted as well.)
+ */
+export async function withStackCpu<T>(
+  stack: BenchStack,
+  work: () => Promise<T>,
+): Promise<{ result: T; cpuSeconds: number; seconds: number }> {
+  const used = () =>
+    Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
+  const before = used();
+  const started = performance.now();
+  const result = await work();
+  return { result, cpuSeconds: used() - before, seconds: (performance.now() - started) / 1000 };
+}
+
 /** Whether nothing listens on a local port any more. */
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
