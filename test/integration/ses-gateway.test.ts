@@ -397,12 +397,13 @@ describe('the local SES gateway', () => {
       });
     try {
       expect(await get('/store')).toEqual({ status: 200, reused: false });
-      await new Promise((resolve) => setTimeout(resolve, 5_500));
+      // Node's default closes an idle connection after 5 s (and a second of slack).
+      await new Promise((resolve) => setTimeout(resolve, 7_000));
       expect(await get('/store')).toEqual({ status: 200, reused: true });
     } finally {
       agent.destroy();
     }
-  }, 15_000);
+  }, 20_000);
 
   it('answers 404 for an unknown raw message, and forgets messages when the store is cleared', async () => {
     const missing = await getJson('/raw/ses-000');
