@@ -157,9 +157,13 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
  * share DynamoDB Local and, locally, the API's process): a ratio then said which of the two
  * runs came first more than what either did.
  */
+/** CPU seconds every process of the stack has used so far. */
+function stackCpuSeconds(stack: BenchStack): number {
+  return Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
+}
+
 export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60_000) {
-  const pids = Object.values(stack.pids);
-  const used = () => pids.reduce((sum, pid) => sum + (cpuSeconds(pid) || 0), 0);
+  const used = () => stackCpuSeconds(stack);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const before = used();
@@ -179,12 +183,14 @@ export async function withStackCpu<T>(
   stack: BenchStack,
   work: () => Promise<T>,
 ): Promise<{ result: T; cpuSeconds: number; seconds: number }> {
-  const used = () =>
-    Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
-  const before = used();
+  const before = stackCpuSeconds(stack);
   const started = performance.now();
   const result = await work();
-  return { result, cpuSeconds: used() - before, seconds: (performance.now() - started) / 1000 };
+  return {
+    result,
+    cpuSeconds: stackCpuSeconds(stack) - before,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /** Whether nothing listens on a local port any more. */

@@ -219,18 +219,21 @@ export async function deliverEmail(
   suppressing.catch(() => undefined);
   const suppressedAt = (address: string) =>
     address === job.email.to ? suppressing : store.suppressed(instanceId, [address]);
+  // Claims the email for this attempt and sends it; undefined if it was not queued.
+  const claimAndSend = async (prepared: PreparedEmail) => {
+    const attempt = randomUUID();
+    const startedAt = now();
+    const claimed = await store.claim(instanceId, messageId, attempt, startedAt);
+    return claimed && sendClaimed(claimed, { attempt, startedAt, prepared }, suppressedAt, ports);
+  };
   // The common case first: a queued email, claimed as soon as it is paced and built, its
   // record the claim's answer, its suppression decided while the claim is on its way (no
   // read of the record before the claim: one round trip less before SES).
   await pace();
   const built = await preparing.catch(() => undefined);
   if (built && canWait(mailer.callMaxMs + RECORD_MARGIN_MS)) {
-    const attempt = randomUUID();
-    const startedAt = now();
-    const claimed = await store.claim(instanceId, messageId, attempt, startedAt);
-    if (claimed) {
-      return sendClaimed(claimed, { attempt, startedAt, prepared: built }, suppressedAt, ports);
-    }
+    const outcome = await claimAndSend(built);
+    if (outcome) return outcome;
   }
   // Otherwise as the email's record says: not there yet, held by another attempt, done, or
   // queued but not ready to send (its build failed, or too little time is left).
@@ -253,11 +256,7 @@ export async function deliverEmail(
   if (!canWait(mailer.callMaxMs + RECORD_MARGIN_MS)) {
     throw new Error('not sent: too little of the invocation is left for a call to SES');
   }
-  const attempt = randomUUID();
-  const startedAt = now();
-  const claimed = await store.claim(instanceId, messageId, attempt, startedAt);
-  if (!claimed) return 'done-before';
-  return sendClaimed(claimed, { attempt, startedAt, prepared }, suppressedAt, ports);
+  return (await claimAndSend(prepared)) ?? 'done-before';
 }
 
 const SUPPRESSED_SINCE_QUEUED =
