@@ -3,6 +3,8 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler, type NodeHttpHandlerOptions } from '@smithy/node-http-handler';
+import { callTimeoutMs } from '../lib/time-budget.js';
 import { injectFaultsFromSpec } from './dynamo-faults.js';
 import { addStoreRetries } from './dynamo-resilience.js';
 
@@ -23,24 +25,52 @@ import { addStoreRetries } from './dynamo-resilience.js';
 const MAX_SOCKETS = 256;
 
 /**
+ * The HTTP handler of every client below: a call that gets no answer in `requestTimeout` fails
+ * (the SDK only warns unless told to throw, and then waits for the socket: 300 s for
+ * DynamoDB), and within a request's or a batch's time budget it gets no more than what is
+ * left of it plus `CALL_GRACE_MS` (`callTimeoutMs`): a call made just before the deadline
+ * ends in time for the answer to be ours, not the function's timeout.
+ */
+class BudgetedHttpHandler extends NodeHttpHandler {
+  constructor(private readonly options: NodeHttpHandlerOptions & { requestTimeout: number }) {
+    super({ ...options, throwOnRequestTimeout: true });
+  }
+
+  override handle(...[request, handlerOptions = {}]: Parameters<NodeHttpHandler['handle']>) {
+    return super.handle(request, {
+      ...handlerOptions,
+      requestTimeout: callTimeoutMs(handlerOptions.requestTimeout ?? this.options.requestTimeout),
+    });
+  }
+}
+
+/**
  * A DynamoDB client whose calls are retried by our middleware only (`dynamo-resilience.ts`):
  * the SDK's own retry layer makes one attempt, since it would also repeat writes whose
  * outcome is unknown (a timeout, a 5xx), and an `ADD` repeated is an `ADD` applied twice.
- * Calls never hang: a connection in 2 s, an answer in 5 s.
+ * Calls never hang: a connection in 2 s, an answer in 5 s (less near a deadline).
  */
 export function createDynamoDbClient(options: { region?: string } = {}): DynamoDBClient {
   return withoutCallLogging(
     new DynamoDBClient({
       ...options,
       maxAttempts: 1,
-      requestHandler: {
+      requestHandler: new BudgetedHttpHandler({
         connectionTimeout: 2_000,
         requestTimeout: 5_000,
         httpAgent: { maxSockets: MAX_SOCKETS },
         httpsAgent: { maxSockets: MAX_SOCKETS },
-      },
+      }),
     }),
   );
+}
+
+/**
+ * SQS, SNS and S3 calls (the SDK's own retries, which may repeat a message: every consumer
+ * is idempotent): a connection in 2 s, an answer in `answerMs` (less near a deadline).
+ */
+function budgetedHandler(answerMs: number): BudgetedHttpHandler {
+  return new BudgetedHttpHandler({ connectionTimeout: 2_000, requestTimeout: answerMs });
 }
 
 /**
@@ -83,7 +113,10 @@ export function createDocumentClient(
  * `http://sqs.us-east-1.localhost:4566/...` whose host need not resolve.
  */
 export function createSqsClient(): SQSClient {
-  return withoutCallLogging(new SQSClient({ useQueueUrlAsEndpoint: false }));
+  // 20 s: the local pollers' long polls wait 5 s for a message.
+  return withoutCallLogging(
+    new SQSClient({ useQueueUrlAsEndpoint: false, requestHandler: budgetedHandler(20_000) }),
+  );
 }
 
 /**
@@ -91,10 +124,13 @@ export function createSqsClient(): SQSClient {
  * `AWS_ENDPOINT_URL_SNS` / `AWS_ENDPOINT_URL` (locally fauxqs, which also serves SQS and S3).
  */
 export function createSnsClient(): SNSClient {
-  return withoutCallLogging(new SNSClient({}));
+  return withoutCallLogging(new SNSClient({ requestHandler: budgetedHandler(10_000) }));
 }
 
 /** Path-style addressing works on AWS and on every S3 stand-in (no bucket DNS names needed). */
 export function createS3Client(): S3Client {
-  return withoutCallLogging(new S3Client({ forcePathStyle: true }));
+  // 30 s: a payload or an attachment of several MB.
+  return withoutCallLogging(
+    new S3Client({ forcePathStyle: true, requestHandler: budgetedHandler(30_000) }),
+  );
 }

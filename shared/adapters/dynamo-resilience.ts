@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { ServiceUnavailableError } from '../domain/errors.js';
+import { OutcomeUnknownError, ServiceUnavailableError } from '../domain/errors.js';
 import { logger } from '../lib/logger.js';
 import { backoffMs, canWait, currentDeadline, sleep } from '../lib/time-budget.js';
 
@@ -52,6 +52,16 @@ const NETWORK_CODES = new Set([
   'ENETUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
+]);
+
+/** Commands that write nothing. */
+const READS = new Set([
+  'GetItemCommand',
+  'BatchGetItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'TransactGetItemsCommand',
+  'DescribeTableCommand',
 ]);
 
 /** Commands whose repetition cannot apply anything twice. */
@@ -114,15 +124,27 @@ export function leaveCancellationsToCaller(command: TransactWriteCommand): Trans
   return command;
 }
 
-/** The 503 of a store that stayed overloaded or unavailable through the request's budget. */
-export function storeUnavailable(command: string, error: unknown): ServiceUnavailableError {
+/**
+ * The 503 of a store that stayed overloaded or unavailable through the request's budget;
+ * `OutcomeUnknownError` when the last write got no answer (it may have been applied).
+ */
+export function storeUnavailable(
+  command: string,
+  error: unknown,
+  outcomeUnknown = false,
+): ServiceUnavailableError {
   logger.warn('DynamoDB stayed unavailable through the retry budget', {
     command,
+    outcomeUnknown,
     error: error as Error,
   });
-  return new ServiceUnavailableError(
-    'The data store is overloaded or unavailable: nothing more of this request was written; try again shortly',
-  );
+  return outcomeUnknown
+    ? new OutcomeUnknownError(
+        'The data store did not answer in time: the last write of this request may or may not have been applied, and nothing after it was; try again shortly',
+      )
+    : new ServiceUnavailableError(
+        'The data store is overloaded or unavailable: nothing more of this request was written; try again shortly',
+      );
 }
 
 /** Installs the retries on a client (its document clients share its middleware stack). */
@@ -148,14 +170,14 @@ export function addStoreRetries(client: DynamoDBClient): void {
           if (cancelled && (context as Record<string, unknown>)[CANCELLATIONS_TO_CALLER] === true) {
             throw error;
           }
+          if (failure === 'unavailable' && !READS.has(command)) uncertain = true;
           if (failure === 'unavailable' && !REPEATABLE.has(command)) {
-            throw storeUnavailable(command, error);
+            throw storeUnavailable(command, error, uncertain);
           }
           const wait = backoffMs(attempt);
-          if (!canWait(wait, deadline)) throw storeUnavailable(command, error);
-          if (failure === 'unavailable') uncertain = true;
+          if (!canWait(wait, deadline)) throw storeUnavailable(command, error, uncertain);
           // A refused transaction changed nothing: the next attempt may be a new one.
-          else if (transaction && !uncertain) args = withToken(args);
+          if (transaction && !uncertain) args = withToken(args);
           await sleep(wait);
         }
       }

@@ -134,6 +134,13 @@ export class ServiceUnavailableError extends CdpError {
 }
 
 /**
+ * A 503 after a write the store did not answer (no answer in time, a 5xx, a connection cut
+ * once the call went out): it may or may not have been applied. Work that counts what it
+ * applied (room reserved in an organization) counts it as possibly applied.
+ */
+export class OutcomeUnknownError extends ServiceUnavailableError {}
+
+/**
  * The API key made more requests than its instance's `rate_limit` allows (429 with
  * `Retry-After`: whole seconds until the key may make a request again, at least 1).
  */

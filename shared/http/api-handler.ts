@@ -66,8 +66,9 @@ function asHttpHandler(handler: (event: never, context: never) => Promise<HttpRe
 /**
  * The time budget of a request: what the function has left (API Gateway's own limit is 30
  * s), capped by `CDP_REQUEST_BUDGET_MS` where set, minus the time kept to answer. Retries of
- * store calls stop at the deadline, so a request answers (503 if the store stays
- * unavailable) before the function or the gateway gives up.
+ * store calls stop at the deadline, and a call under way then ends `CALL_GRACE_MS` after it
+ * at the latest (aws-clients.ts), so a request answers (503 if the store stays unavailable)
+ * before the function or the gateway gives up.
  */
 const ANSWER_MARGIN_MS = 2_000;
 const { CDP_REQUEST_BUDGET_MS: budgetCapMs } = readEnv(

@@ -30,6 +30,26 @@ export function currentBudget(): { readonly deadline: number } | undefined {
   return storage.getStore();
 }
 
+/**
+ * How long past the deadline a store or queue call may still run: a call started just before
+ * it (a move of the last people, the room given back after a failure) gets this long, and no
+ * more, before it is abandoned, so that the answer (the HTTP stack keeps 2 s for it) is ours
+ * and names what was applied, not the function's timeout.
+ */
+export const CALL_GRACE_MS = 1_000;
+/** The least time a call is given, even past the deadline plus grace (a last clean-up call). */
+const MIN_CALL_MS = 250;
+
+/**
+ * The time one call may take: `configuredMs` (the client's own limit), or less so that it ends
+ * by the deadline plus `CALL_GRACE_MS`. Outside any budget, `configuredMs`.
+ */
+export function callTimeoutMs(configuredMs: number, now = Date.now()): number {
+  const budget = storage.getStore();
+  if (budget === undefined) return configuredMs;
+  return Math.min(configuredMs, Math.max(budget.deadline + CALL_GRACE_MS - now, MIN_CALL_MS));
+}
+
 /** Whether waiting `ms` now still ends before the deadline. */
 export function canWait(ms: number, deadline = currentDeadline()): boolean {
   return Date.now() + ms < deadline;

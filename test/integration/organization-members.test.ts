@@ -146,20 +146,26 @@ describe('organization contacts', () => {
     const members = await membersOf(org);
     expect(members.length).toBeLessThanOrEqual(3000);
     // A 503 before any link (the store overloaded while the people were read or the room
-    // reserved) has no details and says nothing was written; one part-way names each person.
+    // reserved) has no details and says nothing was linked (a reservation the store did not
+    // answer may hold room: a stricter limit, never a looser one); one part-way names each
+    // person. Never the function's own timeout.
     for (const response of partial.filter((r) => r.body.details === undefined)) {
-      expect(response.body.error).toMatch(/^The data store is overloaded.*nothing more/);
+      expect(response.body.error).toMatch(
+        /^The data store (is overloaded.*nothing more|did not answer in time)/,
+      );
     }
-    const linkedByPartial = partial.flatMap((response) =>
-      ((response.body.details ?? []) as { person_id: string; status: string }[])
-        .filter((detail) => detail.status === 'linked')
-        .map((detail) => detail.person_id),
+    const partialDetails = partial.flatMap(
+      (response) => (response.body.details ?? []) as { person_id: string; status: string }[],
     );
+    const withStatus = (status: string) =>
+      partialDetails.filter((detail) => detail.status === status).map((d) => d.person_id);
     const expected = [
       ...requests.filter((_, i) => responses[i]?.status === 200).flat(),
-      ...linkedByPartial,
+      ...withStatus('linked'),
     ];
-    expect([...members].sort()).toEqual([...expected].sort());
+    // A link whose write got no answer near the deadline (`unknown`) may be either way.
+    const unknown = new Set(withStatus('unknown'));
+    expect(members.filter((person) => !unknown.has(person)).sort()).toEqual(expected.sort());
     expect(accepted.length + refused.length + partial.length).toBe(4);
     // Full now: one more is refused.
     if (members.length === 3000) {

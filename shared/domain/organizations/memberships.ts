@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  OutcomeUnknownError,
   ServiceUnavailableError,
   stoppedPartWay,
   ValidationError,
@@ -120,7 +121,8 @@ async function validate(
   return { instanceId, members: members ?? 0, organizations };
 }
 
-type PersonOutcome = 'linked' | 'unlinked' | 'unchanged';
+/** `unknown`: the move's write got no answer (it may have been applied). */
+type PersonOutcome = 'linked' | 'unlinked' | 'unchanged' | 'unknown';
 
 /**
  * Moves one person until it is done: a move conditioned on where the person was, read again
@@ -171,10 +173,36 @@ function membershipDetails(
 ): ErrorDetail[] {
   return request.inclusion_ids.map((personId, index) => {
     const outcome = outcomes.get(personId);
+    if (outcome === 'unknown') {
+      return {
+        index,
+        person_id: personId,
+        status: outcome,
+        error:
+          'the store did not answer: it may have been applied; send it again (safe either way)',
+      };
+    }
     return outcome
       ? { index, person_id: personId, status: outcome }
       : { index, person_id: personId, status: 'not_applied', error: 'not applied: send it again' };
   });
+}
+
+/**
+ * Moves one person and records the outcome; a move whose write got no answer is recorded
+ * `unknown` (and still stops the request).
+ */
+async function moveAndRecord(
+  outcomes: Map<string, PersonOutcome>,
+  personId: string,
+  move: () => Promise<PersonOutcome>,
+): Promise<void> {
+  try {
+    outcomes.set(personId, await move());
+  } catch (error) {
+    if (error instanceof OutcomeUnknownError) outcomes.set(personId, 'unknown');
+    throw error;
+  }
 }
 
 /**
@@ -183,7 +211,9 @@ function membershipDetails(
  * count, so parallel adds can never take an organization past 3000; the people are then
  * linked one transaction each (16 at a time). Whatever happens, room not used is given
  * back before the answer; if a person cannot be linked (the store stays unavailable, or
- * they keep moving), the answer is 503 naming who was linked and who was not.
+ * they keep moving), the answer is 503 naming who was linked and who was not. A link the
+ * store did not answer (`unknown`) keeps its room: the count may then be one too high (a
+ * stricter limit, until `admin repair counts`), never too low.
  */
 export async function addMembers(
   request: MembershipRequest,
@@ -205,17 +235,20 @@ export async function addMembers(
   for (const [personId] of organizations) {
     if (!moving.some(([id]) => id === personId)) outcomes.set(personId, 'unchanged');
   }
-  let linked = 0;
   let run: Awaited<ReturnType<typeof runBounded>> | undefined;
   try {
     run = await runBounded(moving, CONCURRENCY, async ([personId, current]) => {
-      const outcome = await movePerson(store, instanceId, personId, current, target, names);
-      if (outcome === 'linked') linked += 1;
-      outcomes.set(personId, outcome);
+      await moveAndRecord(outcomes, personId, () =>
+        movePerson(store, instanceId, personId, current, target, names),
+      );
     });
   } finally {
-    // Every path gives back the room it reserved and did not use.
-    const unused = moving.length - linked;
+    // Every path gives back the room it reserved and did not use (or may not have).
+    const used = moving.filter(([personId]) => {
+      const outcome = outcomes.get(personId);
+      return outcome === 'linked' || outcome === 'unknown';
+    }).length;
+    const unused = moving.length - used;
     if (unused > 0) {
       try {
         await store.release(instanceId, target, unused);
@@ -248,9 +281,8 @@ export async function removeMembers(
     else outcomes.set(personId, 'unchanged');
   }
   const run = await runBounded(leaving, CONCURRENCY, async (personId) => {
-    outcomes.set(
-      personId,
-      await movePerson(store, instanceId, personId, target, undefined, names, target),
+    await moveAndRecord(outcomes, personId, () =>
+      movePerson(store, instanceId, personId, target, undefined, names, target),
     );
   });
   if (run.failure) throw stoppedPartWay(run.failure.error, membershipDetails(request, outcomes));

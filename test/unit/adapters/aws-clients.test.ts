@@ -2,8 +2,11 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBStreamsClient } from '@aws-sdk/client-dynamodb-streams';
 import {
+  createDocumentClient,
   createDynamoDbClient,
   createS3Client,
   createSnsClient,
@@ -11,6 +14,8 @@ import {
   withoutCallLogging,
 } from '../../../shared/adapters/aws-clients.js';
 import { createSesClient } from '../../../shared/adapters/ses-mailer.js';
+import { OutcomeUnknownError, ServiceUnavailableError } from '../../../shared/domain/errors.js';
+import { CALL_GRACE_MS, withDeadline } from '../../../shared/lib/time-budget.js';
 
 const middlewareOf = (client: { middlewareStack: { identify(): string[] } }) =>
   client.middlewareStack.identify().map((entry) => entry.split(' ')[0]);
@@ -83,4 +88,105 @@ describe('the DynamoDB client', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+});
+
+/** A server that takes every call and never answers; its port in the AWS endpoint variables. */
+async function silentEndpoint(work: () => Promise<void>): Promise<void> {
+  const server = createServer(() => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    CDP_FAULTS: '',
+  });
+  try {
+    await work();
+  } finally {
+    process.env = saved;
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+async function failureOf(call: () => Promise<unknown>) {
+  const started = Date.now();
+  const error = await call().then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  return { error, ms: Date.now() - started };
+}
+
+describe('a call the store never answers', () => {
+  // Found by CI on a loaded machine: the SDK only warns when `requestTimeout` passes (unless
+  // told to throw) and then waits for the socket, 300 s for DynamoDB; a contacts add of a
+  // thousand people ran past its function's time and got the bare timeout answer.
+  it("fails after the client's 5 s outside any request", async () => {
+    await silentEndpoint(async () => {
+      const client = createDynamoDbClient();
+      const { error, ms } = await failureOf(() =>
+        client.send(new GetItemCommand({ TableName: 'people', Key: { pk: { S: 'p' } } })),
+      );
+      expect(error).toMatchObject({ name: 'TimeoutError' });
+      expect(ms).toBeGreaterThanOrEqual(4_900);
+      expect(ms).toBeLessThan(7_000);
+      client.destroy();
+    });
+  }, 15_000);
+
+  it("ends by the request's deadline plus the grace, for DynamoDB and for SQS", async () => {
+    await silentEndpoint(async () => {
+      const dynamo = createDynamoDbClient();
+      const sqs = createSqsClient();
+      const deadline = Date.now() + 300;
+      const [get, send] = await Promise.all([
+        failureOf(() =>
+          withDeadline(deadline, () =>
+            dynamo.send(new GetItemCommand({ TableName: 'people', Key: { pk: { S: 'p' } } })),
+          ),
+        ),
+        failureOf(() =>
+          withDeadline(deadline, () =>
+            sqs.send(new SendMessageCommand({ QueueUrl: 'http://q/1/q', MessageBody: '{}' })),
+          ),
+        ),
+      ]);
+      expect(get.error).toMatchObject({ name: 'TimeoutError' });
+      expect(get.ms).toBeLessThan(300 + CALL_GRACE_MS + 500);
+      // SQS's own retries (three attempts) each end by the same moment or get the least time
+      // (250 ms), with the SDK's backoff between them (under 1 s for three attempts).
+      expect(send.error).toMatchObject({ name: 'TimeoutError' });
+      expect(send.ms).toBeLessThan(300 + CALL_GRACE_MS + 3 * 250 + 1_500);
+      dynamo.destroy();
+      sqs.destroy();
+    });
+  }, 15_000);
+
+  it('is a 503 whose write may have been applied for a write, and a plain 503 for a read', async () => {
+    await silentEndpoint(async () => {
+      const db = createDocumentClient();
+      const deadline = Date.now() + 200;
+      const [write, read] = await Promise.all([
+        failureOf(() =>
+          withDeadline(deadline, () =>
+            db.send(new PutCommand({ TableName: 'people', Item: { pk: 'p', sk: 's' } })),
+          ),
+        ),
+        failureOf(() =>
+          withDeadline(deadline, () =>
+            db.send(new GetCommand({ TableName: 'people', Key: { pk: 'p', sk: 's' } })),
+          ),
+        ),
+      ]);
+      expect(write.error).toBeInstanceOf(OutcomeUnknownError);
+      expect((write.error as Error).message).toMatch(/may or may not have been applied/);
+      expect(read.error).toBeInstanceOf(ServiceUnavailableError);
+      expect(read.error).not.toBeInstanceOf(OutcomeUnknownError);
+      expect((read.error as Error).message).toMatch(/nothing more of this request was written/);
+      db.destroy();
+    });
+  }, 15_000);
 });

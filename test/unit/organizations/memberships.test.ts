@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { ServiceUnavailableError, ValidationError } from '../../../shared/domain/errors.js';
+import {
+  OutcomeUnknownError,
+  ServiceUnavailableError,
+  ValidationError,
+} from '../../../shared/domain/errors.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import {
   addMembers,
@@ -140,6 +144,37 @@ describe('memberships', () => {
     // The count holds exactly the people linked: the other 35 reserved places were given back.
     expect(memory.members.get(ORG_A)).toBe(5);
     expect(everyone.filter((p) => memory.links.get(p) === ORG_A)).toEqual(linked);
+  });
+
+  it('keeps the room of a link the store did not answer, and reports it unknown', async () => {
+    // A link applied whose answer was lost (a timeout near the deadline): giving its room back
+    // would leave the count one below the members, and let parallel adds pass 3000.
+    const { memory, port } = store(3);
+    const lost: MembershipStore = {
+      ...port,
+      link: async (i, p, f, t) => {
+        if (p !== id(2)) return port.link(i, p, f, t);
+        await port.link(i, p, f, t);
+        throw new OutcomeUnknownError('no answer');
+      },
+    };
+    const error = await addMembers(
+      { organization_id: ORG_A, inclusion_ids: [id(1), id(2), id(3)] },
+      tenant,
+      lost,
+    ).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    const details = (error as ServiceUnavailableError).details ?? [];
+    expect(details.find((d) => d.person_id === id(2))).toEqual({
+      index: 1,
+      person_id: id(2),
+      status: 'unknown',
+      error: 'the store did not answer: it may have been applied; send it again (safe either way)',
+    });
+    // Person 2 is linked: its place stays counted beside whoever else was linked.
+    const linked = details.filter((d) => d.status === 'linked').length;
+    expect(memory.links.get(id(2))).toBe(ORG_A);
+    expect(memory.members.get(ORG_A)).toBe(linked + 1);
   });
 
   it('starts no move after the deadline: a slow store ends in a 503 naming who was linked', async () => {
