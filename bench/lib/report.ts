@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { WORKERS } from '../../shared/workers.js';
+import { type BenchStack, withQueueWorkersHeld, withStackCpu } from './stack.js';
 
 /**
  * What a figure reports: rows of one table (what was measured, its value, the store's
@@ -166,11 +167,10 @@ export async function post(
 }
 
 /**
- * Asynchronous requests (`async: true`) accepted `concurrency` at a time, then polled
- * (`/v1/async/get`) until every one is done: the accept rate and the drain rate (first
- * accept to last done), in records per second. A failed request fails the run.
+ * Asynchronous requests (`async: true`) accepted `concurrency` at a time: their request IDs,
+ * in the order accepted, and the accept rate in records per second.
  */
-export async function acceptAndDrain(
+export async function acceptAll(
   base: string,
   key: string,
   path: string,
@@ -178,13 +178,17 @@ export async function acceptAndDrain(
   concurrency: number,
   records: number,
   body: (n: number) => Record<string, unknown>,
-): Promise<{ accept: number; drain: number }> {
+): Promise<{ ids: string[]; accept: number }> {
   const ids: string[] = [];
-  const started = performance.now();
   const acceptMs = await burst(count, concurrency, async (n) => {
     const answer = await post(base, key, path, { ...body(n), async: true });
     ids.push(String(answer.request_id));
   });
+  return { ids, accept: perSecond(count * records, acceptMs) };
+}
+
+/** Polls (`/v1/async/get`) until every request is done; a failed one fails the run. */
+export async function untilDone(base: string, key: string, ids: string[]): Promise<void> {
   let pending = [...ids];
   const deadline = Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
   // Asked in order, each round only up to the first request not done yet: the drain is over
@@ -209,10 +213,48 @@ export async function acceptAndDrain(
     }
     if (pending.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  return {
-    accept: perSecond(count * records, acceptMs),
-    drain: perSecond(count * records, performance.now() - started),
-  };
+}
+
+/**
+ * Asynchronous requests accepted `concurrency` at a time, then polled until every one is
+ * done: the accept rate and the drain rate (first accept to last done: the worker drains
+ * while the API accepts), in records per second.
+ */
+export async function acceptAndDrain(
+  base: string,
+  key: string,
+  path: string,
+  count: number,
+  concurrency: number,
+  records: number,
+  body: (n: number) => Record<string, unknown>,
+): Promise<{ accept: number; drain: number }> {
+  const started = performance.now();
+  const { ids, accept } = await acceptAll(base, key, path, count, concurrency, records, body);
+  await untilDone(base, key, ids);
+  return { accept, drain: perSecond(count * records, performance.now() - started) };
+}
+
+/**
+ * The drain alone: requests accepted while the queue workers are held, then drained with
+ * nothing else running (records per second from the moment the workers go on to the last
+ * done), with the CPU the stack spent meanwhile. On one machine the end-to-end run
+ * (`acceptAndDrain`) also measures the accepts, which share its two cores with the worker;
+ * on AWS they run on functions of their own.
+ */
+export async function drainAlone(
+  stack: BenchStack,
+  path: string,
+  count: number,
+  concurrency: number,
+  records: number,
+  body: (n: number) => Record<string, unknown>,
+): Promise<{ result: number; cpuSeconds: number; seconds: number }> {
+  const { ids } = await withQueueWorkersHeld(stack, () =>
+    acceptAll(stack.base, stack.key, path, count, concurrency, records, body),
+  );
+  const drained = await withStackCpu(stack, () => untilDone(stack.base, stack.key, ids));
+  return { ...drained, result: perSecond(count * records, drained.seconds * 1000) };
 }
 
 /** A whole run of one figure on its own: a stack of its own, the rows printed. */

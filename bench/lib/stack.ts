@@ -150,6 +150,11 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
   }
 }
 
+/** CPU seconds every process of the stack has used so far. */
+function stackCpuSeconds(stack: BenchStack): number {
+  return Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
+}
+
 /**
  * Waits until the stack is idle: its processes together use under `idleCores` of CPU over a
  * half-second window, at most `timeoutMs`. A run measured right after another also measured
@@ -157,11 +162,6 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
  * share DynamoDB Local and, locally, the API's process): a ratio then said which of the two
  * runs came first more than what either did.
  */
-/** CPU seconds every process of the stack has used so far. */
-function stackCpuSeconds(stack: BenchStack): number {
-  return Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
-}
-
 export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60_000) {
   const used = () => stackCpuSeconds(stack);
   const deadline = Date.now() + timeoutMs;
@@ -191,6 +191,28 @@ export async function withStackCpu<T>(
     cpuSeconds: stackCpuSeconds(stack) - before,
     seconds: (performance.now() - started) / 1000,
   };
+}
+
+/**
+ * Runs `work` with the stack's queue workers stopped (SIGSTOP, and SIGCONT after it whatever
+ * happens): requests queued meanwhile wait, to be drained alone once the workers go on, as on
+ * AWS, where the API and the workers never share a core. Needs the workers in a process of
+ * their own (`BENCH_SPLIT_WORKERS`, on by default).
+ */
+export async function withQueueWorkersHeld<T>(
+  stack: BenchStack,
+  work: () => Promise<T>,
+): Promise<T> {
+  const pid = stack.pids['the default queue workers'];
+  if (pid === undefined) {
+    throw new Error('the queue workers have no process of their own (BENCH_SPLIT_WORKERS=0)');
+  }
+  process.kill(pid, 'SIGSTOP');
+  try {
+    return await work();
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
 }
 
 /** Whether nothing listens on a local port any more. */
