@@ -32,14 +32,17 @@ const MAX_SOCKETS = 256;
  * ends in time for the answer to be ours, not the function's timeout.
  */
 class BudgetedHttpHandler extends NodeHttpHandler {
-  constructor(private readonly options: NodeHttpHandlerOptions & { requestTimeout: number }) {
+  private readonly answerMs: number;
+
+  constructor(options: NodeHttpHandlerOptions & { requestTimeout: number }) {
     super({ ...options, throwOnRequestTimeout: true });
+    this.answerMs = options.requestTimeout;
   }
 
   override handle(...[request, handlerOptions = {}]: Parameters<NodeHttpHandler['handle']>) {
     return super.handle(request, {
       ...handlerOptions,
-      requestTimeout: callTimeoutMs(handlerOptions.requestTimeout ?? this.options.requestTimeout),
+      requestTimeout: callTimeoutMs(handlerOptions.requestTimeout ?? this.answerMs),
     });
   }
 }

@@ -65,15 +65,7 @@ const READS = new Set([
 ]);
 
 /** Commands whose repetition cannot apply anything twice. */
-const REPEATABLE = new Set([
-  'GetItemCommand',
-  'BatchGetItemCommand',
-  'QueryCommand',
-  'ScanCommand',
-  'TransactGetItemsCommand',
-  'TransactWriteItemsCommand',
-  'DescribeTableCommand',
-]);
+const REPEATABLE = new Set([...READS, 'TransactWriteItemsCommand']);
 
 export type StoreFailure = 'busy' | 'unavailable';
 
