@@ -166,19 +166,23 @@ export async function post(
   return JSON.parse(text) as Record<string, unknown>;
 }
 
+/** `count` asynchronous requests of `records` records each, `concurrency` at a time. */
+interface QueuedRun {
+  base: string;
+  key: string;
+  path: string;
+  count: number;
+  concurrency: number;
+  records: number;
+  body: (n: number) => Record<string, unknown>;
+}
+
 /**
  * Asynchronous requests (`async: true`) accepted `concurrency` at a time: their request IDs,
  * in the order accepted, and the accept rate in records per second.
  */
-export async function acceptAll(
-  base: string,
-  key: string,
-  path: string,
-  count: number,
-  concurrency: number,
-  records: number,
-  body: (n: number) => Record<string, unknown>,
-): Promise<{ ids: string[]; accept: number }> {
+export async function acceptAll(run: QueuedRun): Promise<{ ids: string[]; accept: number }> {
+  const { base, key, path, count, concurrency, records, body } = run;
   const ids: string[] = [];
   const acceptMs = await burst(count, concurrency, async (n) => {
     const answer = await post(base, key, path, { ...body(n), async: true });
@@ -230,7 +234,7 @@ export async function acceptAndDrain(
   body: (n: number) => Record<string, unknown>,
 ): Promise<{ accept: number; drain: number }> {
   const started = performance.now();
-  const { ids, accept } = await acceptAll(base, key, path, count, concurrency, records, body);
+  const { ids, accept } = await acceptAll({ base, key, path, count, concurrency, records, body });
   await untilDone(base, key, ids);
   return { accept, drain: perSecond(count * records, performance.now() - started) };
 }
@@ -251,7 +255,7 @@ export async function drainAlone(
   body: (n: number) => Record<string, unknown>,
 ): Promise<{ result: number; cpuSeconds: number; seconds: number }> {
   const { ids } = await withQueueWorkersHeld(stack, () =>
-    acceptAll(stack.base, stack.key, path, count, concurrency, records, body),
+    acceptAll({ base: stack.base, key: stack.key, path, count, concurrency, records, body }),
   );
   const drained = await withStackCpu(stack, () => untilDone(stack.base, stack.key, ids));
   return { ...drained, result: perSecond(count * records, drained.seconds * 1000) };

@@ -1,4 +1,4 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from '@jest/globals';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
@@ -46,6 +46,29 @@ describe('AWS clients', () => {
   });
 });
 
+/**
+ * Runs `work` with `server` listening on a local port as every AWS client's endpoint (test
+ * credentials, no injected faults), then closes it.
+ */
+async function asEndpoint(server: Server, work: () => Promise<void>): Promise<void> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    AWS_ENDPOINT_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    CDP_FAULTS: '',
+  });
+  try {
+    await work();
+  } finally {
+    process.env = saved;
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
 describe('the DynamoDB client', () => {
   it('keeps more than the SDK default of 50 calls in flight on their own sockets', async () => {
     const held: ServerResponse[] = [];
@@ -64,15 +87,7 @@ describe('the DynamoDB client', () => {
     server.on('connection', () => {
       connections += 1;
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const saved = { ...process.env };
-    Object.assign(process.env, {
-      AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      AWS_REGION: 'us-east-1',
-      AWS_ACCESS_KEY_ID: 'test',
-      AWS_SECRET_ACCESS_KEY: 'test',
-    });
-    try {
+    await asEndpoint(server, async () => {
       const client = createDynamoDbClient();
       const answers = await Promise.all(
         Array.from({ length: 60 }, (_, n) =>
@@ -82,34 +97,16 @@ describe('the DynamoDB client', () => {
       expect(answers).toHaveLength(60);
       expect(connections).toBe(60);
       client.destroy();
-    } finally {
-      process.env = saved;
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 });
 
-/** A server that takes every call and never answers; its port in the AWS endpoint variables. */
-async function silentEndpoint(work: () => Promise<void>): Promise<void> {
-  const server = createServer(() => undefined);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    AWS_ENDPOINT_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: 'test',
-    AWS_SECRET_ACCESS_KEY: 'test',
-    CDP_FAULTS: '',
-  });
-  try {
-    await work();
-  } finally {
-    process.env = saved;
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-}
+/** A server that takes every call and never answers. */
+const silentEndpoint = (work: () => Promise<void>) =>
+  asEndpoint(
+    createServer(() => undefined),
+    work,
+  );
 
 async function failureOf(call: () => Promise<unknown>) {
   const started = Date.now();
