@@ -162,23 +162,32 @@ export class DynamoRequestStore implements RequestStore {
     await writeReferences(this.db, this.table, instanceId, named, `REQ#${requestId}`, expiry());
   }
 
-  async finish(instanceId: string, requestId: string, result: unknown) {
+  async finish(instanceId: string, requestId: string, result: unknown, alone = false) {
     await this.reference(instanceId, requestId, result);
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: statusKey(instanceId, requestId),
-        UpdateExpression:
-          'SET #status = :done, result_json = :result, updated_at = :now, expires_at = :expires REMOVE failure',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':done': 'done',
-          ':result': JSON.stringify(result),
-          ':now': new Date().toISOString(),
-          ':expires': expiry(),
-        },
-      }),
-    );
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: statusKey(instanceId, requestId),
+          UpdateExpression:
+            'SET #status = :done, result_json = :result, updated_at = :now, expires_at = :expires REMOVE failure',
+          // `attempts` counts the starts: 1 is the first delivery's alone.
+          ...(alone ? { ConditionExpression: 'attempts = :one' } : {}),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':done': 'done',
+            ':result': JSON.stringify(result),
+            ':now': new Date().toISOString(),
+            ':expires': expiry(),
+            ...(alone ? { ':one': 1 } : {}),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (alone && isConditionFailure(error)) return false;
+      throw error;
+    }
   }
 
   async fail(instanceId: string, requestId: string, failure: RequestFailure) {
@@ -302,10 +311,13 @@ class DynamoLedger implements RecordLedger {
     return new Map([...noted, ...written]);
   }
 
+  unconfirmed = false;
+
   /**
    * Outcomes of records that wrote nothing, in one item per call (a note): cheaper than an
    * item per record, and as safe: a record noted twice (a duplicate delivery) had no effect
-   * either time, and a record's own marker wins over any note.
+   * either time, and a record's own marker wins over any note. Read back (what stands) except
+   * on the first delivery, whose answer is kept only if no delivery started after it.
    */
   async note(outcomes: [number, MergeOutcome][]) {
     await this.db.send(
@@ -320,6 +332,12 @@ class DynamoLedger implements RecordLedger {
         },
       }),
     );
+    if (this.firstDelivery) {
+      this.unconfirmed = true;
+      return new Map(outcomes);
+    }
+    const recorded = await this.recorded();
+    return new Map(outcomes.map(([index, outcome]) => [index, recorded.get(index) ?? outcome]));
   }
 
   async outcomeOf(index: number) {

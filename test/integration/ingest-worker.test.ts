@@ -314,6 +314,70 @@ describe('the ledger of a request', () => {
       expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(1);
     }
   });
+  it('is not read back after noting records that wrote nothing on the first delivery', async () => {
+    const address = email('noted');
+    await applyIngest(
+      message('person-merge', { people: [{ fields: { 'str::email': address } }] }, 1),
+      ports(),
+    );
+    // Activities of a person who exists: the person's record writes nothing (it is noted).
+    const queued = message(
+      'activities-create',
+      {
+        activities: [0, 1].map((i) => ({
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': address },
+          attributes: { 'str:cm:plan': `plan-${i}` },
+        })),
+      },
+      2,
+    );
+    const first = countingRequests();
+    await applyIngest(queued, ports(undefined, first.store));
+    expect(first.reads).toEqual([]);
+    const result = (await status(queued.request_id)).result as {
+      activities: { person_id: string; person_status: string; status: string }[];
+    };
+    expect(result.activities.map((a) => [a.person_status, a.status])).toEqual([
+      ['merged', 'ingested'],
+      ['merged', 'ingested'],
+    ]);
+  });
+
+  it("builds a first delivery's answer again from the whole ledger when another delivery started after it", async () => {
+    const address = email('overtaken');
+    const queued = message('person-merge', { people: [{ fields: { 'str::email': address } }] }, 1);
+    // The first delivery is overtaken before it reads anything: a duplicate of its message
+    // starts after it, creates the person, and dies before it can record its answer. The
+    // first then finds the person as it is (nothing to write), notes that without reading the
+    // ledger back, and must not keep "merged" as the answer, nor leave the request unfinished.
+    const overtaken = new DynamoRequestStore(db, tables.requests);
+    const ledgerOf = overtaken.ledger.bind(overtaken);
+    const crashing = new DynamoRequestStore(db, tables.requests);
+    crashing.finish = () => Promise.reject(new Error('crashed'));
+    let duplicate: Promise<unknown> | undefined;
+    overtaken.ledger = (instanceId, id, firstDelivery) => {
+      const ledger = ledgerOf(instanceId, id, firstDelivery);
+      if (!firstDelivery) return ledger;
+      const recordedBefore = ledger.recordedBefore.bind(ledger);
+      ledger.recordedBefore = async () => {
+        duplicate ??= applyIngest(queued, ports(undefined, crashing)).catch(
+          (error: unknown) => error,
+        );
+        await duplicate;
+        return recordedBefore();
+      };
+      return ledger;
+    };
+    await applyIngest(queued, ports(undefined, overtaken));
+    expect(await duplicate).toEqual(new Error('crashed'));
+    // The answer is what the duplicate did (it created the person): not "merged".
+    const answer = await status(queued.request_id);
+    const result = answer.result as { people: { person_id: string; status: string }[] };
+    expect(answer.status).toBe('done');
+    expect(result.people.map((p) => p.status)).toEqual(['created']);
+    expect(result.people[0]?.person_id).toBe(await claimOwner(address));
+  });
 });
 
 describe('a batch of messages', () => {

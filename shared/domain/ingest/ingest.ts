@@ -295,41 +295,60 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     });
     return;
   }
-  const ledger = ports.requests.ledger(instanceId, message.request_id, state === 'first');
-  let result: unknown;
-  try {
-    result = await ports.apply[message.kind](message.body, tenant, {
-      ledger,
-      acceptedAt: new Date(message.accepted_at),
-      requestId: message.request_id,
-      records: message.records,
-      requeue: () => ports.requeue(message),
-    });
-  } catch (error) {
-    const failure = failureOf(error);
-    if (!failure) throw error;
-    // An earlier delivery may have applied records before the request became unapplicable
-    // (its configuration changed): the failure says which.
-    const applied = await ledger.recorded();
-    const written = [...applied].filter(([, outcome]) => outcome.id !== undefined);
-    await ports.requests.fail(
-      instanceId,
-      message.request_id,
-      written.length === 0
-        ? failure
-        : {
-            ...failure,
-            error: `${failure.error} (records an earlier attempt applied are listed in details)`,
-            details: written.map(([index, outcome]) => ({
-              index,
-              status: outcome.status,
-              [ID_MEMBERS[message.kind]]: outcome.id,
-            })),
-          },
-    );
-    return;
+  let ledger = ports.requests.ledger(instanceId, message.request_id, state === 'first');
+  for (;;) {
+    let result: unknown;
+    try {
+      result = await ports.apply[message.kind](message.body, tenant, {
+        ledger,
+        acceptedAt: new Date(message.accepted_at),
+        requestId: message.request_id,
+        records: message.records,
+        requeue: () => ports.requeue(message),
+      });
+    } catch (error) {
+      const failure = failureOf(error);
+      if (!failure) throw error;
+      await recordFailure(message, failure, ledger, ports.requests);
+      return;
+    }
+    // A background request that goes on in another delivery (queued again) is not done yet.
+    if (result === CONTINUED) return;
+    const alone = ledger.unconfirmed === true;
+    if (await ports.requests.finish(instanceId, message.request_id, result, alone)) return;
+    // A delivery that started after this one may have applied records this one found nothing
+    // to do for: the request is applied again under its whole ledger (every record is in it,
+    // so nothing applies twice), and that answer is kept.
+    ledger = ports.requests.ledger(instanceId, message.request_id);
   }
-  // A background request that goes on in another delivery (queued again) is not done yet.
-  if (result === CONTINUED) return;
-  await ports.requests.finish(instanceId, message.request_id, result);
+}
+
+/**
+ * Records that a request cannot be applied, as the synchronous call would have refused it. An
+ * earlier delivery may have applied records before the request became unapplicable (its
+ * configuration changed): the failure says which.
+ */
+async function recordFailure(
+  message: IngestMessage,
+  failure: RequestFailure,
+  ledger: RecordLedger,
+  requests: RequestStore,
+) {
+  const applied = await ledger.recorded();
+  const written = [...applied].filter(([, outcome]) => outcome.id !== undefined);
+  await requests.fail(
+    message.instance_id,
+    message.request_id,
+    written.length === 0
+      ? failure
+      : {
+          ...failure,
+          error: `${failure.error} (records an earlier attempt applied are listed in details)`,
+          details: written.map(([index, outcome]) => ({
+            index,
+            status: outcome.status,
+            [ID_MEMBERS[message.kind]]: outcome.id,
+          })),
+        },
+  );
 }

@@ -80,7 +80,12 @@ export interface RequestStore {
    * this one (so no record of it can have been applied yet); `processing` that one did.
    */
   start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<StartedAs>;
-  finish(instanceId: string, requestId: string, result: unknown): Promise<void>;
+  /**
+   * Keeps the request's answer and marks it done. With `alone`, only if no delivery started
+   * after the first (false, and nothing kept, otherwise): for an answer its ledger did not
+   * read back (`RecordLedger.unconfirmed`).
+   */
+  finish(instanceId: string, requestId: string, result: unknown, alone?: boolean): Promise<boolean>;
   /** Forgets a request that was never queued (only while it is still `queued`). */
   discard(instanceId: string, requestId: string): Promise<void>;
   /** Marks it failed (never one already done). */

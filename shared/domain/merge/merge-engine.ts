@@ -91,8 +91,20 @@ export interface RecordLedger {
    * application either way.
    */
   recordedBefore(): Promise<Map<number, MergeOutcome>>;
-  /** Records the outcomes of records that wrote nothing (first one wins). */
-  note(outcomes: [number, MergeOutcome][]): Promise<void>;
+  /**
+   * Records the outcomes of records that wrote nothing (a record's first note wins, and its
+   * own marker wins over any note) and answers what stands for them: a duplicate delivery
+   * running beside this one may have applied a record this one then found nothing to do for.
+   * On a request's first delivery the ledger is not read back (no delivery came before it):
+   * the answer is the outcomes given, and `unconfirmed` says so.
+   */
+  note(outcomes: [number, MergeOutcome][]): Promise<Map<number, MergeOutcome>>;
+  /**
+   * The outcomes `note` answered were not read back, so they stand only if no other delivery
+   * started after this one: the request's answer is then kept only on that condition
+   * (`RequestStore.finish`), and built again from the whole ledger otherwise.
+   */
+  readonly unconfirmed?: boolean;
   /** The outcome recorded for a record. */
   outcomeOf(index: number): Promise<MergeOutcome | undefined>;
 }
@@ -315,13 +327,10 @@ export async function mergeRecords<R extends MergeRecord, T extends StoredRecord
   if (failure) throw new IncompleteMergeError(outcomes, failure.error);
   if (options.ledger && unwritten.length > 0) {
     try {
-      await options.ledger.note(unwritten);
       // A duplicate delivery running at the same time may have applied some of these records
       // (this one then found nothing to do): the outcome of the write is the answer.
-      const recorded = await options.ledger.recorded();
-      for (const [index] of unwritten) {
-        const outcome = recorded.get(index);
-        if (outcome) outcomes.set(index, outcome);
+      for (const [index, outcome] of await options.ledger.note(unwritten)) {
+        outcomes.set(index, outcome);
       }
     } catch (error) {
       throw new IncompleteMergeError(outcomes, error);

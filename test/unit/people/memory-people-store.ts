@@ -98,7 +98,10 @@ export class MemoryPeopleStore implements PeopleStore {
           if (!this.markers.has(`${prefix}${index}`))
             this.markers.set(`${prefix}${index}`, outcome);
         }
-        return Promise.resolve();
+        const stands = own();
+        return Promise.resolve(
+          new Map(outcomes.map(([index, outcome]) => [index, stands.get(index) ?? outcome])),
+        );
       },
       outcomeOf: (index) => Promise.resolve(this.markers.get(`${prefix}${index}`)),
     };
