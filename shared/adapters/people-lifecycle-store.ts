@@ -141,6 +141,11 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
   }
 
   private async read(instanceId: string, id: string): Promise<Person | undefined> {
+    const item = await this.readItem(instanceId, id);
+    return item ? personFromItem(item) : undefined;
+  }
+
+  private async readItem(instanceId: string, id: string) {
     const { Item } = await this.db.send(
       new GetCommand({
         TableName: this.tables.people,
@@ -148,7 +153,7 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
         ConsistentRead: true,
       }),
     );
-    return Item ? personFromItem(Item) : undefined;
+    return Item;
   }
 
   /** The person's update: its index keys, conditioned on the state and values it relied on. */
@@ -319,13 +324,16 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
   }
 
   async erase(instanceId: string, id: string, keyFields: readonly string[]): Promise<boolean> {
-    const person = await this.read(instanceId, id);
+    const item = await this.readItem(instanceId, id);
+    const person = item ? personFromItem(item) : undefined;
     if (!person?.archived_at) return false;
+    // The queued request that created the person names it in its answer without a reference.
+    const origin = typeof item?.origin_request === 'string' ? item.origin_request : undefined;
     // What names the person goes first: if this stops part-way, the person is still there
     // (archived) and a repeat finds the rest. The emails before the timeline: an email event
     // (SES, a click or an open) records an activity only while its email exists, so one
     // handled during the erasure cannot add to a timeline already erased.
-    await this.eraseReferenced(instanceId, id);
+    await this.eraseReferenced(instanceId, id, origin);
     await this.eraseActivities(instanceId, id);
     const released = [...claimsOf(person.fields, keyFields)];
     return untilSettled(`person ${id}`, async () => {
@@ -368,15 +376,17 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
   /**
    * The kept records that name the person, found through its references: idempotency
    * answers and asynchronous requests (with their ledgers and payloads) in the requests
-   * table, sent emails (and their rendered payloads) in the emails table.
+   * table, sent emails (and their rendered payloads) in the emails table; and the queued
+   * request that created the person (`origin`, from its item), whose answer has no reference.
    */
-  private async eraseReferenced(instanceId: string, id: string) {
+  private async eraseReferenced(instanceId: string, id: string, origin?: string) {
     const { requests, emails } = this.tables;
     if (!emails) throw new Error('erasing people needs the emails table');
     const payloads: string[] = [];
     const requestRefs = await referencesOf(this.db, requests, instanceId, id);
     const requestKeys: Key[] = [];
-    await runBounded(requestRefs, CONCURRENCY, async (ref) => {
+    const named = new Set([...requestRefs, ...(origin ? [`REQ#${origin}`] : [])]);
+    await runBounded([...named], CONCURRENCY, async (ref) => {
       const [kind, name = ''] = ref.split(/#(.*)/s);
       if (kind === 'IDEM') requestKeys.push(idempotencyKey(instanceId, name));
       else if (kind === 'REQ') {

@@ -185,6 +185,8 @@ export class DynamoPeopleStore
   private readonly transactions: TransactionBatcher;
   /** A whole request's people at once: the batcher turns them into a few transactions. */
   readonly writeConcurrency = 100;
+  /** A person created for a queued request names it (`origin_request`; erasure reads it). */
+  readonly namesCreatingRequest = true;
   readonly claimHints = new ClaimHintCache(new Set(BUILT_IN_MERGE_KEYS));
 
   /** The instance's tags, and their counts (written with the people). */
@@ -227,7 +229,10 @@ export class DynamoPeopleStore
       {
         Put: {
           TableName: this.tables.people,
-          Item: personItem(instanceId, person),
+          Item: {
+            ...personItem(instanceId, person),
+            ...(marker ? { origin_request: marker.requestId } : {}),
+          },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },

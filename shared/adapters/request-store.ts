@@ -15,6 +15,7 @@ import {
   type RequestFailure,
   type StartedAs,
   type RequestStatus,
+  type FinishOptions,
   type RequestStore,
 } from '../domain/ingest/request-status.js';
 import { isConditionFailure } from './dynamo-helpers.js';
@@ -153,17 +154,28 @@ export class DynamoRequestStore implements RequestStore {
    * People a request's kept answer names get references, so that erasing them finds it: the
    * answer's, and (a failure's answer may not list them) the records its ledger applied.
    */
-  private async reference(instanceId: string, requestId: string, answer: unknown, ledger = false) {
+  private async reference(
+    instanceId: string,
+    requestId: string,
+    answer: unknown,
+    { ledger = false, carried }: { ledger?: boolean; carried?: ReadonlySet<string> } = {},
+  ) {
     const named = personIdsNamedIn(answer);
     if (ledger) {
       const recorded = await this.ledger(instanceId, requestId).recorded();
       for (const outcome of recorded.values()) if (outcome.id) named.push(outcome.id);
     }
-    await writeReferences(this.db, this.table, instanceId, named, `REQ#${requestId}`, expiry());
+    const unnamed = carried ? named.filter((id) => !carried.has(id)) : named;
+    await writeReferences(this.db, this.table, instanceId, unnamed, `REQ#${requestId}`, expiry());
   }
 
-  async finish(instanceId: string, requestId: string, result: unknown, alone = false) {
-    await this.reference(instanceId, requestId, result);
+  async finish(
+    instanceId: string,
+    requestId: string,
+    result: unknown,
+    { alone = false, carried }: FinishOptions = {},
+  ) {
+    await this.reference(instanceId, requestId, result, carried ? { carried } : {});
     try {
       await this.db.send(
         new UpdateCommand({
@@ -191,7 +203,7 @@ export class DynamoRequestStore implements RequestStore {
   }
 
   async fail(instanceId: string, requestId: string, failure: RequestFailure) {
-    await this.reference(instanceId, requestId, failure, true);
+    await this.reference(instanceId, requestId, failure, { ledger: true });
     try {
       await this.db.send(
         new UpdateCommand({
@@ -312,6 +324,7 @@ class DynamoLedger implements RecordLedger {
   }
 
   unconfirmed = false;
+  readonly carried = new Set<string>();
 
   /**
    * Outcomes of records that wrote nothing, in one item per call (a note): cheaper than an

@@ -12,6 +12,7 @@ import { emailActivity } from '../../shared/domain/email/email-activities.js';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import { repairCounts } from '../../shared/adapters/counter-repair.js';
 import { DynamoPeopleLifecycleStore } from '../../shared/adapters/people-lifecycle-store.js';
+import { personKey } from '../../shared/adapters/people-store.js';
 import { TABLES, tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
 import { until } from './emails.js';
@@ -383,6 +384,58 @@ describe('deleting a person (erasure)', () => {
     expect((fresh.people as { person_id: string }[])[0]?.person_id).not.toBe(person);
     await expectCountersExact(INSTANCE);
   }, 90_000);
+
+  it('erases the answer of the queued request that created the person, found through the person (no reference item)', async () => {
+    const email = `created-async-${stamp}@erasure.test`;
+    const other = `created-async-other-${stamp}@erasure.test`;
+    const queued = await ok('/v1/person/merge', {
+      async: true,
+      people: [{ fields: { 'str::email': email } }, { fields: { 'str::email': other } }],
+    });
+    const requestId = String(queued.request_id);
+    const done = await until('the async merge', async () => {
+      const state = await ok('/v1/async/get', { request_id: requestId });
+      return state.status === 'done' ? state : undefined;
+    });
+    const created = (done.result as { people: { person_id: string; status: string }[] }).people;
+    expect(created.map((p) => p.status)).toEqual(['created', 'created']);
+    const [person, kept] = created.map((p) => p.person_id) as [string, string];
+    // The answer names both, but neither has a reference to it: their items name the request.
+    for (const id of [person, kept]) {
+      const references = await db.send(
+        new QueryCommand({
+          TableName: tableName('default', 'requests'),
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': `${INSTANCE}#PREF#${id}` },
+          ConsistentRead: true,
+        }),
+      );
+      expect(references.Items ?? []).toEqual([]);
+      const { Item } = await db.send(
+        new GetCommand({
+          TableName: tables.people,
+          Key: personKey(INSTANCE, id),
+          ConsistentRead: true,
+        }),
+      );
+      expect(Item?.origin_request).toBe(requestId);
+    }
+    // Not shown to clients: the person reads as any other.
+    const shown = await ok('/v1/person/get-by-ids', { contact_ids: [person] });
+    expect(JSON.stringify(shown)).not.toContain(requestId);
+
+    expect((await archive([person])).status).toBe(200);
+    expect((await erase([person])).body).toEqual({ scheduled_contacts: 0, deleted_contacts: 1 });
+    // The request's state, answer and ledger are gone (they named the erased person).
+    expect((await send('/v1/async/get', { request_id: requestId })).status).toBe(404);
+    const left = (await everyItem()).filter(({ text }) => text.includes(person));
+    expect(left).toEqual([]);
+    // The other person it created stays.
+    expect(
+      Object.keys((await ok('/v1/person/get-by-ids', { contact_ids: [kept] })).contacts as Body),
+    ).toEqual([kept]);
+    await expectCountersExact(INSTANCE);
+  }, 60_000);
 });
 
 describe('organizations (and the accounts names)', () => {

@@ -314,8 +314,11 @@ export async function applyIngest(message: IngestMessage, ports: IngestPorts): P
     }
     // A background request that goes on in another delivery (queued again) is not done yet.
     if (result === CONTINUED) return;
-    const alone = ledger.unconfirmed === true;
-    if (await ports.requests.finish(instanceId, message.request_id, result, alone)) return;
+    const finished = await ports.requests.finish(instanceId, message.request_id, result, {
+      alone: ledger.unconfirmed === true,
+      ...(ledger.carried ? { carried: ledger.carried } : {}),
+    });
+    if (finished) return;
     // A delivery that started after this one may have applied records this one found nothing
     // to do for: the request is applied again under its whole ledger (every record is in it,
     // so nothing applies twice), and that answer is kept.

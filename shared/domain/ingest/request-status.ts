@@ -70,6 +70,16 @@ export interface RequestStatus {
   progress?: JobProgress;
 }
 
+export interface FinishOptions {
+  /**
+   * Only if no delivery started after the first: for an answer its ledger did not read back
+   * (`RecordLedger.unconfirmed`).
+   */
+  alone?: boolean;
+  /** People whose own items name the request (`RecordLedger.carried`): no reference item. */
+  carried?: ReadonlySet<string>;
+}
+
 /** The port of request states and ledgers (the requests table). */
 export interface RequestStore {
   /** Records an accepted request as queued, unless a worker got to it first. */
@@ -81,11 +91,15 @@ export interface RequestStore {
    */
   start(instanceId: string, request: Omit<RequestStatus, 'status'>): Promise<StartedAs>;
   /**
-   * Keeps the request's answer and marks it done. With `alone`, only if no delivery started
-   * after the first (false, and nothing kept, otherwise): for an answer its ledger did not
-   * read back (`RecordLedger.unconfirmed`).
+   * Keeps the request's answer (with references for the people it names: `FinishOptions`) and
+   * marks it done; false, and nothing kept, when `alone` and another delivery started.
    */
-  finish(instanceId: string, requestId: string, result: unknown, alone?: boolean): Promise<boolean>;
+  finish(
+    instanceId: string,
+    requestId: string,
+    result: unknown,
+    options?: FinishOptions,
+  ): Promise<boolean>;
   /** Forgets a request that was never queued (only while it is still `queued`). */
   discard(instanceId: string, requestId: string): Promise<void>;
   /** Marks it failed (never one already done). */

@@ -105,6 +105,12 @@ export interface RecordLedger {
    * (`RequestStore.finish`), and built again from the whole ledger otherwise.
    */
   readonly unconfirmed?: boolean;
+  /**
+   * People created under this ledger whose own items name the request (`origin_request`):
+   * erasing one finds the request's kept answer through the person, so the answer needs no
+   * reference item for them (`RequestStore.finish`).
+   */
+  readonly carried?: Set<string>;
   /** The outcome recorded for a record. */
   outcomeOf(index: number): Promise<MergeOutcome | undefined>;
 }

@@ -161,6 +161,11 @@ export async function mergePreparedPeople(
     stopped = error;
     outcomes = error.outcomes;
   }
+  // People this queued request created name it in their own items (no reference needed).
+  const carried = store.namesCreatingRequest ? options.ledger?.carried : undefined;
+  if (carried) {
+    for (const { status, id } of outcomes.values()) if (status === 'created' && id) carried.add(id);
+  }
   // Tags of the people written are registered even when the merge stopped part-way.
   const applied = records.filter((record) => {
     const status = outcomes.get(record.index)?.status;

@@ -24,6 +24,11 @@ export interface PeopleStore {
     dataSource: string,
     marker?: RecordMarker,
   ): Promise<void>;
+  /**
+   * Whether a person it creates for a queued request names the request in its own item
+   * (`RecordLedger.carried`).
+   */
+  readonly namesCreatingRequest?: boolean;
   /** Applies an update in one transaction, conditioned on the values the plan relied on. */
   updatePerson(
     instanceId: string,
