@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   DeleteCommand,
   GetCommand,
@@ -63,6 +64,8 @@ const StatusItem = z.object({
   status: z.enum(['queued', 'processing', 'done', 'failed']),
   records: z.number(),
   accepted_at: z.string(),
+  // The answer as gzipped JSON (before issue 27: as JSON text, still read).
+  result_gz: z.instanceof(Uint8Array).optional(),
   result_json: z.string().optional(),
   failure: z
     .object({
@@ -182,13 +185,15 @@ export class DynamoRequestStore implements RequestStore {
           TableName: this.table,
           Key: statusKey(instanceId, requestId),
           UpdateExpression:
-            'SET #status = :done, result_json = :result, updated_at = :now, expires_at = :expires REMOVE failure',
+            'SET #status = :done, result_gz = :result, updated_at = :now, expires_at = :expires REMOVE failure, result_json',
           // `attempts` counts the starts: 1 is the first delivery's alone.
           ...(alone ? { ConditionExpression: 'attempts = :one' } : {}),
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':done': 'done',
-            ':result': JSON.stringify(result),
+            // Gzipped: a request of 100 activities answers in 12 KB of JSON, 3 KB of gzip (the
+            // write's units are per KB).
+            ':result': gzipSync(JSON.stringify(result)),
             ':now': new Date().toISOString(),
             ':expires': expiry(),
             ...(alone ? { ':one': 1 } : {}),
@@ -243,9 +248,11 @@ export class DynamoRequestStore implements RequestStore {
       status: item.status,
       records: item.records,
       accepted_at: item.accepted_at,
-      ...(item.result_json !== undefined
-        ? { result: JSON.parse(item.result_json) as unknown }
-        : {}),
+      ...(item.result_gz !== undefined
+        ? { result: JSON.parse(gunzipSync(item.result_gz).toString('utf8')) as unknown }
+        : item.result_json !== undefined
+          ? { result: JSON.parse(item.result_json) as unknown }
+          : {}),
       ...(item.failure ? { failure: item.failure } : {}),
       ...(item.progress ? { progress: item.progress } : {}),
     };

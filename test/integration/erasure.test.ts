@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { ScanCommand, type ScanCommandOutput } from '@aws-sdk/client-dynamodb';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
@@ -118,7 +119,12 @@ async function everyItem(): Promise<{ table: string; text: string }[]> {
         }),
       );
       for (const item of page.Items ?? []) {
-        items.push({ table: table.name, text: JSON.stringify(unmarshall(item)) });
+        const value = unmarshall(item);
+        // A kept answer is stored gzipped: its text is what could name someone.
+        if (value.result_gz instanceof Uint8Array) {
+          value.result_gz = gunzipSync(value.result_gz).toString('utf8');
+        }
+        items.push({ table: table.name, text: JSON.stringify(value) });
       }
       start = page.LastEvaluatedKey as Record<string, never> | undefined;
     } while (start);

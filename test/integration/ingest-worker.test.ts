@@ -4,7 +4,8 @@ import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { gunzipSync } from 'node:zlib';
 import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
 import { DynamoConfigStore } from '../../shared/adapters/config-store.js';
@@ -377,6 +378,51 @@ describe('the ledger of a request', () => {
     expect(answer.status).toBe('done');
     expect(result.people.map((p) => p.status)).toEqual(['created']);
     expect(result.people[0]?.person_id).toBe(await claimOwner(address));
+  });
+});
+
+describe('the kept answer', () => {
+  it('is stored gzipped, and an answer kept as JSON text before is still read', async () => {
+    const queued = message(
+      'person-merge',
+      {
+        people: Array.from({ length: 50 }, () => ({ fields: { 'str::email': email('gz') } })),
+      },
+      50,
+    );
+    await applyIngest(queued, ports());
+    const key = { pk: `safety#REQ#${queued.request_id}`, sk: 'REQ' };
+    const { Item } = await db.send(
+      new GetCommand({ TableName: tables.requests, Key: key, ConsistentRead: true }),
+    );
+    const answer = (await status(queued.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    expect(answer.people).toHaveLength(50);
+    expect(Item?.result_json).toBeUndefined();
+    const stored = Item?.result_gz as Uint8Array;
+    expect(JSON.parse(gunzipSync(stored).toString('utf8'))).toEqual(answer);
+    expect(stored.byteLength).toBeLessThan(JSON.stringify(answer).length / 2);
+
+    const before = { people: [{ person_id: answer.people[0]?.person_id, status: 'merged' }] };
+    await db.send(
+      new PutCommand({
+        TableName: tables.requests,
+        Item: {
+          pk: `safety#REQ#${queued.request_id}x`,
+          sk: 'REQ',
+          request_id: `${queued.request_id}x`,
+          kind: 'person-merge',
+          status: 'done',
+          records: 1,
+          accepted_at: queued.accepted_at,
+          result_json: JSON.stringify(before),
+          expires_at: Math.floor(Date.now() / 1000) + 3600,
+        },
+      }),
+    );
+    const old = await status(`${queued.request_id}x`);
+    expect(old).toEqual({ request_id: `${queued.request_id}x`, status: 'done', result: before });
   });
 });
 
