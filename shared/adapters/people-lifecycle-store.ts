@@ -327,14 +327,9 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     const item = await this.readItem(instanceId, id);
     const person = item ? personFromItem(item) : undefined;
     if (!person?.archived_at) return false;
-    // The queued request that created the person names it in its answer without a reference.
-    const origin = typeof item?.origin_request === 'string' ? item.origin_request : undefined;
     // What names the person goes first: if this stops part-way, the person is still there
-    // (archived) and a repeat finds the rest. The emails before the timeline: an email event
-    // (SES, a click or an open) records an activity only while its email exists, so one
-    // handled during the erasure cannot add to a timeline already erased.
-    await this.eraseReferenced(instanceId, id, origin);
-    await this.eraseActivities(instanceId, id);
+    // (archived) and a repeat finds the rest.
+    await this.eraseNamedBy(instanceId, id, item?.origin_request);
     const released = [...claimsOf(person.fields, keyFields)];
     return untilSettled(`person ${id}`, async () => {
       const items: TransactItem[] = [
@@ -358,35 +353,44 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     });
   }
 
-  /** The person's timeline, and the dedup items of its activities' keys. */
-  private async eraseActivities(instanceId: string, id: string) {
-    const table = this.tables.activities;
-    if (!table) throw new Error('erasing people needs the activities table');
-    const activities = await partitionKeys(this.db, table, personKey(instanceId, id).pk, ['key']);
-    const keyItems = activities
-      .filter((item) => typeof item.key === 'string')
-      .map((item) => ({ pk: `${instanceId}#KEY#${String(item.key)}`, sk: 'KEY' }));
+  /**
+   * Everything that names the person but the person: sent emails (and their rendered
+   * payloads), then the timeline and the dedup items of its activities' keys, and the
+   * idempotency answers and asynchronous requests (with their ledgers and payloads) that
+   * name them. Kept records are found through the person's references, and the queued
+   * requests that created the person (`origin`, from its item) or recorded its activities
+   * (from theirs) name it without one. The emails before the timeline is read: an email
+   * event (SES, a click or an open) records an activity only while its email exists, so one
+   * handled during the erasure cannot add to a timeline already read. The references last:
+   * a repeat after a failure still finds what they name.
+   */
+  private async eraseNamedBy(instanceId: string, id: string, origin: unknown) {
+    const { requests, emails, activities } = this.tables;
+    if (!emails) throw new Error('erasing people needs the emails table');
+    if (!activities) throw new Error('erasing people needs the activities table');
+    const emailRefs = await referencesOf(this.db, emails, instanceId, id);
+    const messages = emailRefs.flatMap((ref) => {
+      const [kind, name = ''] = ref.split(/#(.*)/s);
+      return kind === 'M' ? [name] : [];
+    });
+    await this.erasePayloads(messages.map((name) => `email/${instanceId}/messages/${name}.json`));
     await batchWrite(
       this.db,
-      table,
-      deletes([...activities.map((item) => ({ pk: item.pk, sk: item.sk })), ...keyItems]),
+      emails,
+      deletes(messages.map((name) => messageKey(instanceId, name))),
     );
-  }
 
-  /**
-   * The kept records that name the person, found through its references: idempotency
-   * answers and asynchronous requests (with their ledgers and payloads) in the requests
-   * table, sent emails (and their rendered payloads) in the emails table; and the queued
-   * request that created the person (`origin`, from its item), whose answer has no reference.
-   */
-  private async eraseReferenced(instanceId: string, id: string, origin?: string) {
-    const { requests, emails } = this.tables;
-    if (!emails) throw new Error('erasing people needs the emails table');
-    const payloads: string[] = [];
+    const timeline = await partitionKeys(this.db, activities, personKey(instanceId, id).pk, [
+      'key',
+      'origin_request',
+    ]);
     const requestRefs = await referencesOf(this.db, requests, instanceId, id);
+    const origins = [origin, ...timeline.map((item) => item.origin_request)].flatMap((name) =>
+      typeof name === 'string' ? [`REQ#${name}`] : [],
+    );
     const requestKeys: Key[] = [];
-    const named = new Set([...requestRefs, ...(origin ? [`REQ#${origin}`] : [])]);
-    await runBounded([...named], CONCURRENCY, async (ref) => {
+    const payloads: string[] = [];
+    await runBounded([...new Set([...requestRefs, ...origins])], CONCURRENCY, async (ref) => {
       const [kind, name = ''] = ref.split(/#(.*)/s);
       if (kind === 'IDEM') requestKeys.push(idempotencyKey(instanceId, name));
       else if (kind === 'REQ') {
@@ -397,24 +401,27 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     }).then(({ failure }) => {
       if (failure) throw failure.error;
     });
-    const emailRefs = await referencesOf(this.db, emails, instanceId, id);
-    const emailKeys: Key[] = [];
-    for (const ref of emailRefs) {
-      const [kind, name = ''] = ref.split(/#(.*)/s);
-      if (kind !== 'M') continue;
-      emailKeys.push(messageKey(instanceId, name));
-      payloads.push(`email/${instanceId}/messages/${name}.json`);
-    }
-    if (payloads.length > 0) {
-      if (!this.payloads) throw new Error('erasing people needs the payloads bucket');
-      await this.payloads.erase(payloads);
-    }
+    await this.erasePayloads(payloads);
     await batchWrite(this.db, requests, deletes(requestKeys));
-    await batchWrite(this.db, emails, deletes(emailKeys));
-    // The references last: a repeat after a failure still finds what they name.
+
+    const keyItems = timeline
+      .filter((item) => typeof item.key === 'string')
+      .map((item) => ({ pk: `${instanceId}#KEY#${String(item.key)}`, sk: 'KEY' }));
+    await batchWrite(
+      this.db,
+      activities,
+      deletes([...timeline.map((item) => ({ pk: item.pk, sk: item.sk })), ...keyItems]),
+    );
+
     const pk = referencePk(instanceId, id);
     await batchWrite(this.db, requests, deletes(requestRefs.map((sk) => ({ pk, sk }))));
     await batchWrite(this.db, emails, deletes(emailRefs.map((sk) => ({ pk, sk }))));
+  }
+
+  private async erasePayloads(keys: string[]) {
+    if (keys.length === 0) return;
+    if (!this.payloads) throw new Error('erasing people needs the payloads bucket');
+    await this.payloads.erase(keys);
   }
 
   /** Undefined when the transaction went through, else its cancellation codes. */

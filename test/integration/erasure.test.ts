@@ -442,6 +442,51 @@ describe('deleting a person (erasure)', () => {
     ).toEqual([kept]);
     await expectCountersExact(INSTANCE);
   }, 60_000);
+
+  it('erases the answer of a queued request of activities, found through its activities (no reference item)', async () => {
+    const email = `activities-async-${stamp}@erasure.test`;
+    const created = await ok('/v1/person/merge', { people: [{ fields: { 'str::email': email } }] });
+    const person = (created.people as { person_id: string }[])[0]?.person_id as string;
+    const queued = await ok('/v1/activities/create', {
+      async: true,
+      activities: [1, 2].map((n) => ({
+        activity_id: 'act:cm:bought',
+        fields: { 'str::email': email },
+        attributes: { 'str:cm:item': `item ${n}` },
+      })),
+    });
+    const requestId = String(queued.request_id);
+    const done = await until('the async activities', async () => {
+      const state = await ok('/v1/async/get', { request_id: requestId });
+      return state.status === 'done' ? state : undefined;
+    });
+    const entries = (done.result as { activities: { person_id: string; status: string }[] })
+      .activities;
+    expect(entries.map((a) => [a.person_id, a.status])).toEqual([
+      [person, 'ingested'],
+      [person, 'ingested'],
+    ]);
+    const references = await db.send(
+      new QueryCommand({
+        TableName: tableName('default', 'requests'),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${INSTANCE}#PREF#${person}` },
+        ConsistentRead: true,
+      }),
+    );
+    const referenced = (references.Items ?? []).map((item) => String(item.sk));
+    expect(referenced).not.toContain(`REQ#${requestId}`);
+    // Not shown to clients: the activities read as any other.
+    const timeline = await ok('/v1/person/get/activities', { person_id: person, limit: 10 });
+    expect((timeline.activities as unknown[]).length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(timeline)).not.toContain(requestId);
+
+    expect((await archive([person])).status).toBe(200);
+    expect((await erase([person])).body).toEqual({ scheduled_contacts: 0, deleted_contacts: 1 });
+    expect((await send('/v1/async/get', { request_id: requestId })).status).toBe(404);
+    expect((await everyItem()).filter(({ text }) => text.includes(person))).toEqual([]);
+    await expectCountersExact(INSTANCE);
+  }, 60_000);
 });
 
 describe('organizations (and the accounts names)', () => {

@@ -107,6 +107,11 @@ export interface ActivityToWrite {
    * moves the person's last seen to its time (last-seen.ts).
    */
   touch?: true;
+  /**
+   * The queued request that records it: its answer names the person without a reference
+   * item (`RecordLedger.carried`), and erasing the person finds the request here.
+   */
+  origin_request?: string;
 }
 
 export interface RecordedKey {
@@ -315,6 +320,7 @@ export async function recordActivities(
   const indexOf = new Map<ActivityToWrite, number>();
   const answerWritten = (activity: ActivityToWrite) => {
     if (activity.key !== undefined) unrecorded.delete(activity.key);
+    queued?.ledger.carried?.add(activity.person_id);
     entries[indexOf.get(activity) ?? -1] = {
       person_id: activity.person_id,
       person_status: activity.person_status,
@@ -360,6 +366,7 @@ export async function recordActivities(
         ...(p.key ? { key: p.key } : {}),
         source: tenant.dataSource.name,
         ...(p.definition.config.track_as_touch ? { touch: true as const } : {}),
+        ...(queued ? { origin_request: queued.ledger.requestId } : {}),
       };
       indexOf.set(activity, p.index);
       written.push(activity);
