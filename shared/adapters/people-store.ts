@@ -43,12 +43,14 @@ import { DynamoTagStore, tagCountWrites } from './tag-store.js';
 import { holderOf, tagCountDeltas } from '../domain/people/tag-counts.js';
 import { EMAIL_PERMISSION, SMS_PERMISSION } from '../domain/people/person.js';
 import { TransactionBatcher, type BatcherLimits } from './transaction-batcher.js';
+import { CoalescedPuts } from './coalesced-puts.js';
 import {
   claimKey,
   claimWrites,
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
+  markerItem,
   markerPuts,
   writeMergedPart,
   wholeStateExpressions,
@@ -143,6 +145,8 @@ const PersonItem = z.object({
   updated_at: z.string(),
   version: z.number().optional(),
   archived_at: z.string().optional(),
+  origin_request: z.string().optional(),
+  origin_index: z.number().optional(),
 });
 
 const ActivityItem = z.object({
@@ -167,6 +171,9 @@ export function personFromItem(item: Item): Person {
     updated_at: parsed.updated_at,
     ...(parsed.version !== undefined ? { version: parsed.version } : {}),
     ...(parsed.archived_at !== undefined ? { archived_at: parsed.archived_at } : {}),
+    ...(parsed.origin_request !== undefined && parsed.origin_index !== undefined
+      ? { origin: { requestId: parsed.origin_request, index: parsed.origin_index } }
+      : {}),
   };
 }
 
@@ -189,6 +196,9 @@ export class DynamoPeopleStore
   readonly namesCreatingRequest = true;
   readonly claimHints = new ClaimHintCache(new Set(BUILT_IN_MERGE_KEYS));
 
+  /** Markers of the people queued requests create, put right after their transactions. */
+  private readonly markers: CoalescedPuts | undefined;
+
   /** The instance's tags, and their counts (written with the people). */
   readonly tags: DynamoTagStore;
 
@@ -200,6 +210,7 @@ export class DynamoPeopleStore
   ) {
     this.transactions = new TransactionBatcher(db, batching);
     this.tags = new DynamoTagStore(db, tables.people, this.transactions);
+    this.markers = tables.requests ? new CoalescedPuts(db, tables.requests) : undefined;
   }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
@@ -225,20 +236,28 @@ export class DynamoPeopleStore
   ) {
     const { person } = plan;
     const claims = [...plan.claims];
+    // A queued request's new person names its record (`origin_request`, `origin_index`): its
+    // claims keep another delivery from creating it again, and that delivery knows the person
+    // as this record's by them (the merge engine). So its marker is not in the transaction
+    // (a quarter of its items) but put right after it, with those of the people it shared
+    // the transaction with. A person without claims keeps it in the transaction.
+    const deferred = marker !== undefined && claims.length > 0 ? marker : undefined;
+    const inline = deferred ? undefined : marker;
+    if (deferred && !this.markers) throw new Error('recording outcomes needs the requests table');
     const items = [
       {
         Put: {
           TableName: this.tables.people,
           Item: {
             ...personItem(instanceId, person),
-            ...(marker ? { origin_request: marker.requestId } : {}),
+            ...(marker ? { origin_request: marker.requestId, origin_index: marker.index } : {}),
           },
           ConditionExpression: 'attribute_not_exists(pk)',
         },
       },
       ...claimWrites(this.tables.people, instanceId, person.id, claims, []).added,
       ...this.activityPuts(instanceId, person.id, plan.activities, person.created_at, dataSource),
-      ...markerPuts(this.tables.requests, instanceId, marker),
+      ...markerPuts(this.tables.requests, instanceId, inline),
     ];
     const counters = {
       table: this.tables.people,
@@ -252,13 +271,14 @@ export class DynamoPeopleStore
       person.created_at,
     );
     // Outbox items go before the marker (which must stay last).
-    items.splice(items.length - (marker ? 1 : 0), 0, ...tagged.outbox);
+    items.splice(items.length - (inline ? 1 : 0), 0, ...tagged.outbox);
     await writeMergedPart(
       this.transactions,
       { items, counters: [counters, ...tagged.counters] },
       { released: [], added: claims },
-      marker !== undefined,
+      inline !== undefined,
     );
+    if (deferred) await this.markers?.put(markerItem(instanceId, deferred));
     if (tagged.pending.length > 0) await this.tags.applyOutbox(instanceId, tagged.pending);
   }
 

@@ -4,7 +4,13 @@ import { DynamoEmailStore } from '../../shared/adapters/email-store.js';
 import { describe, expect, it } from '@jest/globals';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { GetQueueUrlCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchWriteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { gunzipSync } from 'node:zlib';
 import { DynamoActivityStore } from '../../shared/adapters/activity-store.js';
 import { createS3Client, createSqsClient } from '../../shared/adapters/aws-clients.js';
@@ -378,6 +384,68 @@ describe('the ledger of a request', () => {
     expect(answer.status).toBe('done');
     expect(result.people.map((p) => p.status)).toEqual(['created']);
     expect(result.people[0]?.person_id).toBe(await claimOwner(address));
+  });
+
+  it("puts a new person's marker right after its transaction, and knows the person by its origin when the marker is lost", async () => {
+    const addresses = [email('origin'), email('origin'), email('origin')];
+    const queued = message(
+      'person-merge',
+      { people: addresses.map((address) => ({ fields: { 'str::email': address } })) },
+      3,
+    );
+    // The first delivery's transactions carry no marker; its marker puts fail (the store
+    // went away right after the people were created), so the delivery fails.
+    let transactedMarkers = 0;
+    const losing = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+        return (command: unknown) => {
+          if (command instanceof TransactWriteCommand) {
+            const items = command.input.TransactItems ?? [];
+            transactedMarkers += items.filter(
+              (item) => item.Put?.TableName === tables.requests,
+            ).length;
+          }
+          if (
+            command instanceof BatchWriteCommand &&
+            Object.keys(command.input.RequestItems ?? {}).includes(tables.requests)
+          ) {
+            return Promise.reject(new ServiceUnavailableError('the store went away'));
+          }
+          return target.send(command as QueryCommand);
+        };
+      },
+    });
+    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    await expect(
+      applyIngest(queued, ports(new DynamoPeopleStore(losing, tables))),
+    ).rejects.toThrow();
+    expect(transactedMarkers).toBe(0);
+    const owners = await Promise.all(addresses.map(claimOwner));
+    expect(owners.every((owner) => typeof owner === 'string')).toBe(true);
+    expect(await requests.ledger('safety', queued.request_id).recorded()).toEqual(new Map());
+
+    // The next delivery finds each person created by its own record: "created", nothing
+    // applied twice, and the outcomes are in the ledger now.
+    await applyIngest(queued, ports());
+    const result = (await status(queued.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    expect(result.people).toEqual(owners.map((id) => ({ person_id: id, status: 'created' })));
+    expect(((await meta(KEYS.safety)).total_contacts ?? 0) - before).toBe(3);
+    const recorded = await requests.ledger('safety', queued.request_id).recorded();
+    expect([...recorded.values()]).toEqual(owners.map((id) => ({ id, status: 'created' })));
+
+    // A request whose markers are put: one marker per new person, with its outcome.
+    const next = message(
+      'person-merge',
+      { people: [email('origin'), email('origin')].map((a) => ({ fields: { 'str::email': a } })) },
+      2,
+    );
+    await applyIngest(next, ports());
+    const markers = await requests.ledger('safety', next.request_id).recorded();
+    expect([...markers.keys()].sort()).toEqual([0, 1]);
+    expect([...markers.values()].map((outcome) => outcome.status)).toEqual(['created', 'created']);
   });
 });
 

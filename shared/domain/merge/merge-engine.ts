@@ -55,6 +55,16 @@ export interface MergeRecord {
 export interface StoredRecord {
   id: string;
   fields: Record<string, FieldValue>;
+  /**
+   * The queued request's record that created it, where its store says so: a record whose
+   * marker is put after its transaction (`PeopleStore.createPerson`) is known by it.
+   */
+  origin?: RecordOrigin;
+}
+
+export interface RecordOrigin {
+  requestId: string;
+  index: number;
 }
 
 export interface MergeOptions {
@@ -572,6 +582,12 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
       stored = (await kind.read([id], true)).get(id);
       if (!stored) throw new RecordChangedError();
       state.records.set(id, stored);
+    }
+    // This very record created it (an earlier delivery, or a duplicate beside this one, whose
+    // marker was not in the ledger yet): that is its outcome, and nothing is applied again.
+    const { origin } = stored;
+    if (origin && origin.requestId === options.ledger?.requestId && origin.index === record.index) {
+      return unwritten({ id, status: 'created' });
     }
     // An archived record keeps its keys: a record that finds it is refused, never re-created.
     const refused = kind.refuse?.(stored, record.index);

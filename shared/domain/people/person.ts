@@ -1,3 +1,4 @@
+import type { RecordOrigin } from '../merge/merge-engine.js';
 import type { FieldValue } from '../fields/field-values.js';
 import type { InstanceSchema } from '../tenancy.js';
 
@@ -13,6 +14,8 @@ export interface Person {
   version?: number;
   /** Set while the person is archived (out of listings and counters; not merged into). */
   archived_at?: string;
+  /** The queued request's record that created the person, if one did (never shown). */
+  origin?: RecordOrigin;
 }
 
 export const EMAIL = 'str::email';
