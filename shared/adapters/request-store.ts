@@ -290,6 +290,9 @@ class DynamoLedger implements RecordLedger {
   ) {}
 
   private before: Promise<Map<number, MergeOutcome>> | undefined;
+  /** `RecordLedger.unconfirmed`: set by a first delivery's note. */
+  unconfirmed = false;
+  readonly carried = new Set<string>();
 
   recordedBefore(): Promise<Map<number, MergeOutcome>> {
     this.before ??= this.firstDelivery ? Promise.resolve(new Map()) : this.recorded();
@@ -329,9 +332,6 @@ class DynamoLedger implements RecordLedger {
     // A record's own marker (written with its effect) wins over a note of no effect.
     return new Map([...noted, ...written]);
   }
-
-  unconfirmed = false;
-  readonly carried = new Set<string>();
 
   /**
    * Outcomes of records that wrote nothing, in one item per call (a note): cheaper than an
