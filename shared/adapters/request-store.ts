@@ -179,56 +179,56 @@ export class DynamoRequestStore implements RequestStore {
     { alone = false, carried }: FinishOptions = {},
   ) {
     await this.reference(instanceId, requestId, result, carried ? { carried } : {});
+    return this.settle(instanceId, requestId, {
+      set: '#status = :done, result_gz = :result',
+      remove: 'failure, result_json',
+      // `attempts` counts the starts: 1 is the first delivery's alone.
+      ...(alone ? { condition: 'attempts = :one' } : {}),
+      values: {
+        ':done': 'done',
+        // Gzipped: a request of 100 activities answers in 12 KB of JSON, 3 KB of gzip (the
+        // write's units are per KB).
+        ':result': gzipSync(JSON.stringify(result)),
+        ...(alone ? { ':one': 1 } : {}),
+      },
+    });
+  }
+
+  async fail(instanceId: string, requestId: string, failure: RequestFailure) {
+    await this.reference(instanceId, requestId, failure, { ledger: true });
+    // Done meanwhile: done stands.
+    await this.settle(instanceId, requestId, {
+      set: '#status = :failed, failure = :failure',
+      condition: 'attribute_not_exists(pk) OR #status <> :done',
+      values: { ':failed': 'failed', ':done': 'done', ':failure': failure },
+    });
+  }
+
+  /** Writes a request's final state (and its times); false when its condition did not hold. */
+  private async settle(
+    instanceId: string,
+    requestId: string,
+    change: { set: string; remove?: string; condition?: string; values: Record<string, unknown> },
+  ): Promise<boolean> {
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: statusKey(instanceId, requestId),
-          UpdateExpression:
-            'SET #status = :done, result_gz = :result, updated_at = :now, expires_at = :expires REMOVE failure, result_json',
-          // `attempts` counts the starts: 1 is the first delivery's alone.
-          ...(alone ? { ConditionExpression: 'attempts = :one' } : {}),
+          UpdateExpression: `SET ${change.set}, updated_at = :now, expires_at = :expires${change.remove ? ` REMOVE ${change.remove}` : ''}`,
+          ...(change.condition ? { ConditionExpression: change.condition } : {}),
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
-            ':done': 'done',
-            // Gzipped: a request of 100 activities answers in 12 KB of JSON, 3 KB of gzip (the
-            // write's units are per KB).
-            ':result': gzipSync(JSON.stringify(result)),
+            ...change.values,
             ':now': new Date().toISOString(),
             ':expires': expiry(),
-            ...(alone ? { ':one': 1 } : {}),
           },
         }),
       );
       return true;
     } catch (error) {
-      if (alone && isConditionFailure(error)) return false;
+      if (change.condition && isConditionFailure(error)) return false;
       throw error;
-    }
-  }
-
-  async fail(instanceId: string, requestId: string, failure: RequestFailure) {
-    await this.reference(instanceId, requestId, failure, { ledger: true });
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: statusKey(instanceId, requestId),
-          UpdateExpression:
-            'SET #status = :failed, failure = :failure, updated_at = :now, expires_at = :expires',
-          ConditionExpression: 'attribute_not_exists(pk) OR #status <> :done',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':failed': 'failed',
-            ':done': 'done',
-            ':failure': failure,
-            ':now': new Date().toISOString(),
-            ':expires': expiry(),
-          },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionFailure(error)) throw error; // done meanwhile: done stands
     }
   }
 
