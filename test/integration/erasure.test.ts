@@ -106,6 +106,19 @@ async function expectCountersExact(instanceId: string) {
   return report;
 }
 
+/** The person's references in the requests table (what each names: `REQ#…`, `IDEM#…`). */
+async function requestReferences(personId: string): Promise<string[]> {
+  const { Items } = await db.send(
+    new QueryCommand({
+      TableName: tableName('default', 'requests'),
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': `${INSTANCE}#PREF#${personId}` },
+      ConsistentRead: true,
+    }),
+  );
+  return (Items ?? []).map((item) => String(item.sk));
+}
+
 /** Every item of every table of the default region, as JSON text, with its table. */
 async function everyItem(): Promise<{ table: string; text: string }[]> {
   const items: { table: string; text: string }[] = [];
@@ -408,15 +421,7 @@ describe('deleting a person (erasure)', () => {
     const [person, kept] = created.map((p) => p.person_id) as [string, string];
     // The answer names both, but neither has a reference to it: their items name the request.
     for (const id of [person, kept]) {
-      const references = await db.send(
-        new QueryCommand({
-          TableName: tableName('default', 'requests'),
-          KeyConditionExpression: 'pk = :pk',
-          ExpressionAttributeValues: { ':pk': `${INSTANCE}#PREF#${id}` },
-          ConsistentRead: true,
-        }),
-      );
-      expect(references.Items ?? []).toEqual([]);
+      expect(await requestReferences(id)).toEqual([]);
       const { Item } = await db.send(
         new GetCommand({
           TableName: tables.people,
@@ -466,16 +471,7 @@ describe('deleting a person (erasure)', () => {
       [person, 'ingested'],
       [person, 'ingested'],
     ]);
-    const references = await db.send(
-      new QueryCommand({
-        TableName: tableName('default', 'requests'),
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `${INSTANCE}#PREF#${person}` },
-        ConsistentRead: true,
-      }),
-    );
-    const referenced = (references.Items ?? []).map((item) => String(item.sk));
-    expect(referenced).not.toContain(`REQ#${requestId}`);
+    expect(await requestReferences(person)).not.toContain(`REQ#${requestId}`);
     // Not shown to clients: the activities read as any other.
     const timeline = await ok('/v1/person/get/activities', { person_id: person, limit: 10 });
     expect((timeline.activities as unknown[]).length).toBeGreaterThanOrEqual(2);
