@@ -43,19 +43,18 @@ import { DynamoTagStore, tagCountWrites } from './tag-store.js';
 import { holderOf, tagCountDeltas } from '../domain/people/tag-counts.js';
 import { EMAIL_PERMISSION, SMS_PERMISSION } from '../domain/people/person.js';
 import { TransactionBatcher, type BatcherLimits } from './transaction-batcher.js';
-import { CoalescedPuts } from './coalesced-puts.js';
 import {
   claimKey,
   claimWrites,
   findClaimOwners,
   fieldLevelExpressions,
   fieldUpdate,
-  markerItem,
   markerPuts,
   writeMergedPart,
   wholeStateExpressions,
   type TransactItem,
 } from './record-writes.js';
+import { MarkerGroups } from './marker-groups.js';
 
 /**
  * The people table (see docs/data-model.md):
@@ -197,7 +196,7 @@ export class DynamoPeopleStore
   readonly claimHints = new ClaimHintCache(new Set(BUILT_IN_MERGE_KEYS));
 
   /** Markers of the people queued requests create, put right after their transactions. */
-  private readonly markers: CoalescedPuts | undefined;
+  private readonly markers: MarkerGroups | undefined;
 
   /** The instance's tags, and their counts (written with the people). */
   readonly tags: DynamoTagStore;
@@ -210,7 +209,7 @@ export class DynamoPeopleStore
   ) {
     this.transactions = new TransactionBatcher(db, batching);
     this.tags = new DynamoTagStore(db, tables.people, this.transactions);
-    this.markers = tables.requests ? new CoalescedPuts(db, tables.requests) : undefined;
+    this.markers = tables.requests ? new MarkerGroups(db, tables.requests) : undefined;
   }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
@@ -278,7 +277,7 @@ export class DynamoPeopleStore
       { released: [], added: claims },
       inline !== undefined,
     );
-    if (deferred) await this.markers?.put(markerItem(instanceId, deferred));
+    if (deferred) await this.markers?.put(instanceId, deferred);
     if (tagged.pending.length > 0) await this.tags.applyOutbox(instanceId, tagged.pending);
   }
 

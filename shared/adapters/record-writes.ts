@@ -188,18 +188,13 @@ export function markerPut(table: string, instanceId: string, marker: RecordMarke
   return {
     Put: {
       TableName: table,
-      Item: markerItem(instanceId, marker),
+      Item: {
+        ...markerKey(instanceId, marker.requestId, marker.index),
+        outcome: marker.outcome,
+        expires_at: Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS,
+      },
       ConditionExpression: 'attribute_not_exists(pk)',
     },
-  };
-}
-
-/** The item of a record's marker (requests table). */
-export function markerItem(instanceId: string, marker: RecordMarker) {
-  return {
-    ...markerKey(instanceId, marker.requestId, marker.index),
-    outcome: marker.outcome,
-    expires_at: Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS,
   };
 }
 

@@ -29,6 +29,8 @@ import { personIdsNamedIn } from '../domain/people/person-references.js';
  *   why it failed;
  * - `<inst>#REQ#<request_id>` / `R#<index>`: the outcome of each record that was applied
  *   (the ledger), written in the record's own transaction, so a record applies once;
+ * - `<inst>#REQ#<request_id>` / `R#G#<uuid>`: the outcomes of records whose markers were put
+ *   after their transactions (new people with key claims), several records' in one item;
  * - `<inst>#REQ#<request_id>` / `N#<uuid>`: outcomes of records that wrote nothing.
  * Everything expires (DynamoDB TTL on `expires_at`) 21 days after its last change: longer
  * than the dead-letter queues keep a message (14 days), so a redriven message still finds
@@ -49,6 +51,22 @@ export const markerKey = (instanceId: string, requestId: string, index: number) 
 });
 
 const expiry = () => Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS;
+
+const MARKER_GROUP = 'R#G#';
+
+/** The item of several records' markers, put after their transactions (`MarkerGroups`). */
+export function markerGroupItem(
+  instanceId: string,
+  requestId: string,
+  outcomes: Map<number, MergeOutcome>,
+) {
+  return {
+    pk: requestPk(instanceId, requestId),
+    sk: `${MARKER_GROUP}${randomUUID()}`,
+    outcomes: Object.fromEntries(outcomes),
+    expires_at: expiry(),
+  };
+}
 
 const Outcome = z.object({
   id: z.string().optional(),
@@ -307,7 +325,7 @@ class DynamoLedger implements RecordLedger {
       const page = await this.db.send(
         new QueryCommand({
           TableName: this.table,
-          // Notes (`N#…`) and markers (`R#…`), not the request's own item (`REQ`).
+          // Notes (`N#…`), markers and their groups (`R#…`), not the request's item (`REQ`).
           KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
           ExpressionAttributeValues: {
             ':pk': requestPk(this.instanceId, this.requestId),
@@ -320,8 +338,15 @@ class DynamoLedger implements RecordLedger {
       );
       for (const item of page.Items ?? []) {
         const sk = String(item.sk);
-        if (sk.startsWith('R#')) written.set(Number(sk.slice(2)), Outcome.parse(item.outcome));
-        else if (sk.startsWith('N#')) {
+        if (sk.startsWith(MARKER_GROUP)) {
+          // The records' own markers, as any other (a record's groups name the same outcome:
+          // only the person its record created can be found by its origin again).
+          for (const [index, outcome] of Object.entries(Notes.parse(item.outcomes))) {
+            written.set(Number(index), outcome);
+          }
+        } else if (sk.startsWith('R#')) {
+          written.set(Number(sk.slice(2)), Outcome.parse(item.outcome));
+        } else if (sk.startsWith('N#')) {
           for (const [index, outcome] of Object.entries(Notes.parse(item.outcomes))) {
             if (!noted.has(Number(index))) noted.set(Number(index), outcome);
           }

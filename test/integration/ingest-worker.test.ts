@@ -436,7 +436,8 @@ describe('the ledger of a request', () => {
     const recorded = await requests.ledger('safety', queued.request_id).recorded();
     expect([...recorded.values()]).toEqual(owners.map((id) => ({ id, status: 'created' })));
 
-    // A request whose markers are put: one marker per new person, with its outcome.
+    // A request whose markers are put: the new people of its shared transaction have their
+    // outcomes in one item (not an item each), which the ledger reads as their markers.
     const next = message(
       'person-merge',
       { people: [email('origin'), email('origin')].map((a) => ({ fields: { 'str::email': a } })) },
@@ -446,6 +447,16 @@ describe('the ledger of a request', () => {
     const markers = await requests.ledger('safety', next.request_id).recorded();
     expect([...markers.keys()].sort()).toEqual([0, 1]);
     expect([...markers.values()].map((outcome) => outcome.status)).toEqual(['created', 'created']);
+    const { Items: ledgerItems = [] } = await db.send(
+      new QueryCommand({
+        TableName: tables.requests,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `safety#REQ#${next.request_id}` },
+      }),
+    );
+    const groups = ledgerItems.filter((item) => String(item.sk).startsWith('R#G#'));
+    expect(ledgerItems.map((item) => String(item.sk).slice(0, 4)).sort()).toEqual(['R#G#', 'REQ']);
+    expect(Object.keys(groups[0]?.outcomes as object).sort()).toEqual(['0', '1']);
   });
 });
 
