@@ -6,6 +6,7 @@ import type { TagListing, TagView } from '../domain/people/tags.js';
 import { logger } from '../lib/logger.js';
 import { batchGet, cancellationCodes, queryPartition, type Item } from './dynamo-helpers.js';
 import type { TransactItem } from './record-writes.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 import { queryShard } from './sharded-index.js';
 import type { CounterAdd, TransactionBatcher } from './transaction-batcher.js';
 
@@ -155,7 +156,13 @@ export function directTagCountWrites(
   return { items: outbox, pending };
 }
 
+/** How long a container knows a tag to have its ID (tags are never deleted nor renumbered). */
+const REGISTERED_TTL_MS = 60 * 60_000;
+
 export class DynamoTagStore implements TagListing {
+  /** Tags this container has seen with their IDs (`<inst>#<name>`): not read again. */
+  private readonly registered = new TtlCache<true>(10_000);
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
@@ -219,22 +226,30 @@ export class DynamoTagStore implements TagListing {
    * atomically, conditioned on the tag having none yet (a concurrent request that made it
    * first wins; its ID is kept, the one taken here goes unused). The tags' transactions go
    * through the transaction batcher, so a request naming 100 new tags costs a few calls, not
-   * 200.
+   * 200. A tag the container has seen with its ID is not read again for an hour (a tag keeps
+   * its item and ID for good), so a request naming known tags costs no call at all.
    */
   async ensureTags(instanceId: string, names: string[]): Promise<void> {
+    const known = (name: string) => `${instanceId}#${name}`;
+    const unknown = [...new Set(names)].filter((name) => !this.registered.get(known(name)));
+    if (unknown.length === 0) return;
     const found = new Map(
       (
         await batchGet(
           this.db,
           this.table,
-          names.map((name) => tagKey(instanceId, name)),
+          unknown.map((name) => tagKey(instanceId, name)),
           true,
         )
       )
         .map((item) => TagItem.parse(item))
         .map((tag) => [tag.name, tag]),
     );
-    const missing = [...new Set(names)].filter((name) => found.get(name)?.tag_id === undefined);
+    const register = (name: string) => {
+      this.registered.set(known(name), true, REGISTERED_TTL_MS);
+    };
+    const missing = unknown.filter((name) => found.get(name)?.tag_id === undefined);
+    for (const name of unknown) if (!missing.includes(name)) register(name);
     if (missing.length === 0) return;
     const ids = await this.nextIds(instanceId, missing.length);
     await Promise.all(
@@ -277,6 +292,7 @@ export class DynamoTagStore implements TagListing {
           // Another request gave the tag its ID first: that one stands (this ID goes unused).
           if (cancellationCodes(error)?.[0] !== 'ConditionalCheckFailed') throw error;
         }
+        register(name);
       }),
     );
   }

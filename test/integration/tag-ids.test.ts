@@ -80,10 +80,26 @@ describe('tag IDs', () => {
     expect(new Set(ids.values()).size).toBe(100);
     for (const [name, id] of ids) expect(namesById.get(id)).toBe(name);
 
+    // The same container knows them now: no call. Another reads them once and writes nothing.
     calls.length = 0;
     await store.ensureTags(instanceId, wanted);
-    expect(calls).toEqual(['BatchGetItemCommand']);
+    expect(calls).toEqual([]);
+    const other = tagStore();
+    await other.store.ensureTags(instanceId, wanted);
+    expect(other.calls).toEqual(['BatchGetItemCommand']);
     expect((await idsOf(instanceId, wanted)).ids).toEqual(ids);
+
+    // Known tags are left out of the read; a new one beside them is read and registered.
+    other.calls.length = 0;
+    await other.store.ensureTags(instanceId, [...wanted.slice(0, 3), 'later']);
+    expect(other.calls.filter((name) => name === 'BatchGetItemCommand')).toHaveLength(1);
+    const { ids: after } = await idsOf(instanceId, [...wanted, 'later']);
+    expect(after.get('later')).toEqual(expect.any(Number));
+    expect(new Set(after.values()).size).toBe(101);
+    // Tags are known per instance: the same name in another instance is made there.
+    const elsewhere = `${instanceId}-b`;
+    await other.store.ensureTags(elsewhere, ['later']);
+    expect((await idsOf(elsewhere, ['later'])).ids.get('later')).toEqual(expect.any(Number));
   });
 
   it('leaves each tag one ID when requests race on the same names under conflicts', async () => {
