@@ -35,7 +35,7 @@ import { ApiEnv, IngestWorkerEnv, readEnv } from '../shared/config/env.js';
 import { createS3Client, createSqsClient } from '../shared/adapters/aws-clients.js';
 import { newId } from '../shared/domain/ids.js';
 import { createIngestWorker } from '../shared/worker/ingest-runtime.js';
-import type { Context } from 'aws-lambda';
+import type { Context, SQSRecord } from 'aws-lambda';
 import { tableName } from '../shared/resources.js';
 import {
   emptyMeter,
@@ -164,49 +164,65 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   // and at once with their reads shared (the worker's default), each batch new requests.
   const sqs = createSqsClient();
   const s3 = createS3Client();
-  for (const atOnce of [false, true]) {
-    const worker = createIngestWorker(
-      readEnv(IngestWorkerEnv, {
-        ...process.env,
-        INGEST_MESSAGES_AT_ONCE: String(atOnce),
-      }),
-      { db, sqs, s3 },
-    );
-    const { Records: records } = toSqsEvent(
+  /** A batch of 10 queued requests of 100 records (`body` gives message m's), as SQS hands it. */
+  const ingestBatch = (label: string, kind: string, body: (m: number) => unknown) =>
+    toSqsEvent(
       Array.from({ length: 10 }, (_, m) => ({
-        MessageId: `cost-${String(atOnce)}-${m}`,
+        MessageId: `cost-${label}-${m}`,
         ReceiptHandle: `cost-${m}`,
         Body: JSON.stringify({
           v: 1,
           request_id: newId(),
           instance_id: tenant.instance.id,
           data_source: 'Bench',
-          kind: 'activities-create',
+          kind,
           accepted_at: new Date().toISOString(),
           records: 100,
-          body: {
-            activities: Array.from({ length: 100 }, (_, i) => ({
-              activity_id: 'act:cm:purchased',
-              fields: { 'str::email': `${run}-${m * 5 + (i % 20)}@cost.bench` },
-              attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
-            })),
-          },
+          body: body(m),
         }),
       })),
       'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
       'us-east-1',
+    ).Records;
+  const ingestWorker = (atOnce: boolean) =>
+    createIngestWorker(
+      readEnv(IngestWorkerEnv, { ...process.env, INGEST_MESSAGES_AT_ONCE: String(atOnce) }),
+      { db, sqs, s3 },
     );
+  const apply = async (worker: ReturnType<typeof createIngestWorker>, records: SQSRecord[]) => {
+    const answer = await worker({ Records: records }, {
+      getRemainingTimeInMillis: () => 60_000,
+    } as Context);
+    if (answer.batchItemFailures.length > 0) throw new Error('the ingest batch failed');
+  };
+  for (const atOnce of [false, true]) {
+    const records = ingestBatch(String(atOnce), 'activities-create', (m) => ({
+      activities: Array.from({ length: 100 }, (_, i) => ({
+        activity_id: 'act:cm:purchased',
+        fields: { 'str::email': `${run}-${m * 5 + (i % 20)}@cost.bench` },
+        attributes: { 'str:cm:item': `Item ${i}`, 'int:cm:price': 1000 + i },
+      })),
+    }));
+    const worker = ingestWorker(atOnce);
     await measure(
       `per activity, queued: the ingest worker's batch of 10 requests of 100 (20 existing people each), ${atOnce ? 'applied at once, reads shared' : 'applied one after the other'}`,
       1000,
-      async () => {
-        const answer = await worker({ Records: records }, {
-          getRemainingTimeInMillis: () => 60_000,
-        } as Context);
-        if (answer.batchItemFailures.length > 0) throw new Error('the ingest batch failed');
-      },
+      () => apply(worker, records),
     );
   }
+  // New people queued: their markers go after their transactions, one item for the people
+  // of a request that shared one (issue 27, twelfth part).
+  const queuedPeople = ingestBatch('people', 'person-merge', (m) => ({
+    people: Array.from({ length: 100 }, (_, i) => ({
+      fields: { 'str::email': `${run}-queued-${m}-${i}@cost.bench` },
+    })),
+  }));
+  const peopleWorker = ingestWorker(true);
+  await measure(
+    "per person created, queued: the ingest worker's batch of 10 requests of 100 new people, applied at once",
+    1000,
+    () => apply(peopleWorker, queuedPeople),
+  );
   const env = readEnv(ApiEnv);
   const email = createEmailPorts(db);
   const signingKeys = signingKeyrings(config, new LocalKeyWrapper());
