@@ -48,7 +48,9 @@ export class MarkerGroups {
     const groups = new Map<string, Waiting[]>();
     for (const waiting of taken) {
       const pk = requestPk(waiting.instanceId, waiting.marker.requestId);
-      groups.set(pk, [...(groups.get(pk) ?? []), waiting]);
+      const group = groups.get(pk);
+      if (group) group.push(waiting);
+      else groups.set(pk, [waiting]);
     }
     await Promise.all(
       slicesOf([...groups.values()], 25).map(async (slice) => {

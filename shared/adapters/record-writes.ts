@@ -16,7 +16,7 @@ import {
   type ClaimKey,
   type RecordMarker,
 } from '../domain/merge/merge-engine.js';
-import { markerKey, MARKER_TTL_SECONDS } from './request-store.js';
+import { ledgerExpiry, markerKey } from './request-store.js';
 import { batchGet, cancellationReasons, type ExpressionBuilder } from './dynamo-helpers.js';
 import { TRANSIENT_REASONS } from './dynamo-resilience.js';
 import type { TransactionBatcher, TransactionPart } from './transaction-batcher.js';
@@ -191,7 +191,7 @@ export function markerPut(table: string, instanceId: string, marker: RecordMarke
       Item: {
         ...markerKey(instanceId, marker.requestId, marker.index),
         outcome: marker.outcome,
-        expires_at: Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS,
+        expires_at: ledgerExpiry(),
       },
       ConditionExpression: 'attribute_not_exists(pk)',
     },

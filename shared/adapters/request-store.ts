@@ -50,7 +50,8 @@ export const markerKey = (instanceId: string, requestId: string, index: number) 
   sk: `R#${String(index).padStart(3, '0')}`,
 });
 
-const expiry = () => Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS;
+/** When a ledger item written now expires (epoch seconds, DynamoDB TTL). */
+export const ledgerExpiry = () => Math.floor(Date.now() / 1000) + MARKER_TTL_SECONDS;
 
 const MARKER_GROUP = 'R#G#';
 
@@ -64,7 +65,7 @@ export function markerGroupItem(
     pk: requestPk(instanceId, requestId),
     sk: `${MARKER_GROUP}${randomUUID()}`,
     outcomes: Object.fromEntries(outcomes),
-    expires_at: expiry(),
+    expires_at: ledgerExpiry(),
   };
 }
 
@@ -113,7 +114,7 @@ export class DynamoRequestStore implements RequestStore {
             ...request,
             status: 'queued',
             updated_at: new Date().toISOString(),
-            expires_at: expiry(),
+            expires_at: ledgerExpiry(),
           },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
@@ -141,7 +142,7 @@ export class DynamoRequestStore implements RequestStore {
             ':records': request.records,
             ':at': request.accepted_at,
             ':now': new Date().toISOString(),
-            ':expires': expiry(),
+            ':expires': ledgerExpiry(),
             ':one': 1,
           },
           ReturnValues: 'UPDATED_NEW',
@@ -187,7 +188,14 @@ export class DynamoRequestStore implements RequestStore {
       for (const outcome of recorded.values()) if (outcome.id) named.push(outcome.id);
     }
     const unnamed = carried ? named.filter((id) => !carried.has(id)) : named;
-    await writeReferences(this.db, this.table, instanceId, unnamed, `REQ#${requestId}`, expiry());
+    await writeReferences(
+      this.db,
+      this.table,
+      instanceId,
+      unnamed,
+      `REQ#${requestId}`,
+      ledgerExpiry(),
+    );
   }
 
   async finish(
@@ -239,7 +247,7 @@ export class DynamoRequestStore implements RequestStore {
           ExpressionAttributeValues: {
             ...change.values,
             ':now': new Date().toISOString(),
-            ':expires': expiry(),
+            ':expires': ledgerExpiry(),
           },
         }),
       );
@@ -286,7 +294,7 @@ export class DynamoRequestStore implements RequestStore {
         ExpressionAttributeValues: {
           ':progress': progress,
           ':now': new Date().toISOString(),
-          ':expires': expiry(),
+          ':expires': ledgerExpiry(),
         },
       }),
     );
@@ -373,7 +381,7 @@ class DynamoLedger implements RecordLedger {
           // Ordered by time: the first note of a record wins.
           sk: `N#${new Date().toISOString()}#${randomUUID()}`,
           outcomes: Object.fromEntries(outcomes),
-          expires_at: expiry(),
+          expires_at: ledgerExpiry(),
         },
       }),
     );
