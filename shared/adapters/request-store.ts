@@ -75,7 +75,12 @@ const Outcome = z.object({
   error: z.string().optional(),
 });
 
-const Notes = z.record(z.string(), Outcome);
+/** Several records' outcomes by index (notes and marker groups). */
+const Outcomes = z.record(z.string(), Outcome);
+const outcomesOf = (item: Record<string, unknown>) =>
+  Object.entries(Outcomes.parse(item.outcomes)).map(
+    ([index, outcome]) => [Number(index), outcome] as const,
+  );
 
 const StatusItem = z.object({
   request_id: z.string(),
@@ -349,14 +354,12 @@ class DynamoLedger implements RecordLedger {
         if (sk.startsWith(MARKER_GROUP)) {
           // The records' own markers, as any other (a record's groups name the same outcome:
           // only the person its record created can be found by its origin again).
-          for (const [index, outcome] of Object.entries(Notes.parse(item.outcomes))) {
-            written.set(Number(index), outcome);
-          }
+          for (const [index, outcome] of outcomesOf(item)) written.set(index, outcome);
         } else if (sk.startsWith('R#')) {
           written.set(Number(sk.slice(2)), Outcome.parse(item.outcome));
         } else if (sk.startsWith('N#')) {
-          for (const [index, outcome] of Object.entries(Notes.parse(item.outcomes))) {
-            if (!noted.has(Number(index))) noted.set(Number(index), outcome);
+          for (const [index, outcome] of outcomesOf(item)) {
+            if (!noted.has(index)) noted.set(index, outcome);
           }
         }
       }

@@ -248,8 +248,8 @@ export class DynamoTagStore implements TagListing {
     const register = (name: string) => {
       this.registered.set(known(name), true, REGISTERED_TTL_MS);
     };
+    for (const [name, tag] of found) if (tag.tag_id !== undefined) register(name);
     const missing = unknown.filter((name) => found.get(name)?.tag_id === undefined);
-    for (const name of unknown) if (!missing.includes(name)) register(name);
     if (missing.length === 0) return;
     const ids = await this.nextIds(instanceId, missing.length);
     await Promise.all(
