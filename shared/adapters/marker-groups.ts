@@ -4,36 +4,52 @@ import { slicesOf } from '../lib/bounded.js';
 import { batchWrite } from './dynamo-helpers.js';
 import { markerGroupItem, requestPk } from './request-store.js';
 
-interface Waiting {
+interface Released {
   instanceId: string;
-  marker: RecordMarker;
+  requestId: string;
+  markers: RecordMarker[];
   settle: (error?: Error) => void;
 }
 
 /**
  * The markers of records put after their transactions (new people with key claims: the
- * person's `origin_*` stands for its marker until then), made at about the same moment (the
- * same turn of the event loop: the records of a shared transaction, as it commits), go to
- * DynamoDB together: the moment's markers of one request as one item (`R#G#…`, the outcomes
- * by record index), the moment's requests' items 25 a call. An item per record cost the
- * store a write per new person (its CPU locally, a write unit each on AWS); a group of a
- * hundred outcomes is a few KB. Each caller's promise settles with the call that carried its
- * marker, so a caller knows its marker is written when its put resolves.
+ * person's `origin_*` stands for its marker until then), held until their request's merge is
+ * over and then put as one item (`R#G#…`, the outcomes by record index); the requests
+ * released at about the same moment (the same turn of the event loop) go 25 items a call.
+ * An item per record cost the store a write per new person, and an item per transaction a
+ * call per hundred items written (as many calls as the transactions themselves); a request's
+ * hundred outcomes are a few KB. Each release settles with the call that carried its item,
+ * so a caller knows its request's markers are written when its release resolves.
  */
 export class MarkerGroups {
-  private waiting: Waiting[] = [];
+  private readonly held = new Map<string, { instanceId: string; markers: RecordMarker[] }>();
+  private released: Released[] = [];
 
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
   ) {}
 
-  put(instanceId: string, marker: RecordMarker): Promise<void> {
+  /** Keeps a written record's marker until its request is released. */
+  hold(instanceId: string, marker: RecordMarker): void {
+    const pk = requestPk(instanceId, marker.requestId);
+    const request = this.held.get(pk);
+    if (request) request.markers.push(marker);
+    else this.held.set(pk, { instanceId, markers: [marker] });
+  }
+
+  /** Puts the request's held markers (resolves at once when it holds none). */
+  release(instanceId: string, requestId: string): Promise<void> {
+    const pk = requestPk(instanceId, requestId);
+    const request = this.held.get(pk);
+    this.held.delete(pk);
+    if (!request) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      if (this.waiting.length === 0) setImmediate(() => void this.flush());
-      this.waiting.push({
+      if (this.released.length === 0) setImmediate(() => void this.flush());
+      this.released.push({
         instanceId,
-        marker,
+        requestId,
+        markers: request.markers,
         settle: (error) => {
           if (error === undefined) resolve();
           else reject(error);
@@ -43,31 +59,23 @@ export class MarkerGroups {
   }
 
   private async flush() {
-    const taken = this.waiting;
-    this.waiting = [];
-    const groups = new Map<string, Waiting[]>();
-    for (const waiting of taken) {
-      const pk = requestPk(waiting.instanceId, waiting.marker.requestId);
-      const group = groups.get(pk);
-      if (group) group.push(waiting);
-      else groups.set(pk, [waiting]);
-    }
+    const taken = this.released;
+    this.released = [];
     await Promise.all(
-      slicesOf([...groups.values()], 25).map(async (slice) => {
+      slicesOf(taken, 25).map(async (slice) => {
         const settle = (error?: Error) => {
-          for (const group of slice) for (const waiting of group) waiting.settle(error);
+          for (const released of slice) released.settle(error);
         };
         try {
           await batchWrite(
             this.db,
             this.table,
-            slice.map((group) => {
-              const { instanceId, marker } = group[0] as Waiting;
+            slice.map(({ instanceId, requestId, markers }) => {
               const outcomes = new Map<number, MergeOutcome>(
-                group.map((waiting) => [waiting.marker.index, waiting.marker.outcome]),
+                markers.map((marker) => [marker.index, marker.outcome]),
               );
               return {
-                PutRequest: { Item: markerGroupItem(instanceId, marker.requestId, outcomes) },
+                PutRequest: { Item: markerGroupItem(instanceId, requestId, outcomes) },
               };
             }),
           );

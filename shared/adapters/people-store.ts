@@ -238,8 +238,9 @@ export class DynamoPeopleStore
     // A queued request's new person names its record (`origin_request`, `origin_index`): its
     // claims keep another delivery from creating it again, and that delivery knows the person
     // as this record's by them (the merge engine). So its marker is not in the transaction
-    // (a quarter of its items) but put right after it, with those of the people it shared
-    // the transaction with. A person without claims keeps it in the transaction.
+    // (a quarter of its items) but held, and put with the request's other new people's once
+    // its merge is over (`releaseMarkers`). A person without claims keeps it in the
+    // transaction.
     const deferred = marker !== undefined && claims.length > 0 ? marker : undefined;
     const inline = deferred ? undefined : marker;
     if (deferred && !this.markers) throw new Error('recording outcomes needs the requests table');
@@ -277,8 +278,13 @@ export class DynamoPeopleStore
       { released: [], added: claims },
       inline !== undefined,
     );
-    if (deferred) await this.markers?.put(instanceId, deferred);
+    if (deferred) this.markers?.hold(instanceId, deferred);
     if (tagged.pending.length > 0) await this.tags.applyOutbox(instanceId, tagged.pending);
+  }
+
+  /** Puts the markers held for the request's new people (`MarkerGroups`). */
+  async releaseMarkers(instanceId: string, requestId: string): Promise<void> {
+    await this.markers?.release(instanceId, requestId);
   }
 
   async updatePerson(

@@ -157,9 +157,18 @@ export async function mergePreparedPeople(
   try {
     outcomes = await mergeRecords(peopleKind(tenant, store, options, list), records, options, now);
   } catch (error) {
-    if (!(error instanceof IncompleteMergeError)) throw error;
+    if (!(error instanceof IncompleteMergeError)) {
+      await releaseMarkers(store, instanceId, options).catch(() => undefined);
+      throw error;
+    }
     stopped = error;
     outcomes = error.outcomes;
+  }
+  // The markers of the people it created, held until now (also when it stopped part-way).
+  try {
+    await releaseMarkers(store, instanceId, options);
+  } catch (error) {
+    throw new IncompleteMergeError(outcomes, stopped?.cause ?? error);
   }
   // People this queued request created name it in their own items (no reference needed).
   const carried = store.namesCreatingRequest ? options.ledger?.carried : undefined;
@@ -180,6 +189,12 @@ export async function mergePreparedPeople(
   if (stopped) throw stopped;
   for (const [index, outcome] of refused) outcomes.set(index, outcome);
   return outcomes;
+}
+
+/** A queued request's markers its store held (`PeopleStore.releaseMarkers`), written. */
+async function releaseMarkers(store: PeopleStore, instanceId: string, options: MergeOptions) {
+  const requestId = options.ledger?.requestId;
+  if (requestId !== undefined) await store.releaseMarkers?.(instanceId, requestId);
 }
 
 /**

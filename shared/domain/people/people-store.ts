@@ -36,6 +36,12 @@ export interface PeopleStore {
     dataSource: string,
     marker?: RecordMarker,
   ): Promise<void>;
+  /**
+   * Writes the markers of a queued request's records that `createPerson` held (put after its
+   * transaction, the person's `origin_*` standing for it meanwhile): called once the
+   * request's merge is over, written or stopped, and before its outcome is recorded.
+   */
+  releaseMarkers?(instanceId: string, requestId: string): Promise<void>;
   /** Makes sure the named tags exist in the instance's tag list. */
   ensureTags(instanceId: string, tags: string[]): Promise<void>;
   /**

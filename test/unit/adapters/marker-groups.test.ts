@@ -25,48 +25,54 @@ function fakeDb() {
 const created = (id: string) => ({ id, status: 'created' as const });
 
 describe('marker groups', () => {
-  it("puts a moment's markers of one request as one item, its requests' items 25 a call", async () => {
+  it("puts a request's held markers as one item when it is released, the moment's requests 25 a call", async () => {
     const { db, calls } = fakeDb();
     const groups = new MarkerGroups(db, 'requests');
-    const puts = [
-      groups.put('inst', { requestId: 'r1', index: 0, outcome: created('p0') }),
-      groups.put('inst', { requestId: 'r2', index: 4, outcome: created('p4') }),
-      groups.put('inst', { requestId: 'r1', index: 7, outcome: created('p7') }),
-      groups.put('other', { requestId: 'r1', index: 0, outcome: created('q0') }),
-    ];
-    await Promise.all(puts);
+    groups.hold('inst', { requestId: 'r1', index: 0, outcome: created('p0') });
+    groups.hold('inst', { requestId: 'r2', index: 4, outcome: created('p4') });
+    groups.hold('inst', { requestId: 'r1', index: 7, outcome: created('p7') });
+    groups.hold('other', { requestId: 'r1', index: 0, outcome: created('q0') });
+    // Held: nothing is written until a request is released.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toHaveLength(0);
+    await Promise.all([groups.release('inst', 'r1'), groups.release('other', 'r1')]);
     expect(calls).toHaveLength(1);
     const items = calls[0] as Item[];
-    expect(items.map((item) => item.pk)).toEqual(['inst#REQ#r1', 'inst#REQ#r2', 'other#REQ#r1']);
+    expect(items.map((item) => item.pk)).toEqual(['inst#REQ#r1', 'other#REQ#r1']);
     expect(items.every((item) => item.sk.startsWith('R#G#'))).toBe(true);
-    expect(new Set(items.map((item) => item.sk)).size).toBe(3);
+    expect(new Set(items.map((item) => item.sk)).size).toBe(2);
     expect(items.map((item) => item.outcomes)).toEqual([
       { 0: created('p0'), 7: created('p7') },
-      { 4: created('p4') },
       { 0: created('q0') },
     ]);
     // Kept as long as the request's other ledger items (21 days).
     const days = ((items[0]?.expires_at ?? 0) - Date.now() / 1000) / 86_400;
     expect(Math.round(days)).toBe(21);
+
+    // r2 still held; once released, alone; released again (nothing held), no call.
+    await groups.release('inst', 'r2');
+    expect(calls.at(-1)?.map((item) => item.outcomes)).toEqual([{ 4: created('p4') }]);
+    await groups.release('inst', 'r2');
+    await groups.release('inst', 'never-held');
+    expect(calls).toHaveLength(2);
   });
 
-  it('settles each put with the call that carried it, and a later moment in a call of its own', async () => {
+  it('settles each release with the call that carried it', async () => {
     const { db, calls } = fakeDb();
     const groups = new MarkerGroups(db, 'requests');
     const requests = Array.from({ length: 30 }, (_, i) => (i === 27 ? 'bad' : `r${i}`));
+    for (const requestId of requests) {
+      for (const index of [0, 1]) {
+        groups.hold('inst', { requestId, index, outcome: created(`${requestId}-${index}`) });
+      }
+    }
     const settled = await Promise.allSettled(
-      requests.flatMap((requestId) =>
-        [0, 1].map((index) =>
-          groups.put('inst', { requestId, index, outcome: created(`${requestId}-${index}`) }),
-        ),
-      ),
+      requests.map((requestId) => groups.release('inst', requestId)),
     );
     expect(calls.map((call) => call.length)).toEqual([25, 5]);
+    expect(calls[0]?.[0]?.outcomes).toEqual({ 0: created('r0-0'), 1: created('r0-1') });
     // The first call's markers are written; the second call failed, and so did each of its.
-    expect(settled.slice(0, 50).every((result) => result.status === 'fulfilled')).toBe(true);
-    expect(settled.slice(50).map((result) => result.status)).toEqual(Array(10).fill('rejected'));
-
-    await groups.put('inst', { requestId: 'later', index: 3, outcome: created('l3') });
-    expect(calls.at(-1)?.map((item) => item.outcomes)).toEqual([{ 3: created('l3') }]);
+    expect(settled.slice(0, 25).every((result) => result.status === 'fulfilled')).toBe(true);
+    expect(settled.slice(25).map((result) => result.status)).toEqual(Array(5).fill('rejected'));
   });
 });
