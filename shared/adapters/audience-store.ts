@@ -28,7 +28,9 @@ import {
  * partition of their own (`INST#<id>#AUD`, which `admin apply` does not rewrite):
  * - `A#<audience>`: the definition (`audience`);
  * - `N#<lower-cased name>`: the name's claim (names are unique per instance, without case);
- * - `COUNT`: how many audiences the instance has (at most `MAX_AUDIENCES`).
+ * - `COUNT`: how many audiences the instance has (at most `MAX_AUDIENCES`), and `version`, added
+ *   to by every create, update and removal in its transaction (the audience worker reads it for
+ *   each batch and compiles the definitions again only when it moved).
  * A create is one transaction of the three; a rename moves the claim in the update's.
  *
  * Their counters are in the audiences table (docs/data-model.md): `<inst>#AC#<audience>` /
@@ -145,6 +147,21 @@ export class DynamoAudienceStore implements AudienceStore {
     return audiences;
   }
 
+  /**
+   * How many audiences the instance has and the version of their definitions (both 0 before
+   * its first audience), read consistently: one small item.
+   */
+  async catalog(instanceId: string): Promise<{ audiences: number; version: number }> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.config,
+        Key: { pk: audiencesPk(instanceId), sk: 'COUNT' },
+        ConsistentRead: true,
+      }),
+    );
+    return { audiences: Number(Item?.audiences ?? 0), version: Number(Item?.version ?? 0) };
+  }
+
   async get(instanceId: string, audienceId: string): Promise<Audience | undefined> {
     const { Item } = await this.db.send(
       new GetCommand({
@@ -180,7 +197,7 @@ export class DynamoAudienceStore implements AudienceStore {
               Update: {
                 TableName: this.tables.config,
                 Key: { pk, sk: 'COUNT' },
-                UpdateExpression: 'ADD audiences :one',
+                UpdateExpression: 'ADD audiences :one, version :one',
                 ConditionExpression: 'attribute_not_exists(audiences) OR audiences < :max',
                 ExpressionAttributeValues: { ':one': 1, ':max': MAX_AUDIENCES },
               },
@@ -233,6 +250,14 @@ export class DynamoAudienceStore implements AudienceStore {
                   },
                 ]
               : []),
+            {
+              Update: {
+                TableName: this.tables.config,
+                Key: { pk, sk: 'COUNT' },
+                UpdateExpression: 'ADD version :one',
+                ExpressionAttributeValues: { ':one': 1 },
+              },
+            },
           ],
         }),
       );
@@ -276,8 +301,8 @@ export class DynamoAudienceStore implements AudienceStore {
               Update: {
                 TableName: this.tables.config,
                 Key: { pk, sk: 'COUNT' },
-                UpdateExpression: 'ADD audiences :less',
-                ExpressionAttributeValues: { ':less': -1 },
+                UpdateExpression: 'ADD audiences :less, version :one',
+                ExpressionAttributeValues: { ':less': -1, ':one': 1 },
               },
             },
           ],

@@ -30,6 +30,7 @@ import type { InstanceSchema, Tenant } from '../domain/tenancy.js';
 import { AudienceJobsEnv, AudiencesEnv, AudienceWorkerEnv, readEnv } from '../config/env.js';
 import { QUEUES } from '../resources.js';
 import { logger } from '../lib/logger.js';
+import { TtlCache } from '../lib/ttl-cache.js';
 import { sqsWorker } from './sqs-worker.js';
 import { streamWorker, type StreamChange } from './stream-worker.js';
 
@@ -117,11 +118,48 @@ export function configAudienceApplier(
   };
 }
 
-/** An instance's audiences, compiled, read once per batch of the worker. */
+/** Compiled audiences kept in a container, with the versions they were read at. */
+export interface KeptAudiences {
+  version: number;
+  configVersion: number;
+  audiences: LiveAudience[];
+}
+
+/** How long compiled audiences are kept at most, whatever the versions say. */
+const KEEP_AUDIENCES_MS = 60_000;
+
+/**
+ * An instance's audiences, compiled, as they are now: for each batch of the worker, the
+ * audiences' version and count (one small consistent read) and, when it has audiences, its
+ * configuration version (another, after it); the definitions are read and compiled again only when
+ * either moved (or a minute passed). Each version is read before what it stands for, so
+ * definitions kept under a version are at least as new as it. An instance with no audience
+ * costs its one read.
+ */
+export async function currentAudiences(
+  instanceId: string,
+  kept: TtlCache<KeptAudiences>,
+  store: Pick<DynamoAudienceBuilds, 'catalog' | 'list'>,
+  config: Pick<DynamoConfigStore, 'configVersion' | 'getInstance'>,
+  tags: Pick<DynamoTagStore, 'tagNames'>,
+): Promise<LiveAudience[]> {
+  const catalog = await store.catalog(instanceId);
+  if (catalog.audiences <= 0) return [];
+  const configVersion = await config.configVersion(instanceId);
+  const cached = kept.get(instanceId);
+  if (cached?.version === catalog.version && cached.configVersion === configVersion) {
+    return cached.audiences;
+  }
+  const audiences = await audiencesOf(instanceId, store, config, tags);
+  kept.set(instanceId, { version: catalog.version, configVersion, audiences }, KEEP_AUDIENCES_MS);
+  return audiences;
+}
+
+/** An instance's audiences, compiled, read afresh. */
 async function audiencesOf(
   instanceId: string,
-  store: DynamoAudienceBuilds,
-  config: DynamoConfigStore,
+  store: Pick<DynamoAudienceBuilds, 'list'>,
+  config: Pick<DynamoConfigStore, 'getInstance'>,
   tags: Pick<DynamoTagStore, 'tagNames'>,
 ): Promise<LiveAudience[]> {
   const [audiences, instance] = await Promise.all([
@@ -201,8 +239,9 @@ export function createAudienceWorker() {
     audiences: env.AUDIENCES_TABLE,
     activities: env.ACTIVITIES_TABLE,
   });
+  const kept = new TtlCache<KeptAudiences>(1_000);
   return async (...args: Parameters<ReturnType<typeof streamWorker>>) => {
-    // Audiences are read afresh for each batch: every change in it came after they were.
+    // Audiences are checked for each batch: every change in it came after they were.
     const perInstance = new Map<string, Promise<LiveAudience[]>>();
     const handle = streamWorker({
       subjectOf: (change) => {
@@ -214,7 +253,7 @@ export function createAudienceWorker() {
         if (!person) return;
         let audiences = perInstance.get(person.instanceId);
         if (!audiences) {
-          audiences = audiencesOf(person.instanceId, store, config, tags);
+          audiences = currentAudiences(person.instanceId, kept, store, config, tags);
           perInstance.set(person.instanceId, audiences);
         }
         // Most instances have no audience: their people's changes cost nothing here. An

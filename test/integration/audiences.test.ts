@@ -1,5 +1,6 @@
 import { describe, expect, it, jest } from '@jest/globals';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoAudienceStore } from '../../shared/adapters/audience-store.js';
 import { tableName } from '../../shared/resources.js';
 import { KEYS, WORKER_PATIENCE_MS, WORKER_TEST_TIMEOUT_MS, call, stackDb } from './stack.js';
 import { activitiesOf, merge, mergeOne, uniqueEmail } from './people.js';
@@ -40,6 +41,13 @@ async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/** The instance's audiences count and definitions version (the audience worker's check). */
+const catalog = () =>
+  new DynamoAudienceStore(stackDb().db, {
+    config: tableName('default', 'config'),
+    audiences: tableName('default', 'audiences'),
+  }).catalog('audiences');
 
 let counter = 0;
 const uniqueName = (label: string) => `${label} ${Date.now().toString(36)}-${(counter += 1)}`;
@@ -438,7 +446,16 @@ describe('audiences', () => {
         fields: { 'str::email': uniqueEmail(`bronze${i}`), 'str:cm:plan': plan, 'int:cm:score': i },
       })),
     });
+    // Every change of a definition adds to the instance's audiences version, in its own
+    // transaction: the audience worker compiles the definitions again when it moved.
+    const versions = [(await catalog()).version];
+    const moved = async () => {
+      const { version } = await catalog();
+      expect(version).toBeGreaterThan(versions.at(-1) ?? 0);
+      versions.push(version);
+    };
     const entry = await create({ name: uniqueName('Bronze'), filter: planFilter(plan) });
+    await moved();
     await until(
       () => audience(entry.id),
       (found) => found?.members === 3 && !found.building,
@@ -458,6 +475,7 @@ describe('audiences', () => {
     });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ building: true, ready: true });
+    await moved();
     await until(
       () => audience(entry.id),
       (found) => found?.members === 2 && !found.building,
@@ -476,6 +494,7 @@ describe('audiences', () => {
     });
     expect(archived.status).toBe(200);
     expect(archived.body.archived_at).toEqual(expect.any(String));
+    await moved();
     const live = await call('/v1/audiences/get', { key, body: {} });
     expect((live.body as unknown as Entry[]).map((found) => found.id)).not.toContain(entry.id);
     const deleted = await call('/v1/audiences/delete', {
@@ -485,6 +504,7 @@ describe('audiences', () => {
     });
     expect(deleted.status).toBe(200);
     expect(await audience(entry.id)).toBeUndefined();
+    await moved();
   });
 
   it('refuses a malformed filter with the path of the problem, and writes nothing', async () => {
