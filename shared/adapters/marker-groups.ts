@@ -23,6 +23,8 @@ interface Released {
  */
 export class MarkerGroups {
   private readonly held = new Map<string, { instanceId: string; markers: RecordMarker[] }>();
+  /** Each request's put in flight (a duplicate delivery here may have released its markers). */
+  private readonly writing = new Map<string, Promise<void>>();
   private released: Released[] = [];
 
   constructor(
@@ -38,13 +40,17 @@ export class MarkerGroups {
     else this.held.set(pk, { instanceId, markers: [marker] });
   }
 
-  /** Puts the request's held markers (resolves at once when it holds none). */
+  /**
+   * Puts the request's held markers. With none held, it settles with the request's put in
+   * flight, if any (a duplicate delivery in this container that released them first), else
+   * at once.
+   */
   release(instanceId: string, requestId: string): Promise<void> {
     const pk = requestPk(instanceId, requestId);
     const request = this.held.get(pk);
     this.held.delete(pk);
-    if (!request) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
+    if (!request) return this.writing.get(pk) ?? Promise.resolve();
+    const written = new Promise<void>((resolve, reject) => {
       if (this.released.length === 0) setImmediate(() => void this.flush());
       this.released.push({
         instanceId,
@@ -56,6 +62,12 @@ export class MarkerGroups {
         },
       });
     });
+    this.writing.set(pk, written);
+    const settled = () => {
+      if (this.writing.get(pk) === written) this.writing.delete(pk);
+    };
+    written.then(settled, settled);
+    return written;
   }
 
   private async flush() {

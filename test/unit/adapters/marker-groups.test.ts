@@ -57,6 +57,21 @@ describe('marker groups', () => {
     expect(calls).toHaveLength(2);
   });
 
+  it("settles a release with nothing held with the request's put in flight", async () => {
+    const { db } = fakeDb();
+    const groups = new MarkerGroups(db, 'requests');
+    // Two deliveries of one request in one container: the first to finish takes both's
+    // markers; the other, released meanwhile, settles with that put (here, its failure).
+    groups.hold('inst', { requestId: 'bad', index: 0, outcome: created('p0') });
+    groups.hold('inst', { requestId: 'bad', index: 1, outcome: created('p1') });
+    const first = groups.release('inst', 'bad');
+    const second = groups.release('inst', 'bad');
+    await expect(first).rejects.toThrow('throttled');
+    await expect(second).rejects.toThrow('throttled');
+    // Once settled, nothing is in flight for it any more.
+    await expect(groups.release('inst', 'bad')).resolves.toBeUndefined();
+  });
+
   it('settles each release with the call that carried it', async () => {
     const { db, calls } = fakeDb();
     const groups = new MarkerGroups(db, 'requests');
