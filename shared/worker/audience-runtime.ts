@@ -131,8 +131,8 @@ const KEEP_AUDIENCES_MS = 60_000;
 /**
  * An instance's audiences, compiled, as they are now: for each batch of the worker, the
  * audiences' version and count (one small consistent read) and, when it has audiences, its
- * configuration version (another, after it); the definitions are read and compiled again only when
- * either moved (or a minute passed). Each version is read before what it stands for, so
+ * configuration version (another, after it); the definitions are read and compiled again only
+ * when either moved (or a minute passed). Each version is read before what it stands for, so
  * definitions kept under a version are at least as new as it. An instance with no audience
  * costs its one read.
  */
