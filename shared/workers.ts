@@ -24,9 +24,10 @@ export interface WorkerDefinition {
 
 export const WORKERS: readonly WorkerDefinition[] = [
   {
-    // A batch of 10 requests of up to 100 records each, applied at once (their batched reads
-    // shared); at most 5 batches at once: ~16 writes in flight per request, ~800 for async
-    // ingestion in all. maxConcurrency is the drain rate's knob (docs/api.md, back-pressure).
+    // A batch of 10 requests of up to 100 records each, applied 2 at a time
+    // (INGEST_MESSAGES_AT_ONCE); at most 5 batches at once: ~16 writes in flight per request,
+    // ~160 for async ingestion in all. maxConcurrency is the drain rate's knob (docs/api.md,
+    // back-pressure).
     function: 'ingest-worker',
     queue: 'ingest',
     batchSize: 10,

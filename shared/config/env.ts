@@ -88,13 +88,13 @@ export const IngestWorkerEnv = IngestEnv.extend({
   /** A failed message comes back after `base · 2^(receives − 1)` seconds (5, 10, 20, 40). */
   INGEST_RETRY_BASE_SECONDS: z.coerce.number().min(0.1).max(60).default(5),
   /**
-   * The messages of a batch applied at once (default) or one after the other (`false`: a
-   * tenth of the table writes in flight, and of the drain rate; docs/async.md).
+   * The messages of a batch applied at once: at most this many (1-10; 2 by default), all
+   * (`true`), or one after the other (`false`, as 1) (docs/api.md, back-pressure).
    */
   INGEST_MESSAGES_AT_ONCE: z
-    .enum(['true', 'false'])
-    .default('true')
-    .transform((value) => value === 'true'),
+    .union([z.enum(['true', 'false']), z.coerce.number().int().min(1).max(10)])
+    .default(2)
+    .transform((value) => (typeof value === 'number' ? value : value === 'true')),
   /** How long a batched read waits for the batch's other messages' reads to share its call. */
   INGEST_READ_WINDOW_MS: z.coerce.number().int().min(0).max(50).default(2),
   /** Erasing people (background deletes): the sent emails that name them. */

@@ -196,10 +196,11 @@ export interface IngestClients {
 /**
  * The ingest worker's composition root: the stores of every kind of asynchronous request,
  * the same domain calls as the synchronous endpoints (under the request's ledger), and the
- * SQS worker stack around them. The messages of a batch are applied at once, each under its
- * own ledger and with its own outcome (a partial batch response names the ones that failed);
- * their batched reads share calls (`coalesceReads`) and their instance's configuration is read
- * once (`batchDirectory`). docs/async.md#the-ingest-worker says what that costs and which
+ * SQS worker stack around them. The messages of a batch are applied `INGEST_MESSAGES_AT_ONCE`
+ * at a time (2 unless set), each under its own ledger and with its own outcome (a partial
+ * batch response names the ones that failed); the batched reads of those running at once
+ * share calls (`coalesceReads`) and their instance's configuration is read once a batch
+ * (`batchDirectory`). docs/api.md (back-pressure and the knob) says what that costs and which
  * knobs set it.
  */
 export function createIngestWorker(

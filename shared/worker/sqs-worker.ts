@@ -4,6 +4,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { logger } from '../lib/logger.js';
 import { retryAfterMs } from '../lib/retry-later.js';
 import { canWait, withDeadline } from '../lib/time-budget.js';
+import { KeyedLimiter } from '../lib/keyed-limiter.js';
 
 /**
  * The one SQS worker stack: Powertools' batch processor reports partial batch failures, so
@@ -26,8 +27,11 @@ export interface WorkerOptions<Batch = undefined> {
   backoffBaseSeconds: number;
   /** The longest wait before a retry (15 minutes unless given; SQS allows 12 hours). */
   maxBackoffSeconds?: number;
-  /** Messages of a batch at once (default: one after the other). */
-  parallel?: boolean;
+  /**
+   * Messages of a batch at once: all of them (`true`), at most this many (a number), or one
+   * after the other (`false`, the default).
+   */
+  parallel?: boolean | number;
   /**
    * With `parallel`: messages of a batch with the same key are still processed one after the
    * other, in the batch's order (an SQS FIFO queue's message groups, within a batch).
@@ -115,14 +119,18 @@ export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): Sqs
         : 60_000;
     const batch = options.batch ? options.batch() : (undefined as Batch);
     const inOrder = inOrderOf(options.orderKey);
+    const atOnce =
+      typeof options.parallel === 'number' ? new KeyedLimiter(options.parallel) : undefined;
+    const run = (record: SQSRecord) => handleRecord(record, batch);
     return withDeadline(Date.now() + Math.max(remaining - ANSWER_MARGIN_MS, 0), () =>
       processPartialResponse(
         event,
-        (record: SQSRecord) => inOrder(record, () => handleRecord(record, batch)),
+        (record: SQSRecord) =>
+          inOrder(record, () => (atOnce ? atOnce.run('', () => run(record)) : run(record))),
         new BatchProcessor(EventType.SQS),
         {
           context,
-          processInParallel: options.parallel ?? false,
+          processInParallel: options.parallel !== undefined && options.parallel !== false,
           throwOnFullBatchFailure: false,
         },
       ),

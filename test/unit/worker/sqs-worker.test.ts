@@ -129,4 +129,38 @@ describe('sqsWorker', () => {
       expect(own).toEqual(expected);
     }
   });
+
+  it('runs at most `parallel` messages of a batch at once when it is a number', async () => {
+    const { sqs } = fakeSqs();
+    const {
+      Records: [template],
+    } = event(1);
+    const bodies = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7'];
+    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const started: string[] = [];
+    let running = 0;
+    let mostRunning = 0;
+    const handler = sqsWorker({
+      sqs,
+      queueUrl: 'http://queue',
+      maxReceiveCount: 5,
+      backoffBaseSeconds: 1,
+      parallel: 3,
+      process: async (record) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        started.push(record.body);
+        await new Promise((resolve) => setTimeout(resolve, record.body === 'm1' ? 40 : 5));
+        running -= 1;
+        // A failure frees its place like a success.
+        if (record.body === 'm2') throw new Error('m2 fails');
+      },
+      onLastFailure: () => Promise.resolve(undefined),
+    });
+    const answer = await handler({ Records: records }, context);
+    expect(mostRunning).toBe(3);
+    // In the batch's order, each as a place frees; every one processed.
+    expect(started).toEqual(bodies);
+    expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'm2' }]);
+  });
 });
