@@ -19,6 +19,7 @@ import { createPersonDirectly } from './person-merge.js';
 import {
   acceptAndDrain,
   drainAlone,
+  drainBesideSync,
   drainRows,
   burst,
   CEILING_IN_FLIGHT,
@@ -303,19 +304,20 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   console.error(
     `bench: async accept ${fixed(queued.accept)}/s, drain ${fixed(queued.drain)}/s (${asyncCount} requests)`,
   );
-  // The same activities sent synchronously at the worker's concurrency, right after.
-  await settle(stack);
-  const synced = await withStackCpu(stack, () => sync(stack, asyncCount, INGEST_CONCURRENCY, run));
-  // The same again with the workers held while the API accepts: the drain alone.
-  await settle(stack);
-  const alone = await drainAlone(
-    stack,
-    '/v1/activities/create',
-    asyncCount,
-    ASYNC_CONCURRENCY,
-    PER_REQUEST,
-    (n) => ({ activities: activities(run, n) }),
-  );
+  // The same activities sent synchronously at the worker's concurrency, and again with the
+  // workers held while the API accepts: the drain alone.
+  const { sync: synced, alone } = await drainBesideSync(stack, {
+    sync: () => withStackCpu(stack, () => sync(stack, asyncCount, INGEST_CONCURRENCY, run)),
+    alone: () =>
+      drainAlone(
+        stack,
+        '/v1/activities/create',
+        asyncCount,
+        ASYNC_CONCURRENCY,
+        PER_REQUEST,
+        (n) => ({ activities: activities(run, n) }),
+      ),
+  });
   await settle(stack);
   const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
   rows.push(

@@ -22,6 +22,7 @@ import { tableName } from '../shared/resources.js';
 import {
   acceptAndDrain,
   drainAlone,
+  drainBesideSync,
   drainRows,
   burst,
   CEILING_IN_FLIGHT,
@@ -288,22 +289,20 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     ),
   );
   const queued = drained.result;
-  await settle(stack);
-  const synced = await withStackCpu(stack, () =>
-    overHttp(stack, asyncCount, INGEST_CONCURRENCY, (n) => ({
-      people: people(`${run}s`, n),
-    })),
-  );
-  // The same again with the workers held while the API accepts: the drain alone.
-  await settle(stack);
-  const alone = await drainAlone(
-    stack,
-    '/v1/person/merge',
-    asyncCount,
-    ASYNC_CONCURRENCY,
-    PER_REQUEST,
-    (n) => ({ people: people(`${run}h`, n) }),
-  );
+  // The same number of new people merged synchronously at the worker's concurrency, and again
+  // with the workers held while the API accepts: the drain alone.
+  const { sync: synced, alone } = await drainBesideSync(stack, {
+    sync: (round) =>
+      withStackCpu(stack, () =>
+        overHttp(stack, asyncCount, INGEST_CONCURRENCY, (n) => ({
+          people: people(`${run}s${round}`, n),
+        })),
+      ),
+    alone: (round) =>
+      drainAlone(stack, '/v1/person/merge', asyncCount, ASYNC_CONCURRENCY, PER_REQUEST, (n) => ({
+        people: people(`${run}h${round}`, n),
+      })),
+  });
   rows.push(
     ...drainRows({
       figure: '1 person merge',

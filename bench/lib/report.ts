@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { WORKERS } from '../../shared/workers.js';
-import { type BenchStack, withQueueWorkersHeld, withStackCpu } from './stack.js';
+import { type BenchStack, settle, withQueueWorkersHeld, withStackCpu } from './stack.js';
 
 /**
  * What a figure reports: rows of one table (what was measured, its value, the store's
@@ -260,6 +260,52 @@ export async function drainAlone(
   );
   const drained = await withStackCpu(stack, () => untilDone(stack.base, stack.key, ids));
   return { ...drained, result: perSecond(count * records, drained.seconds * 1000) };
+}
+
+/** A run measured with the stack's CPU (`withStackCpu`). */
+interface Timed<T> {
+  result: T;
+  cpuSeconds: number;
+  seconds: number;
+}
+
+/** Two runs of the same records as one: the records over their summed time, the mean CPU. */
+function bothRuns<T>(runs: [Timed<T>, Timed<T>], rate: (run: Timed<T>) => number) {
+  const [a, b] = runs;
+  return {
+    rate: (rate(a) * a.seconds + rate(b) * b.seconds) / (a.seconds + b.seconds),
+    cpuSeconds: (a.cpuSeconds + b.cpuSeconds) / 2,
+    seconds: (a.seconds + b.seconds) / 2,
+  };
+}
+
+/**
+ * The drain alone and its synchronous reference, run in the order sync, drain, drain, sync
+ * (the stack idle before each), each given as its two runs together: every run grows the
+ * tables and DynamoDB Local's streams, so a drain measured only after its reference met larger
+ * tables than the reference did (its ratio then said which ran first). `round` tells the
+ * runs apart (new records each).
+ */
+export async function drainBesideSync<S extends { rate: number }>(
+  stack: BenchStack,
+  runs: {
+    sync: (round: number) => Promise<Timed<S>>;
+    alone: (round: number) => Promise<Timed<number>>;
+  },
+): Promise<{ sync: Timed<S>; alone: Timed<number> }> {
+  const sync: Timed<S>[] = [];
+  const alone: Timed<number>[] = [];
+  for (const [round, step] of (['sync', 'alone', 'alone', 'sync'] as const).entries()) {
+    await settle(stack);
+    if (step === 'sync') sync.push(await runs.sync(round));
+    else alone.push(await runs.alone(round));
+  }
+  const syncBoth = bothRuns(sync as [Timed<S>, Timed<S>], (run) => run.result.rate);
+  const aloneBoth = bothRuns(alone as [Timed<number>, Timed<number>], (run) => run.result);
+  return {
+    sync: { ...syncBoth, result: { ...(sync[0] as Timed<S>).result, rate: syncBoth.rate } },
+    alone: { ...aloneBoth, result: aloneBoth.rate },
+  };
 }
 
 /** Issue 27: the async drain at least at the sync rate of the same concurrency. */
