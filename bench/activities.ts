@@ -341,7 +341,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
       record: 'activity',
       records: asyncCount * PER_REQUEST,
       concurrency: INGEST_CONCURRENCY,
-      detail: 'the same requests sent synchronously, right after',
+      detail: 'the same requests sent synchronously twice, around two drains alone',
       endToEnd: drained,
       alone,
       sync: synced,

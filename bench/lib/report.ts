@@ -343,7 +343,7 @@ export function drainRows(run: {
     },
     {
       figure,
-      measure: `async drain of ${what} alone (accepted while the workers were held) against sync at c=${concurrency}, the ingest worker's (${cpuText(alone, sync, records, record)})`,
+      measure: `async drain of ${what} alone (accepted while the workers were held) against sync at c=${concurrency}, the ingest worker's (run sync, drain, drain, sync: each side its two runs; ${cpuText(alone, sync, records, record)})`,
       value: `${fixed(alone.result)}/s`,
       reference,
       ratio: aloneRatio,
