@@ -42,7 +42,7 @@ import { mergePeople, type SuppressionList } from '../domain/people/merge-people
 import { PersonMergeRequest } from '../domain/people/merge-request.js';
 import { tenantOf, type TenantDirectory } from '../domain/tenancy.js';
 import type { ActivityStore } from '../domain/activities/record-activities.js';
-import type { RequestStore } from '../domain/ingest/request-status.js';
+import { isLifecycleKind, type RequestStore } from '../domain/ingest/request-status.js';
 import type { GeocodingMeter, LocationServices } from '../domain/location.js';
 import type { OrganizationStore } from '../domain/organizations/organization-merge.js';
 import type { PeopleStore } from '../domain/people/people-store.js';
@@ -273,6 +273,15 @@ export function createIngestWorker(
     maxReceiveCount,
     backoffBaseSeconds: env.INGEST_RETRY_BASE_SECONDS,
     parallel: env.INGEST_MESSAGES_AT_ONCE,
+    // A background archive, restore or delete works a slice of LIFECYCLE_SLICE_MS (20 s): two
+    // at a time, the later ones of a batch of them would find too little of the minute left.
+    unbounded: (record) => {
+      try {
+        return isLifecycleKind(queue.envelope(record.body).kind);
+      } catch {
+        return false;
+      }
+    },
     batch: () => ingestPorts({ ...stores, directory: batchDirectory(config) }),
     process: async (record: SQSRecord, ports: IngestPorts) => {
       const message = await queue.open(record.body).catch(async (error: unknown) => {

@@ -33,6 +33,11 @@ export interface WorkerOptions<Batch = undefined> {
    */
   parallel?: boolean | number;
   /**
+   * With a number for `parallel`: the messages it does not bound, started at once whatever
+   * else runs (work sliced in time, which must start early in the invocation to end in it).
+   */
+  unbounded?: (record: SQSRecord) => boolean;
+  /**
    * With `parallel`: messages of a batch with the same key are still processed one after the
    * other, in the batch's order (an SQS FIFO queue's message groups, within a batch).
    */
@@ -126,7 +131,11 @@ export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): Sqs
       processPartialResponse(
         event,
         (record: SQSRecord) =>
-          inOrder(record, () => (atOnce ? atOnce.run('', () => run(record)) : run(record))),
+          inOrder(record, () =>
+            atOnce && !options.unbounded?.(record)
+              ? atOnce.run('', () => run(record))
+              : run(record),
+          ),
         new BatchProcessor(EventType.SQS),
         {
           context,

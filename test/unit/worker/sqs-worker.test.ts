@@ -163,4 +163,35 @@ describe('sqsWorker', () => {
     expect(started).toEqual(bodies);
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'm2' }]);
   });
+
+  it('starts the messages `unbounded` names at once, beside the bounded ones', async () => {
+    const { sqs } = fakeSqs();
+    const {
+      Records: [template],
+    } = event(1);
+    // `s…` are slices of background work; the others, requests bounded to one at a time.
+    const bodies = ['r1', 's1', 'r2', 's2', 'r3', 's3'];
+    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const started: string[] = [];
+    const handler = sqsWorker({
+      sqs,
+      queueUrl: 'http://queue',
+      maxReceiveCount: 5,
+      backoffBaseSeconds: 1,
+      parallel: 1,
+      unbounded: (record) => record.body.startsWith('s'),
+      process: async (record) => {
+        started.push(record.body);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      },
+      onLastFailure: () => Promise.resolve(undefined),
+    });
+    const handled = handler({ Records: records }, context);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Every slice started at once; of the requests, the first only.
+    expect(started).toEqual(['r1', 's1', 's2', 's3']);
+    const answer = await handled;
+    expect(answer.batchItemFailures).toEqual([]);
+    expect(started.filter((body) => body.startsWith('r'))).toEqual(['r1', 'r2', 'r3']);
+  });
 });
