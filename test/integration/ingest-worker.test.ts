@@ -521,7 +521,7 @@ describe('the kept answer', () => {
 });
 
 describe('a batch of messages', () => {
-  it('applies its messages at once, each once, and names only the failing one in its partial batch response', async () => {
+  it('applies its messages at once with INGEST_MESSAGES_AT_ONCE=true, each once, and names only the failing one in its partial batch response', async () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
     // Every message that gets as far as starting its request waits here for the others: the
     // batch goes on only once all of them are under way at the same time (or after 5 s).
@@ -556,11 +556,14 @@ describe('a batch of messages', () => {
         };
       },
     });
-    const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
-      db: barrier,
-      sqs: createSqsClient(),
-      s3: createS3Client(),
-    });
+    const worker = createIngestWorker(
+      readEnv(IngestWorkerEnv, { ...process.env, INGEST_MESSAGES_AT_ONCE: 'true' }),
+      {
+        db: barrier,
+        sqs: createSqsClient(),
+        s3: createS3Client(),
+      },
+    );
 
     const address = email('batch-acts');
     const acts = message(
@@ -620,6 +623,53 @@ describe('a batch of messages', () => {
     expect(((await meta(KEYS.safety)).total_contacts ?? 0) - before).toBe(3);
 
     expect(await status(invalid.request_id)).toMatchObject({ status: 'failed', code: 400 });
+  });
+
+  it('applies two of its requests at a time by default, the next as one ends', async () => {
+    functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
+    let running = 0;
+    let mostRunning = 0;
+    const gauge = new Proxy(db, {
+      get(target, property, receiver) {
+        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+        return async (command: unknown) => {
+          const input = (
+            command as { input?: { Key?: { sk?: unknown }; UpdateExpression?: string } }
+          ).input;
+          const request = input?.Key?.sk === 'REQ' ? input.UpdateExpression : undefined;
+          if (request?.includes('ADD attempts')) {
+            running += 1;
+            mostRunning = Math.max(mostRunning, running);
+          }
+          const answer = await target.send(command as Parameters<typeof target.send>[0]);
+          if (request?.includes('result_gz')) running -= 1;
+          return answer;
+        };
+      },
+    });
+    const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
+      db: gauge,
+      sqs: createSqsClient(),
+      s3: createS3Client(),
+    });
+    const merges = Array.from({ length: 5 }, () =>
+      message('person-merge', { people: [{ fields: { 'str::email': email('two') } }] }, 1),
+    );
+    const answer = await worker(
+      toSqsEvent(
+        merges.map((m, i) => ({
+          MessageId: `two-${i}`,
+          ReceiptHandle: `two-${i}`,
+          Body: JSON.stringify(m),
+        })),
+        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+        'us-east-1',
+      ),
+      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+    );
+    expect(answer.batchItemFailures).toEqual([]);
+    expect(mostRunning).toBe(2);
+    for (const m of merges) expect((await status(m.request_id)).status).toBe('done');
   });
 });
 
