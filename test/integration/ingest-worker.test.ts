@@ -520,6 +520,28 @@ describe('the kept answer', () => {
   });
 });
 
+/**
+ * The stack's client with `around` called for each request-state update (the `REQ` item): its
+ * update expression, and the call to make it.
+ */
+function aroundRequestUpdates(
+  around: (expression: string, send: () => Promise<unknown>) => Promise<unknown>,
+) {
+  return new Proxy(db, {
+    get(target, property, receiver) {
+      if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
+      return (command: unknown) => {
+        const input = (command as { input?: { Key?: { sk?: unknown }; UpdateExpression?: string } })
+          .input;
+        const send = () => target.send(command as Parameters<typeof target.send>[0]);
+        return input?.Key?.sk === 'REQ' && input.UpdateExpression
+          ? around(input.UpdateExpression, send)
+          : send();
+      };
+    },
+  });
+}
+
 describe('a batch of messages', () => {
   it('applies its messages at once with INGEST_MESSAGES_AT_ONCE=true, each once, and names only the failing one in its partial batch response', async () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
@@ -537,24 +559,16 @@ describe('a batch of messages', () => {
       waitedOut = true;
       release();
     }, 5_000);
-    const barrier = new Proxy(db, {
-      get(target, property, receiver) {
-        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
-        return async (command: unknown) => {
-          const input = (
-            command as { input?: { Key?: { sk?: unknown }; UpdateExpression?: string } }
-          ).input;
-          if (input?.Key?.sk === 'REQ' && input.UpdateExpression?.includes('ADD attempts')) {
-            started += 1;
-            if (started === starting) {
-              together = !waitedOut;
-              release();
-            }
-            await allStarted;
-          }
-          return target.send(command as Parameters<typeof target.send>[0]);
-        };
-      },
+    const barrier = aroundRequestUpdates(async (expression, send) => {
+      if (expression.includes('ADD attempts')) {
+        started += 1;
+        if (started === starting) {
+          together = !waitedOut;
+          release();
+        }
+        await allStarted;
+      }
+      return send();
     });
     const worker = createIngestWorker(
       readEnv(IngestWorkerEnv, { ...process.env, INGEST_MESSAGES_AT_ONCE: 'true' }),
@@ -629,23 +643,14 @@ describe('a batch of messages', () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
     let running = 0;
     let mostRunning = 0;
-    const gauge = new Proxy(db, {
-      get(target, property, receiver) {
-        if (property !== 'send') return Reflect.get(target, property, receiver) as unknown;
-        return async (command: unknown) => {
-          const input = (
-            command as { input?: { Key?: { sk?: unknown }; UpdateExpression?: string } }
-          ).input;
-          const request = input?.Key?.sk === 'REQ' ? input.UpdateExpression : undefined;
-          if (request?.includes('ADD attempts')) {
-            running += 1;
-            mostRunning = Math.max(mostRunning, running);
-          }
-          const answer = await target.send(command as Parameters<typeof target.send>[0]);
-          if (request?.includes('result_gz')) running -= 1;
-          return answer;
-        };
-      },
+    const gauge = aroundRequestUpdates(async (expression, send) => {
+      if (expression.includes('ADD attempts')) {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+      }
+      const answer = await send();
+      if (expression.includes('result_gz')) running -= 1;
+      return answer;
     });
     const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
       db: gauge,

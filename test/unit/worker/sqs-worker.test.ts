@@ -31,6 +31,23 @@ function event(receives: number): SQSEvent {
   return { Records: [record] };
 }
 
+/** Messages received once, each named by its body. */
+function batchOf(bodies: string[]): SQSRecord[] {
+  const {
+    Records: [template],
+  } = event(1);
+  return bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+}
+
+/** A worker's settings but its processing: 5 receives, nothing recorded on the last. */
+const settings = (sqs: SQSClient) => ({
+  sqs,
+  queueUrl: 'http://queue',
+  maxReceiveCount: 5,
+  backoffBaseSeconds: 1,
+  onLastFailure: () => Promise.resolve(undefined),
+});
+
 const context = { getRemainingTimeInMillis: () => 60_000 } as unknown as Context;
 
 function worker(failure: Error, lastFailure: 'settled' | 'dead-letter' | undefined) {
@@ -89,18 +106,12 @@ describe('sqsWorker', () => {
   it('runs a batch at once, but the messages of one key one after the other, in order', async () => {
     const { sqs, visibility } = fakeSqs();
     const bodies = ['a1', 'b1', 'a2', 'c1', 'a3', 'b2'];
-    const {
-      Records: [template],
-    } = event(1);
-    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const records = batchOf(bodies);
     const log: string[] = [];
     let running = 0;
     let mostRunning = 0;
     const handler = sqsWorker({
-      sqs,
-      queueUrl: 'http://queue',
-      maxReceiveCount: 5,
-      backoffBaseSeconds: 1,
+      ...settings(sqs),
       parallel: true,
       orderKey: (record) => record.body.slice(0, 1),
       process: async (record) => {
@@ -114,7 +125,6 @@ describe('sqsWorker', () => {
         // One of a key failing does not stop the next of that key.
         if (record.body === 'a2') throw new Error('a2 fails');
       },
-      onLastFailure: () => Promise.resolve(undefined),
     });
     const answer = await handler({ Records: records }, context);
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'a2' }]);
@@ -132,19 +142,13 @@ describe('sqsWorker', () => {
 
   it('runs at most `parallel` messages of a batch at once when it is a number', async () => {
     const { sqs } = fakeSqs();
-    const {
-      Records: [template],
-    } = event(1);
     const bodies = ['m1', 'm2', 'm3', 'm4', 'm5', 'm6', 'm7'];
-    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const records = batchOf(bodies);
     const started: string[] = [];
     let running = 0;
     let mostRunning = 0;
     const handler = sqsWorker({
-      sqs,
-      queueUrl: 'http://queue',
-      maxReceiveCount: 5,
-      backoffBaseSeconds: 1,
+      ...settings(sqs),
       parallel: 3,
       process: async (record) => {
         running += 1;
@@ -155,7 +159,6 @@ describe('sqsWorker', () => {
         // A failure frees its place like a success.
         if (record.body === 'm2') throw new Error('m2 fails');
       },
-      onLastFailure: () => Promise.resolve(undefined),
     });
     const answer = await handler({ Records: records }, context);
     expect(mostRunning).toBe(3);
@@ -166,25 +169,18 @@ describe('sqsWorker', () => {
 
   it('starts the messages `unbounded` names at once, beside the bounded ones', async () => {
     const { sqs } = fakeSqs();
-    const {
-      Records: [template],
-    } = event(1);
     // `s…` are slices of background work; the others, requests bounded to one at a time.
     const bodies = ['r1', 's1', 'r2', 's2', 'r3', 's3'];
-    const records = bodies.map((body) => ({ ...template, messageId: body, body }) as SQSRecord);
+    const records = batchOf(bodies);
     const started: string[] = [];
     const handler = sqsWorker({
-      sqs,
-      queueUrl: 'http://queue',
-      maxReceiveCount: 5,
-      backoffBaseSeconds: 1,
+      ...settings(sqs),
       parallel: 1,
       unbounded: (record) => record.body.startsWith('s'),
       process: async (record) => {
         started.push(record.body);
         await new Promise((resolve) => setTimeout(resolve, 20));
       },
-      onLastFailure: () => Promise.resolve(undefined),
     });
     const handled = handler({ Records: records }, context);
     await new Promise((resolve) => setTimeout(resolve, 5));
