@@ -676,6 +676,58 @@ describe('a batch of messages', () => {
     expect(mostRunning).toBe(2);
     for (const m of merges) expect((await status(m.request_id)).status).toBe('done');
   });
+
+  it('starts its background archives, restores and deletes at once by default', async () => {
+    functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
+    // Each start waits until all three have started (or 5 s): two at a time, the third would
+    // only start once one of the others ended.
+    const starting = 3;
+    let started = 0;
+    let together = false;
+    let release: () => void = () => undefined;
+    const allStarted = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let waitedOut = false;
+    const timeout = setTimeout(() => {
+      waitedOut = true;
+      release();
+    }, 5_000);
+    const barrier = aroundRequestUpdates(async (expression, send) => {
+      if (expression.includes('ADD attempts')) {
+        started += 1;
+        if (started === starting) {
+          together = !waitedOut;
+          release();
+        }
+        await allStarted;
+      }
+      return send();
+    });
+    const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
+      db: barrier,
+      sqs: createSqsClient(),
+      s3: createS3Client(),
+    });
+    const jobs = (
+      ['organizations-archive', 'organizations-restore', 'person-archive'] as const
+    ).map((kind) => message(kind, { all_rows_selected: true, exclusion_ids: [] }, 0));
+    const answer = await worker(
+      toSqsEvent(
+        jobs.map((m, i) => ({
+          MessageId: `job-${i}`,
+          ReceiptHandle: `job-${i}`,
+          Body: JSON.stringify(m),
+        })),
+        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+        'us-east-1',
+      ),
+      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+    );
+    clearTimeout(timeout);
+    expect(together).toBe(true);
+    expect(answer.batchItemFailures).toEqual([]);
+  });
 });
 
 describe('dead letters', () => {
