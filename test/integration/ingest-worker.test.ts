@@ -542,38 +542,52 @@ function aroundRequestUpdates(
   });
 }
 
+/**
+ * A client whose request starts (`ADD attempts`) each wait until `starting` requests have
+ * started (or 5 s): `together()` says whether they were all under way at the same time.
+ */
+function startBarrier(starting: number) {
+  let started = 0;
+  let together = false;
+  let release: () => void = () => undefined;
+  const allStarted = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let waitedOut = false;
+  const timeout = setTimeout(() => {
+    waitedOut = true;
+    release();
+  }, 5_000);
+  const client = aroundRequestUpdates(async (expression, send) => {
+    if (expression.includes('ADD attempts')) {
+      started += 1;
+      if (started === starting) {
+        together = !waitedOut;
+        release();
+      }
+      await allStarted;
+    }
+    return send();
+  });
+  return {
+    client,
+    together: () => {
+      clearTimeout(timeout);
+      return together;
+    },
+  };
+}
+
 describe('a batch of messages', () => {
   it('applies its messages at once with INGEST_MESSAGES_AT_ONCE=true, each once, and names only the failing one in its partial batch response', async () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
     // Every message that gets as far as starting its request waits here for the others: the
     // batch goes on only once all of them are under way at the same time (or after 5 s).
-    const starting = 4;
-    let started = 0;
-    let together = false;
-    let release: () => void = () => undefined;
-    const allStarted = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let waitedOut = false;
-    const timeout = setTimeout(() => {
-      waitedOut = true;
-      release();
-    }, 5_000);
-    const barrier = aroundRequestUpdates(async (expression, send) => {
-      if (expression.includes('ADD attempts')) {
-        started += 1;
-        if (started === starting) {
-          together = !waitedOut;
-          release();
-        }
-        await allStarted;
-      }
-      return send();
-    });
+    const barrier = startBarrier(4);
     const worker = createIngestWorker(
       readEnv(IngestWorkerEnv, { ...process.env, INGEST_MESSAGES_AT_ONCE: 'true' }),
       {
-        db: barrier,
+        db: barrier.client,
         sqs: createSqsClient(),
         s3: createS3Client(),
       },
@@ -614,8 +628,7 @@ describe('a batch of messages', () => {
       ),
       { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
     );
-    clearTimeout(timeout);
-    expect(together).toBe(true);
+    expect(barrier.together()).toBe(true);
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'batch-1' }]);
 
     const acted = await status(acts.request_id);
@@ -681,31 +694,9 @@ describe('a batch of messages', () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
     // Each start waits until all three have started (or 5 s): two at a time, the third would
     // only start once one of the others ended.
-    const starting = 3;
-    let started = 0;
-    let together = false;
-    let release: () => void = () => undefined;
-    const allStarted = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let waitedOut = false;
-    const timeout = setTimeout(() => {
-      waitedOut = true;
-      release();
-    }, 5_000);
-    const barrier = aroundRequestUpdates(async (expression, send) => {
-      if (expression.includes('ADD attempts')) {
-        started += 1;
-        if (started === starting) {
-          together = !waitedOut;
-          release();
-        }
-        await allStarted;
-      }
-      return send();
-    });
+    const barrier = startBarrier(3);
     const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
-      db: barrier,
+      db: barrier.client,
       sqs: createSqsClient(),
       s3: createS3Client(),
     });
@@ -724,8 +715,7 @@ describe('a batch of messages', () => {
       ),
       { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
     );
-    clearTimeout(timeout);
-    expect(together).toBe(true);
+    expect(barrier.together()).toBe(true);
     expect(answer.batchItemFailures).toEqual([]);
   });
 });
