@@ -82,16 +82,25 @@ function targetsAws(env: NodeJS.ProcessEnv): boolean {
 /** Decided once: reaching the local stack sets endpoint variables in this process's env. */
 const TARGETS_AWS = targetsAws(process.env);
 
+/**
+ * An operator's command has no gateway timeout over it: each call may wait 30 s for a loaded
+ * store rather than end as "did not answer in time" (a write's outcome then unknown).
+ */
+const ADMIN_ANSWER_MS = 30_000;
+
 function documents(region: Region) {
   if (targetsAws(process.env)) {
     return createDocumentClient(
-      createDynamoDbClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
+      createDynamoDbClient({
+        region: process.env.AWS_REGION ?? awsRegionOf(region),
+        answerMs: ADMIN_ANSWER_MS,
+      }),
       NO_FAULTS,
     );
   }
   Object.assign(process.env, localAwsEnv(readStackSettings()));
   // Administration never meets the faults CDP_FAULTS injects into the API and the workers.
-  return createDocumentClient(createDynamoDbClient(), NO_FAULTS);
+  return createDocumentClient(createDynamoDbClient({ answerMs: ADMIN_ANSWER_MS }), NO_FAULTS);
 }
 
 /** An SQS client for the deployment (the local stand-in without AWS settings). */

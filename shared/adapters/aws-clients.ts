@@ -51,16 +51,20 @@ class BudgetedHttpHandler extends NodeHttpHandler {
  * A DynamoDB client whose calls are retried by our middleware only (`dynamo-resilience.ts`):
  * the SDK's own retry layer makes one attempt, since it would also repeat writes whose
  * outcome is unknown (a timeout, a 5xx), and an `ADD` repeated is an `ADD` applied twice.
- * Calls never hang: a connection in 2 s, an answer in 5 s (less near a deadline).
+ * Calls never hang: a connection in 2 s, an answer in `answerMs` (5 s; less near a deadline).
+ * The admin CLI, which has no caller waiting on a gateway, gives a loaded store longer.
  */
-export function createDynamoDbClient(options: { region?: string } = {}): DynamoDBClient {
+export function createDynamoDbClient(
+  options: { region?: string; answerMs?: number } = {},
+): DynamoDBClient {
+  const { answerMs = 5_000, ...config } = options;
   return withoutCallLogging(
     new DynamoDBClient({
-      ...options,
+      ...config,
       maxAttempts: 1,
       requestHandler: new BudgetedHttpHandler({
         connectionTimeout: 2_000,
-        requestTimeout: 5_000,
+        requestTimeout: answerMs,
         httpAgent: { maxSockets: MAX_SOCKETS },
         httpsAgent: { maxSockets: MAX_SOCKETS },
       }),

@@ -22,13 +22,19 @@ const TABLE = tableName('default', 'people');
 let n = 0;
 const scratch = () => ({ pk: `faults#${Date.now().toString(36)}#${(n += 1)}`, sk: 'X' });
 
-function client(rates: Partial<FaultRates>) {
+/** A clock that moves only when told, so a loaded machine's slow calls do not close a window. */
+function manualClock() {
+  let at = 0;
+  return { now: () => at, advance: (ms: number) => void (at += ms) };
+}
+
+function client(rates: Partial<FaultRates>, now: () => number = Date.now) {
   const base = createDynamoDbClient();
   const db = createDocumentClient(base, '');
   const injector = new FaultInjector(
     { conflict: 0, throttle: 0, stale: 0, windowMs: 1000, ...rates },
     Math.random,
-    Date.now,
+    now,
     new VersionHistory(),
   ).install(base);
   return { db, injector };
@@ -127,7 +133,8 @@ describe('transaction conflicts', () => {
 
 describe('stale reads', () => {
   it('return the version before a recent write to eventually consistent reads only', async () => {
-    const { db, injector } = client({ stale: 1, windowMs: 300 });
+    const clock = manualClock();
+    const { db, injector } = client({ stale: 1, windowMs: 300 }, clock.now);
     const key = scratch();
     const eventual = async () =>
       (await db.send(new GetCommand({ TableName: TABLE, Key: key }))).Item;
@@ -143,7 +150,7 @@ describe('stale reads', () => {
     );
     expect(await eventual()).toBeUndefined(); // created a moment ago: not there yet
     expect(await consistent()).toMatchObject({ v: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    clock.advance(301);
     expect(await eventual()).toMatchObject({ v: 1 });
 
     await db.send(
@@ -156,13 +163,13 @@ describe('stale reads', () => {
     );
     expect(await eventual()).toMatchObject({ v: 1 });
     expect(await consistent()).toMatchObject({ v: 2 });
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    clock.advance(301);
     expect(await eventual()).toMatchObject({ v: 2 });
     expect(injector.counts.stale).toBe(2);
   });
 
   it('apply to batch reads too', async () => {
-    const { db } = client({ stale: 1 });
+    const { db } = client({ stale: 1 }, manualClock().now);
     const key = scratch();
     await db.send(
       new PutCommand({
