@@ -302,11 +302,14 @@ describe('the local DynamoDB Streams event source', () => {
 
   it('reads a shard that is not behind four times a second, as Lambda polls, not once per write', async () => {
     const table = await streamTable();
+    // Reads that found records: a loaded machine's slow puts leave gaps in which the poller
+    // reads an empty shard every `idleMs`, which says nothing of how often it reads a busy one.
     let reads = 0;
     const counted = {
-      send: (command: GetRecordsCommand, options?: { abortSignal?: AbortSignal }) => {
-        if (command instanceof GetRecordsCommand) reads += 1;
-        return streams.send(command, options);
+      send: async (command: GetRecordsCommand, options?: { abortSignal?: AbortSignal }) => {
+        const answer = await streams.send(command, options);
+        if (command instanceof GetRecordsCommand && (answer.Records?.length ?? 0) > 0) reads += 1;
+        return answer;
       },
     } as unknown as DynamoDBStreamsClient;
     const seen = new Set<string>();
@@ -327,7 +330,6 @@ describe('the local DynamoDB Streams event source', () => {
     });
     try {
       // One write every 40 ms for two seconds: a shard that always has something new.
-      await until(() => reads > 0);
       const before = reads;
       const started = Date.now();
       for (let n = 0; n < 50; n += 1) {
@@ -336,8 +338,8 @@ describe('the local DynamoDB Streams event source', () => {
       }
       const seconds = (Date.now() - started) / 1000;
       await until(() => seen.size === 50);
-      // 4 reads a second and the empty reads around them, not one per write (50 or more).
-      expect(reads - before).toBeLessThanOrEqual(Math.ceil(seconds * 4) + 6);
+      // 4 reads a second, not one per write (50 or more).
+      expect(reads - before).toBeLessThanOrEqual(Math.ceil(seconds * 4) + 2);
     } finally {
       await poller.stop();
     }

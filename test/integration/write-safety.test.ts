@@ -63,7 +63,8 @@ describe('Idempotency-Key', () => {
   });
 
   it('answers 409 to a repeat while the first is still running', async () => {
-    // The first request waits for an activity key another request holds (for two seconds).
+    // The first request waits for an activity key another request holds (for six seconds:
+    // long enough that a loaded machine still sends the repeat while it waits).
     const activityKey = unique('held');
     await db.send(
       new PutCommand({
@@ -74,7 +75,7 @@ describe('Idempotency-Key', () => {
           key: activityKey,
           status: 'pending',
           token: 'another-request',
-          lease_until: Date.now() + 2000,
+          lease_until: Date.now() + 6000,
         },
       }),
     );
@@ -89,7 +90,7 @@ describe('Idempotency-Key', () => {
       ],
     };
     const first = call('/v1/activities/create', { key, headers, body });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 1500));
     const concurrent = await call('/v1/activities/create', { key, headers, body });
     expect(concurrent.status).toBe(409);
     expect(concurrent.body.error).toMatch(/^Idempotency-Key: a request with this key is still/);

@@ -129,7 +129,7 @@ describe('a call the store never answers', () => {
       );
       expect(error).toMatchObject({ name: 'TimeoutError' });
       expect(ms).toBeGreaterThanOrEqual(4_900);
-      expect(ms).toBeLessThan(7_000);
+      expect(ms).toBeLessThan(9_000); // not the socket's 300 s; slack for a loaded machine
       client.destroy();
     });
   }, 15_000);
@@ -152,11 +152,11 @@ describe('a call the store never answers', () => {
         ),
       ]);
       expect(get.error).toMatchObject({ name: 'TimeoutError' });
-      expect(get.ms).toBeLessThan(300 + CALL_GRACE_MS + 500);
+      expect(get.ms).toBeLessThan(300 + CALL_GRACE_MS + 2_000);
       // SQS's own retries (three attempts) each end by the same moment or get the least time
       // (250 ms), with the SDK's backoff between them (under 1 s for three attempts).
       expect(send.error).toMatchObject({ name: 'TimeoutError' });
-      expect(send.ms).toBeLessThan(300 + CALL_GRACE_MS + 3 * 250 + 1_500);
+      expect(send.ms).toBeLessThan(300 + CALL_GRACE_MS + 3 * 250 + 3_000);
       dynamo.destroy();
       sqs.destroy();
     });
