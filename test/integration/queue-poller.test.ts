@@ -40,7 +40,9 @@ describe('the local SQS event source', () => {
     const suffix = Date.now().toString(36);
     const dlq = await queue(`poller-dlq-${suffix}`);
     const main = await queue(`poller-${suffix}`, {
-      VisibilityTimeout: '1',
+      // 3 s: 'one' and 'three' are deleted well within it even on a loaded machine (at 1 s a
+      // slow delete let one come back, seen twice).
+      VisibilityTimeout: '3',
       RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: '2' }),
     });
     await sqs.send(
@@ -72,7 +74,7 @@ describe('the local SQS event source', () => {
       },
     });
     try {
-      await until(() => seen.filter((body) => body === 'two').length >= 2);
+      await until(() => seen.filter((body) => body === 'two').length >= 2, 30_000);
     } finally {
       await poller.stop();
     }
@@ -83,7 +85,7 @@ describe('the local SQS event source', () => {
     expect(record).toMatchObject({ eventSource: 'aws:sqs', eventSourceARN: main.arn });
     expect(record?.messageAttributes.kind).toEqual({ dataType: 'String', stringValue: 'test' });
 
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, 3500));
     // The main queue first: SQS moves a message to its dead-letter queue when a receive would
     // exceed maxReceiveCount, not when its visibility timeout ends (LocalStack does as SQS;
     // fauxqs moved it either way, and this test read the dead-letter queue first).

@@ -134,6 +134,19 @@ describe('a call the store never answers', () => {
     });
   }, 15_000);
 
+  it('waits as long as a client is told to (the admin CLI gives calls 30 s)', async () => {
+    await silentEndpoint(async () => {
+      const client = createDynamoDbClient({ answerMs: 1_500 });
+      const { error, ms } = await failureOf(() =>
+        client.send(new GetItemCommand({ TableName: 'people', Key: { pk: { S: 'p' } } })),
+      );
+      expect(error).toMatchObject({ name: 'TimeoutError' });
+      expect(ms).toBeGreaterThanOrEqual(1_400);
+      expect(ms).toBeLessThan(4_900); // not the default 5 s
+      client.destroy();
+    });
+  }, 15_000);
+
   it("ends by the request's deadline plus the grace, for DynamoDB and for SQS", async () => {
     await silentEndpoint(async () => {
       const dynamo = createDynamoDbClient();
