@@ -116,7 +116,7 @@ describe('npm start', () => {
     } finally {
       await stopStack(second.child);
     }
-  }, 180_000);
+  }, 300_000);
 
   it('starts with every DynamoDB call of the API throttled, which then answers 503 with Retry-After', async () => {
     // Faults are for the API's and the workers' calls: the stack's own setup (tables, queues,
