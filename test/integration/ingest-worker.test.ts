@@ -544,7 +544,7 @@ function aroundRequestUpdates(
 
 /**
  * A client whose request starts (`ADD attempts`) each wait until `starting` requests have
- * started (or 5 s): `together()` says whether they were all under way at the same time.
+ * started (or 20 s): `together()` says whether they were all under way at the same time.
  */
 function startBarrier(starting: number) {
   let started = 0;
@@ -578,11 +578,31 @@ function startBarrier(starting: number) {
   };
 }
 
+/** Hands the worker one batch of the ingest queue's messages (IDs `<prefix>-<n>`), with a minute. */
+function deliverBatch(
+  worker: ReturnType<typeof createIngestWorker>,
+  prefix: string,
+  bodies: string[],
+) {
+  return worker(
+    toSqsEvent(
+      bodies.map((Body, i) => ({
+        MessageId: `${prefix}-${i}`,
+        ReceiptHandle: `${prefix}-${i}`,
+        Body,
+      })),
+      'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
+      'us-east-1',
+    ),
+    { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+  );
+}
+
 describe('a batch of messages', () => {
   it('applies its messages at once with INGEST_MESSAGES_AT_ONCE=true, each once, and names only the failing one in its partial batch response', async () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
     // Every message that gets as far as starting its request waits here for the others: the
-    // batch goes on only once all of them are under way at the same time (or after 5 s).
+    // batch goes on only once all of them are under way at the same time (or after 20 s).
     const barrier = startBarrier(4);
     const worker = createIngestWorker(
       readEnv(IngestWorkerEnv, { ...process.env, INGEST_MESSAGES_AT_ONCE: 'true' }),
@@ -620,14 +640,7 @@ describe('a batch of messages', () => {
       JSON.stringify(invalid),
     ];
     const before = (await meta(KEYS.safety)).total_contacts ?? 0;
-    const answer = await worker(
-      toSqsEvent(
-        bodies.map((Body, i) => ({ MessageId: `batch-${i}`, ReceiptHandle: `receipt-${i}`, Body })),
-        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
-        'us-east-1',
-      ),
-      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
-    );
+    const answer = await deliverBatch(worker, 'batch', bodies);
     expect(barrier.together()).toBe(true);
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'batch-1' }]);
 
@@ -673,17 +686,10 @@ describe('a batch of messages', () => {
     const merges = Array.from({ length: 5 }, () =>
       message('person-merge', { people: [{ fields: { 'str::email': email('two') } }] }, 1),
     );
-    const answer = await worker(
-      toSqsEvent(
-        merges.map((m, i) => ({
-          MessageId: `two-${i}`,
-          ReceiptHandle: `two-${i}`,
-          Body: JSON.stringify(m),
-        })),
-        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
-        'us-east-1',
-      ),
-      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+    const answer = await deliverBatch(
+      worker,
+      'two',
+      merges.map((m) => JSON.stringify(m)),
     );
     expect(answer.batchItemFailures).toEqual([]);
     expect(mostRunning).toBe(2);
@@ -692,7 +698,7 @@ describe('a batch of messages', () => {
 
   it('starts its background archives, restores and deletes at once by default', async () => {
     functionEnv({ AUDIENCES_TABLE: tableName('default', 'audiences') });
-    // Each start waits until all three have started (or 5 s): two at a time, the third would
+    // Each start waits until all three have started (or 20 s): two at a time, the third would
     // only start once one of the others ended.
     const barrier = startBarrier(3);
     const worker = createIngestWorker(readEnv(IngestWorkerEnv), {
@@ -703,17 +709,10 @@ describe('a batch of messages', () => {
     const jobs = (
       ['organizations-archive', 'organizations-restore', 'person-archive'] as const
     ).map((kind) => message(kind, { all_rows_selected: true, exclusion_ids: [] }, 0));
-    const answer = await worker(
-      toSqsEvent(
-        jobs.map((m, i) => ({
-          MessageId: `job-${i}`,
-          ReceiptHandle: `job-${i}`,
-          Body: JSON.stringify(m),
-        })),
-        'arn:aws:sqs:us-east-1:000000000000:cdp-default-ingest',
-        'us-east-1',
-      ),
-      { ...functionContext, getRemainingTimeInMillis: () => 60_000 },
+    const answer = await deliverBatch(
+      worker,
+      'job',
+      jobs.map((m) => JSON.stringify(m)),
     );
     expect(barrier.together()).toBe(true);
     expect(answer.batchItemFailures).toEqual([]);
