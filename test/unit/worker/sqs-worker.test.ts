@@ -173,19 +173,26 @@ describe('sqsWorker', () => {
     const bodies = ['r1', 's1', 'r2', 's2', 'r3', 's3'];
     const records = batchOf(bodies);
     const started: string[] = [];
+    // Nothing ends before the gate opens, however slow the machine: what has started by then
+    // started beside the first request.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
     const handler = sqsWorker({
       ...settings(sqs),
       parallel: 1,
       unbounded: (record) => record.body.startsWith('s'),
       process: async (record) => {
         started.push(record.body);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await gate;
       },
     });
     const handled = handler({ Records: records }, context);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setTimeout(resolve, 20));
     // Every slice started at once; of the requests, the first only.
     expect(started).toEqual(['r1', 's1', 's2', 's3']);
+    open();
     const answer = await handled;
     expect(answer.batchItemFailures).toEqual([]);
     expect(started.filter((body) => body.startsWith('r'))).toEqual(['r1', 'r2', 'r3']);
