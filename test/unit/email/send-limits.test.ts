@@ -165,22 +165,50 @@ describe('one rendering budget for the whole request (item 12)', () => {
         ),
       );
     }
-    expect(errors.slice(0, 2)).toEqual([
-      // 100 ms, or what the first left if it overran its slice on a busy machine.
-      expect.stringMatching(/rendering took longer than \d+ ms/),
-      expect.stringMatching(/rendering took longer than \d+ ms/),
-    ]);
-    expect(errors.slice(3)).toEqual(
-      Array(3).fill(
+    // Two slices of 100 ms for the first; the second gets what is left (50 ms), or nothing if
+    // the first overran its slices on a busy machine.
+    expect(errors[0]).toMatch(/rendering took longer than 100 ms/);
+    expect(errors[1]).toMatch(/rendering took longer than \d+ ms|took their 250 ms in all/);
+    expect(errors.slice(2)).toEqual(
+      Array(4).fill(
         "template error: not rendered: the request's templates took their 250 ms in all",
       ),
     );
     expect(budget.remainingMs).toBe(0);
   });
 
+  it('tries a render that overran its slice once more, and fails one that overruns twice', async () => {
+    // The first read of `people.slow` holds the process 150 ms (as a pause of the machine
+    // would); the second render finds it quick.
+    let held = 0;
+    const people = {
+      get slow(): string {
+        if (held === 0) {
+          held += 1;
+          const until = performance.now() + 150;
+          while (performance.now() < until);
+        }
+        return 'Ann';
+      },
+    };
+    const template = parseTemplate('{{ people.slow }}{{ people.slow }}!');
+    const budget = new RenderBudget(60_000, 100);
+    expect(await budget.render(template, { people })).toBe('AnnAnn!');
+    expect(held).toBe(1);
+    expect(budget.remainingMs).toBeLessThanOrEqual(60_000 - 150);
+
+    // A template slow every time fails after its two slices.
+    const slow = new RenderBudget(60_000, 100);
+    await expect(slow.render(parseTemplate(nested), {})).rejects.toThrow(
+      'template error: rendering took longer than 100 ms',
+    );
+    expect(slow.remainingMs).toBeLessThanOrEqual(60_000 - 2 * 100);
+    expect(RenderBudget.attempts).toBe(2);
+  });
+
   it('bounds a request of 100 recipients with a nested-loop template to its budget', async () => {
     const { ports } = sendContext(new MemoryPeopleStore());
-    // A budget of 20 slices: each recipient's body render takes a whole slice (or more).
+    // A budget of 20 slices: each recipient's body render takes two whole slices (or more).
     const renderBudget = new RenderBudget(20 * 25, 25);
     const answer = await sendTransactional(
       { asset: { ...ASSET, html_body: nested }, emails: recipients(100) },
@@ -192,7 +220,7 @@ describe('one rendering budget for the whole request (item 12)', () => {
     const refusedAtOnce = answer.emails.filter((entry) =>
       /took their 500 ms in all/.test(entry.error ?? ''),
     );
-    expect(timedOut.length).toBeLessThanOrEqual(20);
+    expect(timedOut.length).toBeLessThanOrEqual(10);
     expect(timedOut.length + refusedAtOnce.length).toBe(100);
     expect(renderBudget.remainingMs).toBe(0);
     // The requests' own budget is the documented one.
