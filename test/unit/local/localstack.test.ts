@@ -39,6 +39,7 @@ describe('npm run localstack', () => {
       DISABLE_EVENTS: '1',
       SKIP_SSL_CERT_DOWNLOAD: '1',
       PATH: '/project/.localstack/venv/bin:/usr/bin',
+      JDK_JAVA_OPTIONS: '-XX:TieredStopAtLevel=1',
     });
     expect(env.AWS_ENDPOINT_URL).toBeUndefined();
     expect(env.AWS_ENDPOINT_URL_SQS).toBeUndefined();
