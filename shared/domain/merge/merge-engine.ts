@@ -246,8 +246,12 @@ export class IncompleteMergeError extends Error {
 
 /** How many records of one request are written at once, unless the kind says otherwise. */
 const WRITE_CONCURRENCY = 16;
-/** How often one record is re-resolved after losing a race (within the time budget). */
-const MAX_ATTEMPTS = 20;
+/**
+ * How often one record is re-resolved after losing a race at most: the time budget bounds it
+ * first (50 merges of one person at once each win in turn; on a slow store the last waited
+ * through more than 20 lost races while the budget had seconds left).
+ */
+const MAX_ATTEMPTS = 100;
 
 /** Which record a request record names, and the key fields it was found by. */
 export function findRecordMatch(
@@ -489,11 +493,19 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
    * losing races through the time budget, or when something is broken.
    */
   async merge(record: R): Promise<{ outcome: MergeOutcome; wrote: boolean }> {
+    // What a lost race left to read again: read after the wait, not before it, so that the
+    // next write is conditioned on the record as it is then (read before, every write made
+    // during the wait would make it lose again).
+    let reread: (() => Promise<void>) | undefined;
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       if (attempt > 0) {
         const wait = backoffMs(attempt, 10, 500);
         if (!canWait(wait)) break;
         await sleep(wait);
+      }
+      if (reread) {
+        await reread();
+        reread = undefined;
       }
       try {
         return await this.attempt(record);
@@ -512,10 +524,15 @@ class RecordMerger<R extends MergeRecord, T extends StoredRecord, C, U> {
           if (recorded) return { outcome: recorded, wrote: true };
           throw error;
         }
-        if (error instanceof ClaimTakenError) await this.refresh(record);
-        else if (error instanceof ClaimNotHeldError) await this.refreshClaims(error.claims);
-        else if (error instanceof RecordChangedError || error instanceof WriteConflictError) {
-          await this.refresh(record);
+        if (error instanceof ClaimNotHeldError) {
+          const { claims } = error;
+          reread = () => this.refreshClaims(claims);
+        } else if (
+          error instanceof ClaimTakenError ||
+          error instanceof RecordChangedError ||
+          error instanceof WriteConflictError
+        ) {
+          reread = () => this.refresh(record);
         } else throw error;
       }
     }

@@ -74,8 +74,11 @@ export interface MembershipStore {
 }
 
 const CONCURRENCY = 16;
-/** How often one person is read again after someone else moved them, before giving up. */
-const MAX_ATTEMPTS = 10;
+/**
+ * How often one person is read again after someone else moved them at most, before giving
+ * up: the deadline bounds it first.
+ */
+const MAX_ATTEMPTS = 50;
 
 async function validate(
   request: MembershipRequest,
@@ -139,27 +142,33 @@ async function movePerson(
   names: MembershipNames,
   from?: string,
 ): Promise<PersonOutcome> {
+  const settled = (where: string | undefined) =>
+    where === target || (target === undefined && where !== from);
   let where = current;
+  if (settled(where)) return 'unchanged';
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-    if (where === target || (target === undefined && where !== from)) return 'unchanged';
     // The first attempt too: a request of a thousand people must not start moving one after
     // its deadline, or the function's timeout answers a bare 500 while the moves go on.
     const wait = attempt > 0 ? backoffMs(attempt, 10, 500) : 0;
     if (!canWait(wait)) break;
-    if (wait > 0) await sleep(wait);
+    if (attempt > 0) {
+      await sleep(wait);
+      // Where the person is after the wait: the move is conditioned on it.
+      const fresh = await store.organizationsOf(instanceId, [personId]);
+      if (!fresh.has(personId)) {
+        throw new ValidationError(
+          `${names.people}: person ${personId} was archived or deleted meanwhile`,
+          [{ field: names.people, error: `no such people: ${personId}` }],
+        );
+      }
+      where = fresh.get(personId);
+      if (settled(where)) return 'unchanged';
+    }
     const result =
       target === undefined
         ? await store.unlink(instanceId, personId, from ?? '')
         : await store.link(instanceId, personId, where, target);
     if (result === 'done') return target === undefined ? 'unlinked' : 'linked';
-    const fresh = await store.organizationsOf(instanceId, [personId]);
-    if (!fresh.has(personId)) {
-      throw new ValidationError(
-        `${names.people}: person ${personId} was archived or deleted meanwhile`,
-        [{ field: names.people, error: `no such people: ${personId}` }],
-      );
-    }
-    where = fresh.get(personId);
   }
   throw new ServiceUnavailableError(
     `person ${personId} kept moving between organizations concurrently; try again`,

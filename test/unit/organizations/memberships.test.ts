@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import {
   OutcomeUnknownError,
   ServiceUnavailableError,
@@ -116,6 +116,37 @@ describe('memberships', () => {
     };
     await addMembers({ organization_id: ORG_A, inclusion_ids: [id(1), id(2)] }, tenant, port);
     expect(memory.members.get(ORG_A)).toBe(1);
+  });
+
+  it('reads where a person is after its wait, and moves them from there', async () => {
+    const { memory, port } = store(1);
+    memory.links.set(id(1), ORG_B);
+    const events: { what: string; at: number }[] = [];
+    const watched: MembershipStore = {
+      ...port,
+      organizationsOf: (i, ids) => {
+        events.push({ what: 'read', at: performance.now() });
+        return port.organizationsOf(i, ids);
+      },
+      link: async (i, p, f, t) => {
+        const result = await port.link(i, p, f, t);
+        events.push({ what: result, at: performance.now() });
+        return result;
+      },
+    };
+    // Someone else moves the person back out just before the first link; each backoff its
+    // longest (Math.random 1): 20 ms before the second.
+    memory.moveBeforeNextLink = () => memory.links.set(id(1), undefined);
+    const random = jest.spyOn(Math, 'random').mockReturnValue(1);
+    try {
+      await addMembers({ organization_id: ORG_A, inclusion_ids: [id(1)] }, tenant, watched);
+    } finally {
+      random.mockRestore();
+    }
+    expect(memory.links.get(id(1))).toBe(ORG_A);
+    const changed = events.findIndex((event) => event.what === 'changed');
+    expect(events.slice(changed).map((event) => event.what)).toEqual(['changed', 'read', 'done']);
+    expect((events[changed + 1]?.at ?? 0) - (events[changed]?.at ?? 0)).toBeGreaterThanOrEqual(15);
   });
 
   it('gives back the room of people it could not link, and says who was linked', async () => {

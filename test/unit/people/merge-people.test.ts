@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import {
   InvalidTimeZoneError,
   ServiceUnavailableError,
@@ -7,6 +7,7 @@ import {
 import { offlineLocation, webAndCrmTenant } from '../fixtures.js';
 import { mergePeople } from '../../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../../shared/domain/people/merge-request.js';
+import { RecordChangedError } from '../../../shared/domain/merge/merge-engine.js';
 import { claimId } from '../../../shared/domain/people/people-store.js';
 import { MemoryPeopleStore } from './memory-people-store.js';
 
@@ -237,6 +238,52 @@ describe('mergePeople', () => {
     }
     // The 16 writers each stop at their first failure: at most 16 writes were tried.
     expect(store.calls.createPerson).toBeLessThanOrEqual(2 + 16);
+  });
+
+  it('reads a record that lost a race again after its wait, and keeps trying past 20 lost races', async () => {
+    const store = new MemoryPeopleStore();
+    await run(store, { people: [{ fields: { 'str::email': 'race@x.test' } }] });
+    // Each backoff its longest (Math.random 1): the first wait is 20 ms.
+    const random = jest.spyOn(Math, 'random').mockReturnValue(1);
+    const events: { what: string; at: number }[] = [];
+    const read = store.getPeople.bind(store);
+    store.getPeople = (instanceId, ids) => {
+      events.push({ what: 'read', at: performance.now() });
+      return read(instanceId, ids);
+    };
+    store.failWrite = (call) => {
+      if (call !== 2) return undefined;
+      events.push({ what: 'lost', at: performance.now() });
+      return new RecordChangedError();
+    };
+    try {
+      const [result] = await run(store, {
+        people: [{ fields: { 'str::email': 'race@x.test', 'str::first': 'After' } }],
+      });
+      expect(result?.status).toBe('merged');
+    } finally {
+      random.mockRestore();
+    }
+    const lost = events.findIndex((event) => event.what === 'lost');
+    const reread = events[lost + 1];
+    expect(reread?.what).toBe('read');
+    expect((reread?.at ?? 0) - (events[lost]?.at ?? 0)).toBeGreaterThanOrEqual(15);
+
+    // 30 lost races in a row, no wait between them (Math.random 0): the 31st write lands.
+    const again = new MemoryPeopleStore();
+    await run(again, { people: [{ fields: { 'str::email': 'race@x.test' } }] });
+    jest.spyOn(Math, 'random').mockReturnValue(0);
+    again.failWrite = (call) => (call >= 2 && call <= 31 ? new RecordChangedError() : undefined);
+    again.calls.updatePerson = 0;
+    try {
+      const [result] = await run(again, {
+        people: [{ fields: { 'str::email': 'race@x.test', 'str::first': 'Late' } }],
+      });
+      expect(result?.status).toBe('merged');
+    } finally {
+      jest.restoreAllMocks();
+    }
+    expect(again.calls.updatePerson).toBe(31);
   });
 
   it('applies a queued request once, however often it is delivered', async () => {
