@@ -48,6 +48,8 @@ function directory(keys = new Map([[hashApiKey(VALID), 'acme']])) {
   };
 }
 
+const STILL = Date.parse('2026-11-28T12:00:00Z');
+
 function ports(cached: CachedTenantDirectory) {
   return {
     settings: {
@@ -56,8 +58,9 @@ function ports(cached: CachedTenantDirectory) {
       directory: cached,
     },
     directory: cached,
-    limiter: new RateLimiter(new MemoryRateLimitStore()),
-    unknownKeys: new RateLimiter(new MemoryRateLimitStore()),
+    // A clock that stands still: a stall of the machine must not refill a token mid-test.
+    limiter: new RateLimiter(new MemoryRateLimitStore(), { now: () => STILL }),
+    unknownKeys: new RateLimiter(new MemoryRateLimitStore(), { now: () => STILL }),
     unknownKeyLimit: unknownKeyLimit(60),
   };
 }
