@@ -31,10 +31,18 @@ import {
   signingKeyrings,
 } from '../shared/http/api-runtime.js';
 import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
-import { ApiEnv, IngestWorkerEnv, readEnv } from '../shared/config/env.js';
+import { ApiEnv, EmailWorkerEnv, IngestWorkerEnv, readEnv } from '../shared/config/env.js';
 import { createS3Client, createSqsClient } from '../shared/adapters/aws-clients.js';
 import { newId } from '../shared/domain/ids.js';
 import { createIngestWorker } from '../shared/worker/ingest-runtime.js';
+import { createEmailWorker } from '../shared/worker/email-runtime.js';
+import { SqsEmailQueue } from '../shared/adapters/email-queue.js';
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  ReceiveMessageCommand,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import type { Context, SQSRecord } from 'aws-lambda';
 import { tableName } from '../shared/resources.js';
 import {
@@ -258,6 +266,70 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
         },
       ),
   );
+  // The email worker's share of a sent email: 100 more emails accepted into a queue of the
+  // bench's own (the stack's worker does not read it), handed to the worker in batches of 10
+  // as SQS would, with the metered client. SES's events that follow are applied by the
+  // stack's email-events worker (not metered: one `UpdateItem` of the email per event).
+  const { QueueUrl: ownQueue } = await sqs.send(
+    new CreateQueueCommand({ QueueName: `bench-cost-email-${Date.now().toString(36)}` }),
+  );
+  if (!ownQueue) throw new Error('no queue for the email worker');
+  try {
+    const sendEnv = { ...process.env, EMAIL_QUEUE_URL: ownQueue, SES_MAX_SEND_RATE: '1000' };
+    await sendTransactional(
+      {
+        asset: {
+          from_email: 'bench@mail.bench.test',
+          subject: 'Hello {{ people.first-name }}',
+          html_body: '<p>Hi {{ people.first-name }}, <a href="https://shop.example/">shop</a></p>',
+          email_name: 'cost-sent',
+        },
+        emails: Array.from({ length: 100 }, (_, i) => ({
+          fields: { 'str::email': `${run}-${i}@cost.bench` },
+        })),
+      },
+      {
+        tenant,
+        people: { store, location },
+        readPeople: (ids) => store.getPeople(tenant.instance.id, ids, true),
+        templates: config,
+        emails: email.store,
+        queue: new SqsEmailQueue(sqs, ownQueue, s3, email.env.PAYLOADS_BUCKET),
+        links: await links(tenant.instance.id),
+        fallbackDomain: email.env.EMAIL_FALLBACK_DOMAIN,
+        requestId: `cost-sent-${run}`,
+      },
+    );
+    const jobs: Message[] = [];
+    while (jobs.length < 100) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: ownQueue,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 1,
+          VisibilityTimeout: 300,
+        }),
+      );
+      if (Messages.length === 0) throw new Error(`only ${jobs.length} of 100 emails queued`);
+      jobs.push(...Messages);
+    }
+    const emailWorker = createEmailWorker(readEnv(EmailWorkerEnv, sendEnv), { db });
+    await measure(
+      "per email sent, the email worker's share (the claim; SES's acceptance and the sent activity in one transaction; the batch's reads shared)",
+      100,
+      async () => {
+        for (let start = 0; start < jobs.length; start += 10) {
+          const answer = await emailWorker(
+            toSqsEvent(jobs.slice(start, start + 10), 'arn:aws:sqs:us-east-1:0:cost', 'us-east-1'),
+            { getRemainingTimeInMillis: () => 60_000 } as Context,
+          );
+          if (answer.batchItemFailures.length > 0) throw new Error('an email was not sent');
+        }
+      },
+    );
+  } finally {
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: ownQueue })).catch(() => undefined);
+  }
   const cursors = cursorCodec(await signingKeys(), tenant.instance.id);
   await measure('per listing page (first page of 100, default order)', 1, () =>
     getPeople(PersonGetRequest.parse({ limit: 100 }), tenant, store, cursors),

@@ -116,6 +116,11 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
     // The workers in a process of their own, as on AWS (functions of their own): on one event
     // loop with the API, each second's burst of stream records handled held up its requests.
     CDP_SPLIT_WORKERS: process.env.BENCH_SPLIT_WORKERS ?? '1',
+    // DynamoDB Local's JVM with its defaults (the optimising compiler too), not the local
+    // stack's quick compiler alone: the figures measure throughput over hundreds of thousands
+    // of calls, where C2 pays for itself once warm (figure 2 alone took 230 s with it, 392 s
+    // without; its drain alone 0.84 and 0.51 of sync). `BENCH_DYNAMODB_JAVA_OPTIONS` to change.
+    CDP_DYNAMODB_JAVA_OPTIONS: process.env.BENCH_DYNAMODB_JAVA_OPTIONS ?? '',
     ...(external ? { CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL: external } : {}),
   });
   const stop = () => stopStack(started.child);

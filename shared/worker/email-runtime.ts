@@ -1,3 +1,4 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSRecord } from 'aws-lambda';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
@@ -23,12 +24,16 @@ const maxReceives = (queue: string) =>
 /**
  * The email worker's composition root: each message is one email, sent at most once
  * (`deliverEmail`), the batch's emails at once, paced so that the worker's batches together
- * stay under the account's send rate.
+ * stay under the account's send rate. `clients.db` for a client of the caller's (figure 7
+ * meters its calls).
  */
-export function createEmailWorker(env = readEnv(EmailWorkerEnv)) {
+export function createEmailWorker(
+  env = readEnv(EmailWorkerEnv),
+  clients: { db: DynamoDBDocumentClient } = { db: createDocumentClient() },
+) {
   // The emails of a batch are delivered at once: their reads of the email records and of the
   // suppression list share calls (a batch of 10 makes one or two of each instead of ten).
-  const db = coalesceReads(createDocumentClient());
+  const db = coalesceReads(clients.db);
   const sqs = createSqsClient();
   const queue = new SqsEmailQueue(sqs, env.EMAIL_QUEUE_URL, createS3Client(), env.PAYLOADS_BUCKET);
   const store = new DynamoEmailStore(db, {
