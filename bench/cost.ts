@@ -236,53 +236,15 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   const email = createEmailPorts(db);
   const signingKeys = signingKeyrings(config, new LocalKeyWrapper());
   const links = emailLinks(env, signingKeys, email.env.PUBLIC_BASE_URL);
-  await measure(
-    "per email accepted (existing recipients; the worker's sending not included)",
-    100,
-    async () =>
-      sendTransactional(
-        {
-          asset: {
-            from_email: 'bench@mail.bench.test',
-            subject: 'Hello {{ people.first-name }}',
-            html_body:
-              '<p>Hi {{ people.first-name }}, <a href="https://shop.example/">shop</a></p>',
-            email_name: 'cost',
-          },
-          emails: Array.from({ length: 100 }, (_, i) => ({
-            fields: { 'str::email': `${run}-${i}@cost.bench` },
-          })),
-        },
-        {
-          tenant,
-          people: { store, location },
-          readPeople: (ids) => store.getPeople(tenant.instance.id, ids, true),
-          templates: config,
-          emails: email.store,
-          queue: email.queue,
-          links: await links(tenant.instance.id),
-          fallbackDomain: email.env.EMAIL_FALLBACK_DOMAIN,
-          requestId: `cost-${run}`,
-        },
-      ),
-  );
-  // The email worker's share of a sent email: 100 more emails accepted into a queue of the
-  // bench's own (the stack's worker does not read it), handed to the worker in batches of 10
-  // as SQS would, with the metered client. SES's events that follow are applied by the
-  // stack's email-events worker (not metered: one `UpdateItem` of the email per event).
-  const { QueueUrl: ownQueue } = await sqs.send(
-    new CreateQueueCommand({ QueueName: `bench-cost-email-${Date.now().toString(36)}` }),
-  );
-  if (!ownQueue) throw new Error('no queue for the email worker');
-  try {
-    const sendEnv = { ...process.env, EMAIL_QUEUE_URL: ownQueue, SES_MAX_SEND_RATE: '1000' };
-    await sendTransactional(
+  /** 100 emails to the people merged above, each with a tracked link, into `queue`. */
+  const sendHundred = async (queue: typeof email.queue, name: string) =>
+    sendTransactional(
       {
         asset: {
           from_email: 'bench@mail.bench.test',
           subject: 'Hello {{ people.first-name }}',
           html_body: '<p>Hi {{ people.first-name }}, <a href="https://shop.example/">shop</a></p>',
-          email_name: 'cost-sent',
+          email_name: name,
         },
         emails: Array.from({ length: 100 }, (_, i) => ({
           fields: { 'str::email': `${run}-${i}@cost.bench` },
@@ -294,12 +256,28 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
         readPeople: (ids) => store.getPeople(tenant.instance.id, ids, true),
         templates: config,
         emails: email.store,
-        queue: new SqsEmailQueue(sqs, ownQueue, s3, email.env.PAYLOADS_BUCKET),
+        queue,
         links: await links(tenant.instance.id),
         fallbackDomain: email.env.EMAIL_FALLBACK_DOMAIN,
-        requestId: `cost-sent-${run}`,
+        requestId: `${name}-${run}`,
       },
     );
+  await measure(
+    "per email accepted (existing recipients; the worker's sending not included)",
+    100,
+    () => sendHundred(email.queue, 'cost'),
+  );
+  // The email worker's share of a sent email: 100 more emails accepted into a queue of the
+  // bench's own (the stack's worker does not read it), handed to the worker in batches of 10
+  // as SQS would, with the metered client. SES's events that follow are applied by the
+  // stack's email-events worker (not metered: one `UpdateItem` of the email per event).
+  const { QueueUrl: ownQueue } = await sqs.send(
+    new CreateQueueCommand({ QueueName: `bench-cost-email-${Date.now().toString(36)}` }),
+  );
+  if (!ownQueue) throw new Error('no queue for the email worker');
+  try {
+    const sendEnv = { ...process.env, EMAIL_QUEUE_URL: ownQueue, SES_MAX_SEND_RATE: '1000' };
+    await sendHundred(new SqsEmailQueue(sqs, ownQueue, s3, email.env.PAYLOADS_BUCKET), 'cost-sent');
     const jobs: Message[] = [];
     while (jobs.length < 100) {
       const { Messages = [] } = await sqs.send(
