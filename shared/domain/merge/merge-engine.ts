@@ -248,8 +248,8 @@ export class IncompleteMergeError extends Error {
 const WRITE_CONCURRENCY = 16;
 /**
  * How often one record is re-resolved after losing a race at most: the time budget bounds it
- * first (50 merges of one person at once each win in turn; on a slow store the last waited
- * through more than 20 lost races while the budget had seconds left).
+ * first (50 merges of one person at once each win in turn: on a slow store the last could
+ * lose 20 races while the budget still had seconds left).
  */
 const MAX_ATTEMPTS = 100;
 
