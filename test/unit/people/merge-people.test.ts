@@ -240,50 +240,54 @@ describe('mergePeople', () => {
     expect(store.calls.createPerson).toBeLessThanOrEqual(2 + 16);
   });
 
-  it('reads a record that lost a race again after its wait, and keeps trying past 20 lost races', async () => {
-    const store = new MemoryPeopleStore();
-    await run(store, { people: [{ fields: { 'str::email': 'race@x.test' } }] });
-    // Each backoff its longest (Math.random 1): the first wait is 20 ms.
-    const random = jest.spyOn(Math, 'random').mockReturnValue(1);
-    const events: { what: string; at: number }[] = [];
-    const read = store.getPeople.bind(store);
-    store.getPeople = (instanceId, ids) => {
-      events.push({ what: 'read', at: performance.now() });
-      return read(instanceId, ids);
-    };
-    store.failWrite = (call) => {
-      if (call !== 2) return undefined;
-      events.push({ what: 'lost', at: performance.now() });
-      return new RecordChangedError();
-    };
-    try {
-      const [result] = await run(store, {
-        people: [{ fields: { 'str::email': 'race@x.test', 'str::first': 'After' } }],
-      });
-      expect(result?.status).toBe('merged');
-    } finally {
-      random.mockRestore();
+  describe('a person whose update loses races', () => {
+    /** A store holding race@x.test, and the update of its first name, with backoffs at `random`. */
+    async function raced(random: number, first: string) {
+      const store = new MemoryPeopleStore();
+      await run(store, { people: [{ fields: { 'str::email': 'race@x.test' } }] });
+      store.calls.updatePerson = 0;
+      const update = async () => {
+        const spy = jest.spyOn(Math, 'random').mockReturnValue(random);
+        try {
+          const [result] = await run(store, {
+            people: [{ fields: { 'str::email': 'race@x.test', 'str::first': first } }],
+          });
+          return result;
+        } finally {
+          spy.mockRestore();
+        }
+      };
+      return { store, update };
     }
-    const lost = events.findIndex((event) => event.what === 'lost');
-    const reread = events[lost + 1];
-    expect(reread?.what).toBe('read');
-    expect((reread?.at ?? 0) - (events[lost]?.at ?? 0)).toBeGreaterThanOrEqual(15);
 
-    // 30 lost races in a row, no wait between them (Math.random 0): the 31st write lands.
-    const again = new MemoryPeopleStore();
-    await run(again, { people: [{ fields: { 'str::email': 'race@x.test' } }] });
-    jest.spyOn(Math, 'random').mockReturnValue(0);
-    again.failWrite = (call) => (call >= 2 && call <= 31 ? new RecordChangedError() : undefined);
-    again.calls.updatePerson = 0;
-    try {
-      const [result] = await run(again, {
-        people: [{ fields: { 'str::email': 'race@x.test', 'str::first': 'Late' } }],
-      });
-      expect(result?.status).toBe('merged');
-    } finally {
-      jest.restoreAllMocks();
-    }
-    expect(again.calls.updatePerson).toBe(31);
+    it('reads the person again after its wait, not before it', async () => {
+      // Each backoff its longest (Math.random 1): the first wait is 20 ms.
+      const { store, update } = await raced(1, 'After');
+      const events: { what: string; at: number }[] = [];
+      const read = store.getPeople.bind(store);
+      store.getPeople = (instanceId, ids) => {
+        events.push({ what: 'read', at: performance.now() });
+        return read(instanceId, ids);
+      };
+      store.failWrite = (call) => {
+        if (call !== 2) return undefined;
+        events.push({ what: 'lost', at: performance.now() });
+        return new RecordChangedError();
+      };
+      expect((await update())?.status).toBe('merged');
+      const lost = events.findIndex((event) => event.what === 'lost');
+      const reread = events[lost + 1];
+      expect(reread?.what).toBe('read');
+      expect((reread?.at ?? 0) - (events[lost]?.at ?? 0)).toBeGreaterThanOrEqual(15);
+    });
+
+    it('keeps trying past 20 lost races while the budget lasts', async () => {
+      // 30 lost races in a row, no wait between them (Math.random 0): the 31st write lands.
+      const { store, update } = await raced(0, 'Late');
+      store.failWrite = (call) => (call >= 2 && call <= 31 ? new RecordChangedError() : undefined);
+      expect((await update())?.status).toBe('merged');
+      expect(store.calls.updatePerson).toBe(31);
+    });
   });
 
   it('applies a queued request once, however often it is delivered', async () => {
