@@ -226,6 +226,15 @@ afterAll(async () => {
   await fauxqs.close();
 });
 
+/**
+ * How long before the SIGKILL (or, for an answer still on its way, after it) a write DynamoDB
+ * Local answered may yet be missing from its file: 1-10 ms measured (a probe writing
+ * transactions of two items four at a time, killed ten times: four answered writes lost, each
+ * answered 1-10 ms before the kill, each lost whole); the answer then crosses the API and a
+ * loaded machine.
+ */
+const UNSAVED_ANSWER_MS = 1000;
+
 describe('DynamoDB Local killed and restarted under load', () => {
   it('answers 503 while it is down, applies nothing by halves, and resumes by itself', async () => {
     const prefix = `d${Date.now().toString(36)}`;
@@ -309,11 +318,20 @@ describe('DynamoDB Local killed and restarted under load', () => {
       const email = emailOf(person);
       if (email?.startsWith(prefix)) holders.set(email, [...(holders.get(email) ?? []), id]);
     }
-    for (const { email, status, body } of answered) {
+    const lostByTheStandIn: string[] = [];
+    for (const { email, status, body, ended } of answered) {
       const owner = claims.get(email);
       const held = holders.get(email) ?? [];
       if (status === 200) {
         const person = (body.people as { person_id: string }[])[0];
+        // DynamoDB Local answers a write a few milliseconds before it is in its file: one it
+        // answered just before the SIGKILL can be lost whole (not half) when it restarts.
+        // AWS answers only what it keeps. Such an answer must still be whole: neither the
+        // person nor its claim.
+        if (Math.abs(ended - killedAt) <= UNSAVED_ANSWER_MS && held.length === 0 && !owner) {
+          lostByTheStandIn.push(email);
+          continue;
+        }
         expect({ email, held, owner }).toEqual({
           email,
           held: [person?.person_id],
@@ -324,6 +342,8 @@ describe('DynamoDB Local killed and restarted under load', () => {
         expect({ email, held }).toEqual({ email, held: owner === undefined ? [] : [owner] });
       }
     }
+    // At most the writes in flight at the kill: one a worker.
+    expect(lostByTheStandIn.length).toBeLessThanOrEqual(4);
     // No claim of this load points at a missing person.
     for (const [email, owner] of claims) {
       if (email.startsWith(prefix))
