@@ -279,14 +279,17 @@ function failureOf(error: unknown): RequestFailure | undefined {
  */
 export async function applyIngest(message: IngestMessage, ports: IngestPorts): Promise<void> {
   const instanceId = message.instance_id;
-  const tenant = await ports.tenantOf(instanceId, message.data_source);
   const summary = {
     request_id: message.request_id,
     kind: message.kind,
     records: message.records,
     accepted_at: message.accepted_at,
   };
-  const state = await ports.requests.start(instanceId, summary);
+  // Both at once: neither depends on the other, and each is a round trip before any record.
+  const [tenant, state] = await Promise.all([
+    ports.tenantOf(instanceId, message.data_source),
+    ports.requests.start(instanceId, summary),
+  ]);
   if (state === 'done') return;
   if (!tenant) {
     await ports.requests.fail(instanceId, message.request_id, {
