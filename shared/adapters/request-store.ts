@@ -40,7 +40,7 @@ export const MARKER_TTL_SECONDS = 21 * 24 * 3600;
 
 export const requestPk = (instanceId: string, requestId: string) =>
   `${instanceId}#REQ#${requestId}`;
-const statusKey = (instanceId: string, requestId: string) => ({
+export const statusKey = (instanceId: string, requestId: string) => ({
   pk: requestPk(instanceId, requestId),
   sk: 'REQ',
 });
