@@ -262,14 +262,19 @@ export async function acceptAndDrain(
 async function lastFinished(ids: string[]): Promise<number> {
   const db = benchDb();
   const table = tableName('default', 'requests');
-  let last = 0;
+  const finished: number[] = [];
   for (let start = 0; start < ids.length; start += 100) {
     const keys = ids.slice(start, start + 100).map((id) => statusKey(BENCH_INSTANCE, id));
     for (const item of await batchGet(db, table, keys, true)) {
-      last = Math.max(last, Date.parse(String(item.updated_at)));
+      finished.push(Date.parse(String(item.updated_at)));
     }
   }
-  return last;
+  if (finished.length !== ids.length || finished.some(Number.isNaN)) {
+    throw new Error(
+      `drained requests: ${finished.length} of ${ids.length} found, each needs its finish time`,
+    );
+  }
+  return Math.max(...finished);
 }
 
 /** How often the drain alone asks whether its requests are done. */
