@@ -44,6 +44,7 @@ import {
   BENCH_INSTANCE,
   benchDb,
   isMain,
+  isolated,
   settle,
   withBenchStack,
   withStackCpu,
@@ -215,7 +216,10 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   const rows: Row[] = [];
   const run = `a-${Date.now().toString(36)}`;
   const asyncCount = scaled(24);
-  const most = Math.max(...LEVELS.map(requestsAt), asyncCount);
+  // The drain alone and its reference: runs of a second or two at 24 requests moved 0.6-1.5
+  // between rounds; four times as many (issue 27, eighteenth part).
+  const besideCount = scaled(96);
+  const most = Math.max(...LEVELS.map(requestsAt), asyncCount, besideCount);
   // The people exist before any activity is measured (activities for existing people).
   await createPeople(stack, run, most);
   const cpu: number[] = [];
@@ -236,10 +240,8 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     // one before it or did not (a second apart), and one ratio moved 0.3-1.1 on that alone.
     const existing: { rate: number; top: number; latencies: number[] }[] = [];
     for (let round = 0; round < ROUNDS; round += 1) {
-      await settle(stack);
-      const measured = await sync(stack, count, concurrency, run);
-      await settle(stack);
-      const top = await ceiling(count, concurrency, `${run}-${round}`);
+      const measured = await isolated(stack, () => sync(stack, count, concurrency, run));
+      const top = await isolated(stack, () => ceiling(count, concurrency, `${run}-${round}`));
       cpu.push(measured.cpuUs);
       existing.push({ rate: measured.rate, top, latencies: measured.latencies });
     }
@@ -247,13 +249,10 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
     // the same items with each request's four batches at once, as the API writes them; and
     // people nobody has seen: the API creates each (its first activity), the ceiling writes
     // each with its claim before the activities.
-    await settle(stack);
-    const atOnce = await ceiling(count, concurrency, `${run}-x`, false, 4);
+    const atOnce = await isolated(stack, () => ceiling(count, concurrency, `${run}-x`, false, 4));
     const people = `${run}-new${concurrency}`;
-    await settle(stack);
-    const created = await sync(stack, count, concurrency, people, 'new');
-    await settle(stack);
-    const createdTop = await ceiling(count, concurrency, people, true);
+    const created = await isolated(stack, () => sync(stack, count, concurrency, people, 'new'));
+    const createdTop = await isolated(stack, () => ceiling(count, concurrency, people, true));
     const ratio = median(existing.map((r) => r.rate / r.top));
     rows.push({
       figure: '2 activities',
@@ -307,12 +306,12 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   // The same activities sent synchronously at the worker's concurrency, and again with the
   // workers held while the API accepts: the drain alone.
   const { sync: synced, alone } = await drainBesideSync(stack, {
-    sync: () => withStackCpu(stack, () => sync(stack, asyncCount, INGEST_CONCURRENCY, run)),
+    sync: () => withStackCpu(stack, () => sync(stack, besideCount, INGEST_CONCURRENCY, run)),
     alone: () =>
       drainAlone(
         stack,
         '/v1/activities/create',
-        asyncCount,
+        besideCount,
         ASYNC_CONCURRENCY,
         PER_REQUEST,
         (n) => ({ activities: activities(run, n) }),
@@ -339,9 +338,10 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
       figure: '2 activities',
       what: 'activities',
       record: 'activity',
-      records: asyncCount * PER_REQUEST,
+      records: besideCount * PER_REQUEST,
+      endToEndRecords: asyncCount * PER_REQUEST,
       concurrency: INGEST_CONCURRENCY,
-      detail: 'the same requests sent synchronously twice, around two drains alone',
+      detail: `${asyncCount} requests; the drain alone and its reference ${besideCount} each, the same requests sent synchronously twice around two drains alone`,
       endToEnd: drained,
       alone,
       sync: synced,
@@ -362,7 +362,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   return {
     rows,
     notes: [
-      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, then the same requests sent synchronously at the worker's concurrency (the drain's reference). Ceiling: the same activity items with BatchWriteItem, 25 a call, one after the other, at the same concurrency (the API writes a request's 4 batches at once: the existing-people rows also give that ceiling); for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker). Existing people: each concurrency runs ${ROUNDS} rounds of the API then its ceiling (the stack idle before each run), and the row gives the medians of its rounds; new people and the at-once ceiling run once. One unmeasured run of each comes first (DynamoDB Local's JVM compiles each kind of call during its first seconds of load).`,
+      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones; then the drain alone (${besideCount} requests accepted while the workers are held, drained with nothing else running) beside the same requests sent synchronously at the worker's concurrency (its reference), after one drain alone unmeasured, each run with the stream workers held (their work done between runs). Ceiling: the same activity items with BatchWriteItem, 25 a call, one after the other, at the same concurrency (the API writes a request's 4 batches at once: the existing-people rows also give that ceiling); for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker). Existing people: each concurrency runs ${ROUNDS} rounds of the API then its ceiling (the stack idle before each run), and the row gives the medians of its rounds; new people and the at-once ceiling run once. One unmeasured run of each comes first (DynamoDB Local's JVM compiles each kind of call during its first seconds of load).`,
     ],
   };
 }

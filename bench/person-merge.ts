@@ -46,6 +46,7 @@ import {
   BENCH_INSTANCE,
   benchDb,
   isMain,
+  isolated,
   settle,
   withBenchStack,
   withStackCpu,
@@ -221,18 +222,14 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     const rounds: { creates: Level; updates: Level; createTop: number; updateTop: number }[] = [];
     for (let round = 0; round < roundsHere; round += 1) {
       const run = `m${concurrency}-${round}-${Date.now().toString(36)}`;
-      await settle(stack);
-      const creates = await overHttp(stack, count, concurrency, (n) => ({
-        people: people(run, n),
-      }));
-      await settle(stack);
-      const updates = await overHttp(stack, count, concurrency, (n) => ({
-        people: people(run, n, 'Updated'),
-      }));
-      await settle(stack);
-      const createTop = await ceilingCreates(count, concurrency, run);
-      await settle(stack);
-      const updateTop = await ceilingUpdates(count, concurrency, run);
+      const creates = await isolated(stack, () =>
+        overHttp(stack, count, concurrency, (n) => ({ people: people(run, n) })),
+      );
+      const updates = await isolated(stack, () =>
+        overHttp(stack, count, concurrency, (n) => ({ people: people(run, n, 'Updated') })),
+      );
+      const createTop = await isolated(stack, () => ceilingCreates(count, concurrency, run));
+      const updateTop = await isolated(stack, () => ceilingUpdates(count, concurrency, run));
       cpu.push(creates.cpuUsPerRecord);
       rounds.push({ creates, updates, createTop, updateTop });
     }
@@ -326,7 +323,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency.`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
     ],
   };
 }

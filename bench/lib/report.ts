@@ -9,6 +9,7 @@ import {
   benchDb,
   settle,
   withQueueWorkersHeld,
+  isolated,
   withStackCpu,
 } from './stack.js';
 
@@ -50,11 +51,14 @@ export function cpuText(
   sync: { cpuSeconds: number; seconds: number },
   records: number,
   record: string,
+  /** The sync run's records, when not as many as the drain's. */
+  syncRecords = records,
 ) {
-  const us = (run: { cpuSeconds: number }) => fixed((run.cpuSeconds * 1e6) / records);
+  const us = (run: { cpuSeconds: number }, count: number) => (run.cpuSeconds * 1e6) / count;
+  const [drainUs, syncUs] = [us(drain, records), us(sync, syncRecords)];
   const cores = (run: { cpuSeconds: number; seconds: number }) =>
     fixed(run.cpuSeconds / run.seconds, 2);
-  return `the stack's CPU per ${record} while each ran: async ${us(drain)} µs, sync ${us(sync)} µs, ratio ${fixed(sync.cpuSeconds / drain.cpuSeconds, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}`;
+  return `the stack's CPU per ${record} while each ran: async ${fixed(drainUs)} µs, sync ${fixed(syncUs)} µs, ratio ${fixed(syncUs / drainUs, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}`;
 }
 
 /** Per-request latencies as the rows print them. */
@@ -340,7 +344,13 @@ function bothRuns<T>(runs: [Timed<T>, Timed<T>], rate: (run: Timed<T>) => number
  * (the stack idle before each), each given as its two runs together: every run grows the
  * tables and DynamoDB Local's streams, so a drain measured only after its reference met larger
  * tables than the reference did (its ratio then said which ran first). `round` tells the
- * runs apart (new records each).
+ * runs apart (new records each). Before them one drain alone, unmeasured: the worker's process
+ * has handled a few dozen requests by then where the API's has handled hundreds, and its CPU
+ * per record fell by half over its next two hundred (V8 compiling its paths; issue 27,
+ * eighteenth part). Each run measured holds the stream workers (`isolated`): the
+ * stream records a run writes are handled after it, before the next (`settle`); run beside it,
+ * how much of that work fell inside the run depended on how long the run lasted, and a drain
+ * (longer, with its accepts) took more of it than its reference did.
  */
 export async function drainBesideSync<S extends { rate: number }>(
   stack: BenchStack,
@@ -351,11 +361,16 @@ export async function drainBesideSync<S extends { rate: number }>(
 ): Promise<{ sync: Timed<S>; alone: Timed<number> }> {
   const sync: Timed<S>[] = [];
   const alone: Timed<number>[] = [];
-  for (const [round, step] of (['sync', 'alone', 'alone', 'sync'] as const).entries()) {
-    await settle(stack);
-    if (step === 'sync') sync.push(await runs.sync(round));
-    else alone.push(await runs.alone(round));
+  const steps = ['sync', 'alone', 'alone', 'sync'] as const;
+  await settle(stack);
+  await runs.alone(steps.length);
+  for (const [round, step] of steps.entries()) {
+    await isolated(stack, async () => {
+      if (step === 'sync') sync.push(await runs.sync(round));
+      else alone.push(await runs.alone(round));
+    });
   }
+  await settle(stack);
   const syncBoth = bothRuns(sync as [Timed<S>, Timed<S>], (run) => run.result.rate);
   const aloneBoth = bothRuns(alone as [Timed<number>, Timed<number>], (run) => run.result);
   return {
@@ -378,7 +393,10 @@ export function drainRows(run: {
   what: string;
   /** One record, for the CPU text ("activity", "person"). */
   record: string;
+  /** The records of each drain alone and each sync run. */
   records: number;
+  /** The end-to-end run's, when not as many. */
+  endToEndRecords?: number;
   concurrency: number;
   /** Said of the end-to-end run (how many requests, how they were accepted). */
   detail: string;
@@ -392,14 +410,14 @@ export function drainRows(run: {
   return [
     {
       figure,
-      measure: `async accept and drain of ${what} (first accept to last done; the accepts share the cores) against sync at c=${concurrency} (${run.detail}; ${cpuText(endToEnd, sync, records, record)})`,
+      measure: `async accept and drain of ${what} (first accept to last done; the accepts share the cores) against sync at c=${concurrency} (${run.detail}; ${cpuText(endToEnd, sync, run.endToEndRecords ?? records, record, records)})`,
       value: `${fixed(endToEnd.result.drain)}/s`,
       reference,
       ratio: endToEnd.result.drain / sync.result.rate,
     },
     {
       figure,
-      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (run sync, drain, drain, sync: each side its two runs; ${cpuText(alone, sync, records, record)})`,
+      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (one drain unmeasured, then sync, drain, drain, sync with the stream workers held: each side its two runs; ${cpuText(alone, sync, records, record)})`,
       value: `${fixed(alone.result)}/s`,
       reference,
       ratio: aloneRatio,

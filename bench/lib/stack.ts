@@ -204,13 +204,35 @@ export async function withStackCpu<T>(
  * AWS, where the API and the workers never share a core. Needs the workers in a process of
  * their own (`BENCH_SPLIT_WORKERS`, on by default).
  */
-export async function withQueueWorkersHeld<T>(
-  stack: BenchStack,
-  work: () => Promise<T>,
-): Promise<T> {
-  const pid = stack.pids['the default queue workers'];
+export function withQueueWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
+  return withHeld(stack, 'the default queue workers', work);
+}
+
+/**
+ * Runs `work` with the stack's stream workers stopped: the stream records its writes make wait
+ * in DynamoDB Local's streams, to be handled once the workers go on (after the run measured,
+ * as on AWS, where stream workers are functions of their own and do not share the API's or the
+ * ingest worker's cores).
+ */
+export function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
+  return withHeld(stack, 'the default stream workers', work);
+}
+
+/**
+ * A run measured on its own: once the stack is idle (`settle`), with the stream workers held
+ * (`withStreamWorkersHeld`). A run of a second met the stream workers' reads and writes for
+ * its own records (polled once a second) or did not, and its ratio moved with that more than
+ * with what the path did (issue 27, eighteenth part).
+ */
+export async function isolated<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
+  await settle(stack);
+  return withStreamWorkersHeld(stack, work);
+}
+
+async function withHeld<T>(stack: BenchStack, name: string, work: () => Promise<T>): Promise<T> {
+  const pid = stack.pids[name];
   if (pid === undefined) {
-    throw new Error('the queue workers have no process of their own (BENCH_SPLIT_WORKERS=0)');
+    throw new Error(`${name} have no process of their own (BENCH_SPLIT_WORKERS=0)`);
   }
   process.kill(pid, 'SIGSTOP');
   try {
