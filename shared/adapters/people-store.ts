@@ -394,11 +394,13 @@ export class DynamoPeopleStore
     }
     // Never into an archived person (archived since it was read: it is read again).
     conditions.push(`attribute_not_exists(${x.name('archived_at')})`);
-    if (plan.tokens) {
-      for (const index of SEARCH_INDEXES) {
-        const { sortKey } = INDEX_ATTRIBUTES[index];
-        set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(plan.tokens[index], personId))}`);
-      }
+    // Only the index keys whose tokens change: the others' sources are not conditioned on (a
+    // concurrent change of the email sets the email index's key, which this must not undo).
+    for (const index of SEARCH_INDEXES) {
+      const token = plan.tokens?.[index];
+      if (token === undefined) continue;
+      const { sortKey } = INDEX_ATTRIBUTES[index];
+      set.push(`${x.name(sortKey)} = ${x.value(indexSortKey(token, personId))}`);
     }
     return fieldLevelExpressions(x, set, remove, conditions);
   }

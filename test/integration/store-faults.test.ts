@@ -16,6 +16,7 @@ import type { LocationServices } from '../../shared/domain/location.js';
 import { addMembers, removeMembers } from '../../shared/domain/organizations/memberships.js';
 import { mergePeople } from '../../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../../shared/domain/people/merge-request.js';
+import { indexSortKey, searchTokens } from '../../shared/domain/people/person-index.js';
 import { authenticate } from '../../shared/domain/tenancy.js';
 import type { HttpHandler } from '../../shared/http/api-handler.js';
 import { withDeadline } from '../../shared/lib/time-budget.js';
@@ -175,6 +176,64 @@ describe('merges under stale reads', () => {
       { tenant, store, location },
     );
     expect(byId).toEqual({ person_id: id, status: 'merged' });
+  });
+});
+
+describe('merges beside a concurrent write', () => {
+  it("a name change planned before another request's email change leaves the email index key", async () => {
+    const tenant = await tenantOf(KEYS.safety);
+    const store = new DynamoPeopleStore(plain, tables);
+    const byId = (person: Record<string, unknown>, on = store) =>
+      mergePeople(
+        PersonMergeRequest.parse({ people: [{ fields: person }], merge_by: ['str::person_id'] }),
+        { tenant, store: on, location },
+      );
+    const [created] = await mergePeople(
+      PersonMergeRequest.parse({
+        people: [
+          {
+            fields: { 'str::email': uniqueEmail('race'), 'str::first': 'Ann', 'str::last': 'Old' },
+          },
+        ],
+      }),
+      { tenant, store, location },
+    );
+    const id = created?.person_id ?? '';
+    const moved = uniqueEmail('raced');
+    // The name change reads the person, then the email changes before it writes.
+    let raced = false;
+    const racing = new Proxy(store, {
+      get(target, property) {
+        if (property === 'getPeople') {
+          return async (...args: Parameters<DynamoPeopleStore['getPeople']>) => {
+            const read = await target.getPeople(...args);
+            if (!raced) {
+              raced = true;
+              // Another request, through a store of its own (another function's).
+              await byId(
+                { 'str::person_id': id, 'str::email': moved },
+                new DynamoPeopleStore(plain, tables),
+              );
+            }
+            return read;
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+    const [renamed] = await byId({ 'str::person_id': id, 'str::last': 'New' }, racing);
+    expect(raced).toBe(true);
+    expect(renamed).toEqual({ person_id: id, status: 'merged' });
+    const item = (await personItem('safety', id)) as
+      { fields: Record<string, string>; esk?: string; fsk?: string; gsk?: string } | undefined;
+    expect(item?.fields).toMatchObject({ 'str::email': moved, 'str::last': 'New' });
+    // Every index key is the one the stored fields make: search finds the person by its new
+    // email, and by its new name.
+    const tokens = searchTokens(item?.fields ?? {});
+    expect(item?.esk).toBe(indexSortKey(tokens.email, id));
+    expect(item?.fsk).toBe(indexSortKey(tokens.first, id));
+    expect(item?.gsk).toBe(indexSortKey(tokens.last, id));
   });
 });
 

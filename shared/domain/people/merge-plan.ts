@@ -230,8 +230,12 @@ export interface UpdatePlan {
   claimsReleased: Map<string, string>;
   activities: RecordedActivity[];
   subscriberDelta: number;
-  /** New search and sort tokens, when email or name changed. */
-  tokens?: SearchTokens;
+  /**
+   * The search and sort tokens that change (email or name changed): those indexes' only. An
+   * index key left as it was is not written again: its source may change meanwhile through
+   * another write (which sets the key it makes), and this update does not condition on it.
+   */
+  tokens?: Partial<SearchTokens>;
 }
 
 /**
@@ -344,6 +348,8 @@ export function planUpdate(
     claimsReleased,
     activities,
     subscriberDelta,
-    ...(tokensChanged ? { tokens: tokensAfter } : {}),
+    ...(tokensChanged
+      ? { tokens: Object.fromEntries(changedTokens.map((index) => [index, tokensAfter[index]])) }
+      : {}),
   };
 }

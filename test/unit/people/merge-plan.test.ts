@@ -10,6 +10,7 @@ import {
 import { findRecordMatch } from '../../../shared/domain/merge/merge-engine.js';
 import type { MergeOptions } from '../../../shared/domain/people/merge-request.js';
 import type { Person } from '../../../shared/domain/people/person.js';
+import { searchTokens } from '../../../shared/domain/people/person-index.js';
 import type { Tenant } from '../../../shared/domain/tenancy.js';
 
 const tenant = {
@@ -199,6 +200,33 @@ describe('planUpdate', () => {
       ['str::ei', 'E9'],
     ]);
     expect(plan?.expected).toEqual({ 'str::email': 'a@x.test', 'str::ei': undefined });
+  });
+
+  it('carries the tokens of the indexes a name change moves, and not the email index', () => {
+    const plan = planUpdate(
+      person,
+      prepare({ fields: { 'str::email': 'a@x.test', 'str::last': 'New' } }),
+      2,
+      options.keyFields,
+      'now',
+      isStored,
+    );
+    // "first last" and "last first" move; the email's token is left to whoever changes it.
+    expect(plan?.tokens).toEqual({
+      first: searchTokens({ ...person.fields, 'str::last': 'New' }).first,
+      last: searchTokens({ ...person.fields, 'str::last': 'New' }).last,
+    });
+    expect(plan?.tokens?.first).not.toBe(searchTokens(person.fields).first);
+    expect(plan?.expected).toEqual({ 'str::first': 'Old' });
+    const email = planUpdate(
+      person,
+      prepare({ fields: { 'str::email': 'b@x.test' } }),
+      2,
+      options.keyFields,
+      'now',
+      isStored,
+    );
+    expect(email?.tokens).toEqual({ email: searchTokens({ 'str::email': 'b@x.test' }).email });
   });
 
   it('adds and removes tags, and returns nothing when nothing changes', () => {
