@@ -171,10 +171,10 @@ async function ceilingCreates(count: number, concurrency: number, run: string): 
 }
 /**
  * The ceiling of updates: one conditional update of each person's changed field and of the
- * index key that follows it (the last-name index's sort key: DynamoDB moves the person's entry
- * in that index and rewrites its entries in the two that project the key, as for the API's
- * update; before issue 27's eighteenth part the ceiling left the key, and those index writes,
- * out).
+ * index keys that follow it (a last name is in the "first last" and "last first" tokens: the
+ * first-name and last-name indexes' sort keys move, and the email index's entry, which
+ * projects them, is rewritten), as the API's update writes them. Before issue 27's eighteenth
+ * part the ceiling wrote the field alone, none of those index writes.
  */
 async function ceilingUpdates(count: number, concurrency: number, run: string): Promise<number> {
   const db = benchDb();
@@ -183,19 +183,20 @@ async function ceilingUpdates(count: number, concurrency: number, run: string): 
   const ms = await burst(count, concurrency, async (n) => {
     const { failure } = await runBounded(people(run, n), 16, async (person) => {
       const id = ids.get(person.fields['str::email']) ?? '';
-      const last = searchTokens({ ...person.fields, 'str::last': 'Updated' }).last;
+      const tokens = searchTokens({ ...person.fields, 'str::last': 'Updated' });
       await call(() =>
         db.send(
           new UpdateCommand({
             TableName: table,
             Key: { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' },
             UpdateExpression:
-              'SET #f.#last = :last, gsk = :gsk, updated_at = :now ADD version :one',
+              'SET #f.#last = :last, fsk = :fsk, gsk = :gsk, updated_at = :now ADD version :one',
             ConditionExpression: 'attribute_exists(pk)',
             ExpressionAttributeNames: { '#f': 'fields', '#last': 'str::last' },
             ExpressionAttributeValues: {
               ':last': 'Updated',
-              ':gsk': indexSortKey(last, id),
+              ':fsk': indexSortKey(tokens.first, id),
+              ':gsk': indexSortKey(tokens.last, id),
               ':now': new Date().toISOString(),
               ':one': 1,
             },
@@ -333,7 +334,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person, of its changed field and the last-name index key that follows it (the index writes the API's update makes too). The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person, of its changed field and the two index keys that follow it (the index writes the API's update makes too). The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
     ],
   };
 }

@@ -7,9 +7,9 @@ import {
   BENCH_INSTANCE,
   type BenchStack,
   benchDb,
+  isolated,
   settle,
   withQueueWorkersHeld,
-  isolated,
   withStackCpu,
 } from './stack.js';
 
