@@ -264,15 +264,13 @@ export async function acceptAndDrain(
 
 /** When the last of the requests was finished, as the store recorded it (epoch ms). */
 async function lastFinished(ids: string[]): Promise<number> {
-  const db = benchDb();
-  const table = tableName('default', 'requests');
-  const finished: number[] = [];
-  for (let start = 0; start < ids.length; start += 100) {
-    const keys = ids.slice(start, start + 100).map((id) => statusKey(BENCH_INSTANCE, id));
-    for (const item of await batchGet(db, table, keys, true)) {
-      finished.push(Date.parse(String(item.updated_at)));
-    }
-  }
+  const items = await batchGet(
+    benchDb(),
+    tableName('default', 'requests'),
+    ids.map((id) => statusKey(BENCH_INSTANCE, id)),
+    true,
+  );
+  const finished = items.map((item) => Date.parse(String(item.updated_at)));
   if (finished.length !== ids.length || finished.some(Number.isNaN)) {
     throw new Error(
       `drained requests: ${finished.length} of ${ids.length} found, each needs its finish time`,

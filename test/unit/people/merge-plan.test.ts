@@ -42,6 +42,10 @@ const person: Person = {
   updated_at: '2024-01-01T00:00:00.000Z',
 };
 
+/** The plan of `record` for `person` under strategy 2 (overwrite). */
+const overwrite = (record: unknown) =>
+  planUpdate(person, prepare(record), 2, options.keyFields, 'now', isStored);
+
 describe('findPersonId', () => {
   const owners = new Map([
     ['str::email\u0000a@x.test', 'by-email'],
@@ -186,14 +190,7 @@ describe('planUpdate', () => {
   });
 
   it('moves key claims when a key value changes', () => {
-    const plan = planUpdate(
-      person,
-      prepare({ fields: { 'str::email': 'B@x.test', 'str::ei': 'E9' } }),
-      2,
-      options.keyFields,
-      'now',
-      isStored,
-    );
+    const plan = overwrite({ fields: { 'str::email': 'B@x.test', 'str::ei': 'E9' } });
     expect([...(plan?.claimsReleased ?? [])]).toEqual([['str::email', 'a@x.test']]);
     expect([...(plan?.claimsAdded ?? [])]).toEqual([
       ['str::email', 'b@x.test'],
@@ -203,14 +200,7 @@ describe('planUpdate', () => {
   });
 
   it('carries the tokens of the indexes a name change moves, and not the email index', () => {
-    const plan = planUpdate(
-      person,
-      prepare({ fields: { 'str::email': 'a@x.test', 'str::last': 'New' } }),
-      2,
-      options.keyFields,
-      'now',
-      isStored,
-    );
+    const plan = overwrite({ fields: { 'str::email': 'a@x.test', 'str::last': 'New' } });
     // "first last" and "last first" move; the email's token is left to whoever changes it.
     expect(plan?.tokens).toEqual({
       first: searchTokens({ ...person.fields, 'str::last': 'New' }).first,
@@ -218,14 +208,7 @@ describe('planUpdate', () => {
     });
     expect(plan?.tokens?.first).not.toBe(searchTokens(person.fields).first);
     expect(plan?.expected).toEqual({ 'str::first': 'Old' });
-    const email = planUpdate(
-      person,
-      prepare({ fields: { 'str::email': 'b@x.test' } }),
-      2,
-      options.keyFields,
-      'now',
-      isStored,
-    );
+    const email = overwrite({ fields: { 'str::email': 'b@x.test' } });
     expect(email?.tokens).toEqual({ email: searchTokens({ 'str::email': 'b@x.test' }).email });
   });
 
