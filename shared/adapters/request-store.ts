@@ -32,6 +32,8 @@ import { personIdsNamedIn } from '../domain/people/person-references.js';
  * - `<inst>#REQ#<request_id>` / `R#G#<uuid>`: the outcomes of records whose markers were put
  *   after their transactions (new people with key claims), several records' in one item;
  * - `<inst>#REQ#<request_id>` / `N#<uuid>`: outcomes of records that wrote nothing.
+ * A group's and a note's outcomes are one gzipped JSON object by record index (`outcomes_gz`;
+ * before issue 27's nineteenth part a map, `outcomes`, still read).
  * Everything expires (DynamoDB TTL on `expires_at`) 21 days after its last change: longer
  * than the dead-letter queues keep a message (14 days), so a redriven message still finds
  * its request's ledger and applies each record once.
@@ -64,7 +66,7 @@ export function markerGroupItem(
   return {
     pk: requestPk(instanceId, requestId),
     sk: `${MARKER_GROUP}${randomUUID()}`,
-    outcomes: Object.fromEntries(outcomes),
+    outcomes_gz: packOutcomes(outcomes),
     expires_at: ledgerExpiry(),
   };
 }
@@ -77,10 +79,23 @@ const Outcome = z.object({
 
 /** Several records' outcomes by index (notes and marker groups). */
 const Outcomes = z.record(z.string(), Outcome);
+
+/**
+ * Outcomes as an item holds them: gzipped JSON. A hundred outcomes are 5 KB as a DynamoDB map
+ * (5 write units, and hundreds of attribute values for the store to parse) and about 1 KB so.
+ */
+function packOutcomes(outcomes: Iterable<readonly [number, MergeOutcome]>): Uint8Array {
+  return gzipSync(JSON.stringify(Object.fromEntries(outcomes)));
+}
+
 const outcomesOf = (item: Record<string, unknown>) =>
-  Object.entries(Outcomes.parse(item.outcomes)).map(
-    ([index, outcome]) => [Number(index), outcome] as const,
-  );
+  Object.entries(
+    Outcomes.parse(
+      item.outcomes_gz instanceof Uint8Array
+        ? JSON.parse(gunzipSync(item.outcomes_gz).toString('utf8'))
+        : item.outcomes,
+    ),
+  ).map(([index, outcome]) => [Number(index), outcome] as const);
 
 const StatusItem = z.object({
   request_id: z.string(),
@@ -383,7 +398,7 @@ class DynamoLedger implements RecordLedger {
           pk: requestPk(this.instanceId, this.requestId),
           // Ordered by time: the first note of a record wins.
           sk: `N#${new Date().toISOString()}#${randomUUID()}`,
-          outcomes: Object.fromEntries(outcomes),
+          outcomes_gz: packOutcomes(outcomes),
           expires_at: ledgerExpiry(),
         },
       }),

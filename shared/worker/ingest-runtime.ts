@@ -277,7 +277,11 @@ export function createIngestWorker(
     // at a time, the later ones of a batch of them would find too little of the minute left.
     unbounded: (record) => {
       try {
-        return isLifecycleKind(queue.envelope(record.body).kind);
+        // The API names every message's kind in an attribute: the body (up to 240 KB) is
+        // parsed once, when the message is applied.
+        return isLifecycleKind(
+          record.messageAttributes.kind?.stringValue ?? queue.envelope(record.body).kind,
+        );
       } catch {
         return false;
       }

@@ -471,7 +471,69 @@ describe('the ledger of a request', () => {
     );
     const groups = ledgerItems.filter((item) => String(item.sk).startsWith('R#G#'));
     expect(ledgerItems.map((item) => String(item.sk).slice(0, 4)).sort()).toEqual(['R#G#', 'REQ']);
-    expect(Object.keys(groups[0]?.outcomes as object)).toHaveLength(100);
+    const packed = groups[0]?.outcomes_gz as Uint8Array;
+    expect(Object.keys(JSON.parse(gunzipSync(packed).toString('utf8')) as object)).toHaveLength(
+      100,
+    );
+  });
+});
+
+describe('the ledger’s notes and groups', () => {
+  it('are stored as gzipped JSON, and a note or group kept as a map before is still read', async () => {
+    // A request of records that wrote nothing (existing people, unchanged): their note.
+    const known = Array.from({ length: 40 }, () => email('note'));
+    await applyIngest(
+      message('person-merge', { people: known.map((a) => ({ fields: { 'str::email': a } })) }, 40),
+      ports(),
+    );
+    const again = message(
+      'person-merge',
+      { people: known.map((a) => ({ fields: { 'str::email': a } })) },
+      40,
+    );
+    await applyIngest(again, ports());
+    const pk = `safety#REQ#${again.request_id}`;
+    const { Items = [] } = await db.send(
+      new QueryCommand({
+        TableName: tables.requests,
+        KeyConditionExpression: 'pk = :pk AND begins_with(sk, :note)',
+        ExpressionAttributeValues: { ':pk': pk, ':note': 'N#' },
+      }),
+    );
+    expect(Items).toHaveLength(1);
+    expect(Items[0]?.outcomes).toBeUndefined();
+    const packed = Items[0]?.outcomes_gz as Uint8Array;
+    const noted = JSON.parse(gunzipSync(packed).toString('utf8')) as Record<string, unknown>;
+    expect(Object.keys(noted)).toHaveLength(40);
+    expect(packed.byteLength).toBeLessThan(JSON.stringify(noted).length / 2);
+    const answer = (await status(again.request_id)).result as {
+      people: { person_id: string; status: string }[];
+    };
+    const ledger = await requests.ledger('safety', again.request_id).recorded();
+    expect([...ledger].sort(([a], [b]) => a - b)).toEqual(
+      answer.people.map((person, index) => [index, { id: person.person_id, status: 'merged' }]),
+    );
+
+    // Items of the form before (maps) are read as they were.
+    const before = `${again.request_id}x`;
+    const put = (sk: string, outcomes: Record<string, unknown>) =>
+      db.send(
+        new PutCommand({
+          TableName: tables.requests,
+          Item: {
+            pk: `safety#REQ#${before}`,
+            sk,
+            outcomes,
+            expires_at: Math.floor(Date.now() / 1000) + 3600,
+          },
+        }),
+      );
+    await put('N#2026-11-01T00:00:00.000Z#a', { 0: { id: 'p0', status: 'skipped' } });
+    await put('R#G#b', { 1: { id: 'p1', status: 'created' } });
+    expect([...(await requests.ledger('safety', before).recorded())]).toEqual([
+      [0, { id: 'p0', status: 'skipped' }],
+      [1, { id: 'p1', status: 'created' }],
+    ]);
   });
 });
 

@@ -35,7 +35,7 @@ export const REQUEST_KINDS = [
 ] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 
-export const isLifecycleKind = (kind: RequestKind): kind is LifecycleKind =>
+export const isLifecycleKind = (kind: string): kind is LifecycleKind =>
   (LIFECYCLE_KINDS as readonly string[]).includes(kind);
 
 /** The subject and action of a background archive, restore or delete. */
