@@ -306,7 +306,7 @@ const DRAIN_POLL_MS = 100;
  * request's finish, as the worker wrote it in the request's status), with the CPU the stack
  * spent meanwhile. Whether the requests are done is asked of the store, not of the API: each
  * `/v1/async/get` of a done request cost the API process 4-7 ms (it reads, unzips and sends
- * the whole answer), some 70 µs of the two cores per activity drained, taken from the worker
+ * the whole answer), about 30 µs of the two cores per activity drained, taken from the worker
  * being measured (issue 27, nineteenth part); a client's retrieval of its answers is not the
  * drain. On one machine the end-to-end run (`acceptAndDrain`) also measures the accepts and
  * the polls, which share its two cores with the worker; on AWS they run on functions of their
