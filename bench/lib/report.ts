@@ -205,6 +205,9 @@ export async function acceptAll(run: QueuedRun): Promise<{ ids: string[]; accept
   return { ids, accept: perSecond(count * records, acceptMs) };
 }
 
+/** When a wait for queued requests gives up (`BENCH_DRAIN_SECONDS`, 180 s by default). */
+const drainDeadline = () => Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
+
 /**
  * Polls (`/v1/async/get`) until every request is done, every `intervalMs`; a failed one fails
  * the run.
@@ -216,7 +219,7 @@ export async function untilDone(
   intervalMs = 50,
 ): Promise<void> {
   let pending = [...ids];
-  const deadline = Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
+  const deadline = drainDeadline();
   // Asked in order, each round only up to the first request not done yet: the drain is over
   // when every one is, and asking after all of them at every round took the store's time
   // from the worker being measured.
@@ -271,7 +274,7 @@ export async function acceptAndDrain(
  * some 5,000 reads of its 48 requests' items).
  */
 async function finishedInStore(ids: string[], intervalMs: number): Promise<number> {
-  const deadline = Date.now() + Number(process.env.BENCH_DRAIN_SECONDS ?? 180) * 1000;
+  const deadline = drainDeadline();
   const table = tableName('default', 'requests');
   let pending = ids;
   let last = 0;

@@ -81,19 +81,20 @@ const Outcome = z.object({
 const Outcomes = z.record(z.string(), Outcome);
 
 /**
- * Outcomes as an item holds them: gzipped JSON. A hundred outcomes are 5 KB as a DynamoDB map
- * (5 write units, and hundreds of attribute values for the store to parse) and about 1 KB so.
+ * A value as the requests table keeps its larger attributes (a request's answer, a note's or
+ * group's outcomes): gzipped JSON. A hundred outcomes are 5 KB as a DynamoDB map (5 write
+ * units, and hundreds of attribute values for the store to parse) and about 1 KB so.
  */
-function packOutcomes(outcomes: Iterable<readonly [number, MergeOutcome]>): Uint8Array {
-  return gzipSync(JSON.stringify(Object.fromEntries(outcomes)));
-}
+const packJson = (value: unknown): Uint8Array => gzipSync(JSON.stringify(value));
+const unpackJson = (packed: Uint8Array): unknown => JSON.parse(gunzipSync(packed).toString('utf8'));
+
+const packOutcomes = (outcomes: Iterable<readonly [number, MergeOutcome]>) =>
+  packJson(Object.fromEntries(outcomes));
 
 const outcomesOf = (item: Record<string, unknown>) =>
   Object.entries(
     Outcomes.parse(
-      item.outcomes_gz instanceof Uint8Array
-        ? JSON.parse(gunzipSync(item.outcomes_gz).toString('utf8'))
-        : item.outcomes,
+      item.outcomes_gz instanceof Uint8Array ? unpackJson(item.outcomes_gz) : item.outcomes,
     ),
   ).map(([index, outcome]) => [Number(index), outcome] as const);
 
@@ -234,7 +235,7 @@ export class DynamoRequestStore implements RequestStore {
         ':done': 'done',
         // Gzipped: a request of 100 activities answers in 12 KB of JSON, 3 KB of gzip (the
         // write's units are per KB).
-        ':result': gzipSync(JSON.stringify(result)),
+        ':result': packJson(result),
         ...(alone ? { ':one': 1 } : {}),
       },
     });
@@ -295,7 +296,7 @@ export class DynamoRequestStore implements RequestStore {
       records: item.records,
       accepted_at: item.accepted_at,
       ...(item.result_gz !== undefined
-        ? { result: JSON.parse(gunzipSync(item.result_gz).toString('utf8')) as unknown }
+        ? { result: unpackJson(item.result_gz) }
         : item.result_json !== undefined
           ? { result: JSON.parse(item.result_json) as unknown }
           : {}),
