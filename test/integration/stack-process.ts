@@ -153,6 +153,7 @@ export const KEYS = {
   tracker: 'test-key-32-characters-or-more-tracker',
   trackerSkip: 'test-key-32-characters-or-more-tracker-skip',
   safety: 'test-key-32-characters-or-more-safety',
+  cursors: 'test-key-32-characters-or-more-cursors',
   wide: 'test-key-32-characters-or-more-wide',
   mailer: 'test-key-32-characters-or-more-mailer',
   nomail: 'test-key-32-characters-or-more-nomail',
