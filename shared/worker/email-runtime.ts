@@ -1,4 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { SESv2Client } from '@aws-sdk/client-sesv2';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
@@ -21,30 +24,39 @@ import { sqsWorker } from './sqs-worker.js';
 const maxReceives = (queue: string) =>
   QUEUES.find((definition) => definition.name === queue)?.maxReceiveCount ?? 5;
 
+/** The clients the email worker calls through; each made from the environment unless given. */
+export interface EmailClients {
+  db: DynamoDBDocumentClient;
+  sqs: SQSClient;
+  s3: S3Client;
+  ses: SESv2Client;
+}
+
 /**
  * The email worker's composition root: each message is one email, sent at most once
  * (`deliverEmail`), the batch's emails at once, paced so that the worker's batches together
- * stay under the account's send rate. `clients.db` for a client of the caller's (figure 7
- * meters its calls).
+ * stay under the account's send rate. `clients` for clients of the caller's (figure 7 meters
+ * the store's calls).
  */
 export function createEmailWorker(
   env = readEnv(EmailWorkerEnv),
-  clients: { db: DynamoDBDocumentClient } = { db: createDocumentClient() },
+  clients: Partial<EmailClients> = {},
 ) {
+  const {
+    db: dbClient = createDocumentClient(),
+    sqs = createSqsClient(),
+    s3 = createS3Client(),
+    ses = createSesClient(),
+  } = clients;
   // The emails of a batch are delivered at once: their reads of the email records and of the
   // suppression list share calls (a batch of 10 makes one or two of each instead of ten).
-  const db = coalesceReads(clients.db);
-  const sqs = createSqsClient();
-  const queue = new SqsEmailQueue(sqs, env.EMAIL_QUEUE_URL, createS3Client(), env.PAYLOADS_BUCKET);
+  const db = coalesceReads(dbClient);
+  const queue = new SqsEmailQueue(sqs, env.EMAIL_QUEUE_URL, s3, env.PAYLOADS_BUCKET);
   const store = new DynamoEmailStore(db, {
     emails: env.EMAILS_TABLE,
     activities: env.ACTIVITIES_TABLE,
   });
-  const mailer = new SesMailer(
-    createSesClient(),
-    (key) => queue.attachment(key),
-    env.SES_CONFIGURATION_SET,
-  );
+  const mailer = new SesMailer(ses, (key) => queue.attachment(key), env.SES_CONFIGURATION_SET);
   const batches = WORKERS.find((worker) => worker.queue === 'email')?.maxConcurrency ?? 1;
   const pacer = new Pacer(env.SES_MAX_SEND_RATE / batches);
   const maxReceiveCount = maxReceives('email');

@@ -186,7 +186,7 @@ export function batchDirectory(
   };
 }
 
-/** The clients the ingest worker uses (others in tests and the cost bench). */
+/** The clients the ingest worker calls through; each made from the environment unless given. */
 export interface IngestClients {
   db: DynamoDBDocumentClient;
   sqs: SQSClient;
@@ -205,14 +205,14 @@ export interface IngestClients {
  */
 export function createIngestWorker(
   env = readEnv(IngestWorkerEnv),
-  clients: IngestClients = {
-    db: createDocumentClient(),
-    sqs: createSqsClient(),
-    s3: createS3Client(),
-  },
+  clients: Partial<IngestClients> = {},
 ) {
-  const db = coalesceReads(clients.db, env.INGEST_READ_WINDOW_MS);
-  const { sqs, s3 } = clients;
+  const {
+    db: dbClient = createDocumentClient(),
+    sqs = createSqsClient(),
+    s3 = createS3Client(),
+  } = clients;
+  const db = coalesceReads(dbClient, env.INGEST_READ_WINDOW_MS);
   const queue = new SqsIngestQueue(sqs, env.INGEST_QUEUE_URL, s3, env.PAYLOADS_BUCKET);
   const requests = new DynamoRequestStore(db, env.REQUESTS_TABLE);
   const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
