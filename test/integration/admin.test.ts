@@ -352,21 +352,33 @@ describe('unique fields (merge keys by declaration)', () => {
   });
 });
 
+// An instance of their own: a count read before and after the repair, or the repair's two
+// snapshots, would see another suite's people written meanwhile.
 describe('npm run admin -- repair counts', () => {
   it('recomputes the counters of an instance from its data and reports the drift', async () => {
     const { db } = stackDb();
+    const seeded = await call('/v1/person/merge', {
+      key: KEYS.repair,
+      body: {
+        people: [
+          { fields: { 'str::email': `repair-a-${Date.now()}@admin.test`, 'bol::p': true } },
+          { fields: { 'str::email': `repair-b-${Date.now()}@admin.test` } },
+        ],
+      },
+    });
+    expect(seeded.status).toBe(200);
     // Counters that drifted (as if requests had died between their writes).
     await db.send(
       new UpdateCommand({
         TableName: tableName('default', 'people'),
-        Key: { pk: 'pager#C', sk: '3' },
+        Key: { pk: 'repair#C', sk: '3' },
         UpdateExpression: 'ADD contacts :five, subscribers :minus',
         ExpressionAttributeValues: { ':five': 5, ':minus': -2 },
       }),
     );
-    const before = (await call('/v1/person/get', { key: KEYS.pager, body: { limit: 1 } })).body
+    const before = (await call('/v1/person/get', { key: KEYS.repair, body: { limit: 1 } })).body
       .meta as { total_contacts: number; total_subscribers: number };
-    const result = await admin('repair', 'counts', '--instance', 'pager');
+    const result = await admin('repair', 'counts', '--instance', 'repair');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(
       `fixed contacts: was ${before.total_contacts}, counted ${before.total_contacts - 5}`,
@@ -375,19 +387,19 @@ describe('npm run admin -- repair counts', () => {
       `fixed subscribers: was ${before.total_subscribers}, counted ${before.total_subscribers + 2}`,
     );
     expect(result.stdout).toMatch(/Counters corrected: 2\./);
-    const after = (await call('/v1/person/get', { key: KEYS.pager, body: { limit: 1 } })).body
+    const after = (await call('/v1/person/get', { key: KEYS.repair, body: { limit: 1 } })).body
       .meta as { total_contacts: number; total_subscribers: number };
     expect(after.total_contacts).toBe(before.total_contacts - 5);
     expect(after.total_subscribers).toBe(before.total_subscribers + 2);
     // A second run finds nothing to fix.
-    const again = await admin('repair', 'counts', '--instance', 'pager');
+    const again = await admin('repair', 'counts', '--instance', 'repair');
     expect(again.stdout).toMatch(/Counters corrected: 0\./);
   });
 
   it('corrects member counts left too high', async () => {
     const { db } = stackDb();
     const organization = await call('/v1/organizations/merge', {
-      key: KEYS.members,
+      key: KEYS.repair,
       body: {
         merge_by: ['str:o:name'],
         organizations: [{ fields: { 'str:o:name': `Drift ${Date.now()}` } }],
@@ -398,12 +410,12 @@ describe('npm run admin -- repair counts', () => {
     await db.send(
       new UpdateCommand({
         TableName: tableName('default', 'organizations'),
-        Key: { pk: `members#O#${id}`, sk: 'O' },
+        Key: { pk: `repair#O#${id}`, sk: 'O' },
         UpdateExpression: 'ADD members :seven',
         ExpressionAttributeValues: { ':seven': 7 },
       }),
     );
-    const result = await admin('repair', 'counts', '--instance', 'members');
+    const result = await admin('repair', 'counts', '--instance', 'repair');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`fixed members of ${id}: was 7, counted 0`);
   });

@@ -111,7 +111,7 @@ function message(
   return {
     v: 1,
     request_id: requestId(),
-    instance_id: 'safety',
+    instance_id: 'worker',
     data_source: 'Web',
     kind,
     accepted_at: new Date().toISOString(),
@@ -121,14 +121,14 @@ function message(
 }
 
 async function status(id: string) {
-  return (await call('/v1/async/get', { key: KEYS.safety, body: { request_id: id } })).body;
+  return (await call('/v1/async/get', { key: KEYS.worker, body: { request_id: id } })).body;
 }
 
 async function claimOwner(address: string) {
   const { Item } = await db.send(
     new GetCommand({
       TableName: tables.people,
-      Key: { pk: `safety#K#str::email#${address}`, sk: 'K' },
+      Key: { pk: `worker#K#str::email#${address}`, sk: 'K' },
       ConsistentRead: true,
     }),
   );
@@ -137,7 +137,7 @@ async function claimOwner(address: string) {
 
 describe('the status of an asynchronous request', () => {
   it('is queued, then processing, then done with the answer', async () => {
-    const tenant = await tenantOf(config, 'safety', 'Web');
+    const tenant = await tenantOf(config, 'worker', 'Web');
     if (!tenant) throw new Error('no tenant');
     const sent: IngestMessage[] = [];
     const body = PersonMergeRequest.parse({
@@ -156,7 +156,7 @@ describe('the status of an asynchronous request', () => {
       request_id: accepted.request_id,
       status: 'queued',
     });
-    await requests.start('safety', { ...queued, request_id: queued.request_id });
+    await requests.start('worker', { ...queued, request_id: queued.request_id });
     expect((await status(accepted.request_id)).status).toBe('processing');
     await applyIngest(queued, ports());
     const done = await status(accepted.request_id);
@@ -173,7 +173,7 @@ describe('the status of an asynchronous request', () => {
       request_id: gone.request_id,
       status: 'failed',
       code: 401,
-      error: 'the data source "Removed" of instance safety no longer exists',
+      error: 'the data source "Removed" of instance worker no longer exists',
     });
   });
 });
@@ -188,10 +188,10 @@ describe('exactly-once effect', () => {
       },
       2,
     );
-    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const before = (await meta(KEYS.worker)).total_contacts ?? 0;
     await Promise.all([applyIngest(queued, ports()), applyIngest(queued, ports())]);
     await applyIngest(queued, ports());
-    const after = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const after = (await meta(KEYS.worker)).total_contacts ?? 0;
     expect(after - before).toBe(2);
     const result = (await status(queued.request_id)).result as {
       people: { person_id: string; status: string }[];
@@ -209,7 +209,7 @@ describe('exactly-once effect', () => {
       { people: addresses.map((address) => ({ fields: { 'str::email': address } })) },
       20,
     );
-    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const before = (await meta(KEYS.worker)).total_contacts ?? 0;
     const failing = new DynamoPeopleStore(db, tables);
     const createPerson = failing.createPerson.bind(failing);
     let creates = 0;
@@ -223,11 +223,11 @@ describe('exactly-once effect', () => {
     ).catch((error: unknown) => error);
     expect(first).toBeInstanceOf(ServiceUnavailableError);
     expect((await status(queued.request_id)).status).toBe('processing');
-    const partial = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const partial = (await meta(KEYS.worker)).total_contacts ?? 0;
     expect(partial - before).toBe(7);
 
     await applyIngest(queued, ports());
-    const after = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const after = (await meta(KEYS.worker)).total_contacts ?? 0;
     expect(after - before).toBe(20);
     const result = (await status(queued.request_id)).result as {
       people: { person_id: string; status: string }[];
@@ -261,7 +261,7 @@ describe('exactly-once effect', () => {
     };
     expect(result.activities.map((a) => a.status)).toEqual(['ingested', 'ingested', 'ingested']);
     expect(new Set(result.activities.map((a) => a.activity_id)).size).toBe(3);
-    const timeline = await activitiesOf(KEYS.safety, result.activities[0]?.person_id ?? '');
+    const timeline = await activitiesOf(KEYS.worker, result.activities[0]?.person_id ?? '');
     expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
   });
 });
@@ -317,7 +317,7 @@ describe('the ledger of a request', () => {
     };
     expect(result.activities.map((a) => a.status)).toEqual(['ingested', 'ingested', 'ingested']);
     for (const entry of result.activities) {
-      const timeline = await activitiesOf(KEYS.safety, entry.person_id);
+      const timeline = await activitiesOf(KEYS.worker, entry.person_id);
       expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(1);
     }
   });
@@ -416,14 +416,14 @@ describe('the ledger of a request', () => {
         };
       },
     });
-    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const before = (await meta(KEYS.worker)).total_contacts ?? 0;
     await expect(
       applyIngest(queued, ports(new DynamoPeopleStore(losing, tables))),
     ).rejects.toThrow();
     expect(transactedMarkers).toBe(0);
     const owners = await Promise.all(addresses.map(claimOwner));
     expect(owners.every((owner) => typeof owner === 'string')).toBe(true);
-    expect(await requests.ledger('safety', queued.request_id).recorded()).toEqual(new Map());
+    expect(await requests.ledger('worker', queued.request_id).recorded()).toEqual(new Map());
 
     // The next delivery finds each person created by its own record: "created", nothing
     // applied twice, and the outcomes are in the ledger now.
@@ -432,8 +432,8 @@ describe('the ledger of a request', () => {
       people: { person_id: string; status: string }[];
     };
     expect(result.people).toEqual(owners.map((id) => ({ person_id: id, status: 'created' })));
-    expect(((await meta(KEYS.safety)).total_contacts ?? 0) - before).toBe(3);
-    const recorded = await requests.ledger('safety', queued.request_id).recorded();
+    expect(((await meta(KEYS.worker)).total_contacts ?? 0) - before).toBe(3);
+    const recorded = await requests.ledger('worker', queued.request_id).recorded();
     expect([...recorded.values()]).toEqual(owners.map((id) => ({ id, status: 'created' })));
 
     // A request whose markers are put: its hundred new people (200 items: several shared
@@ -457,7 +457,7 @@ describe('the ledger of a request', () => {
     });
     await applyIngest(next, ports(new DynamoPeopleStore(counting, tables)));
     expect(transactions).toBeGreaterThan(1);
-    const markers = await requests.ledger('safety', next.request_id).recorded();
+    const markers = await requests.ledger('worker', next.request_id).recorded();
     expect([...markers.keys()].sort((a, b) => a - b)).toEqual(hundred.map((_, i) => i));
     expect(new Set([...markers.values()].map((outcome) => outcome.status))).toEqual(
       new Set(['created']),
@@ -466,7 +466,7 @@ describe('the ledger of a request', () => {
       new QueryCommand({
         TableName: tables.requests,
         KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': `safety#REQ#${next.request_id}` },
+        ExpressionAttributeValues: { ':pk': `worker#REQ#${next.request_id}` },
       }),
     );
     const groups = ledgerItems.filter((item) => String(item.sk).startsWith('R#G#'));
@@ -492,7 +492,7 @@ describe('the ledger’s notes and groups', () => {
       40,
     );
     await applyIngest(again, ports());
-    const pk = `safety#REQ#${again.request_id}`;
+    const pk = `worker#REQ#${again.request_id}`;
     const { Items = [] } = await db.send(
       new QueryCommand({
         TableName: tables.requests,
@@ -509,7 +509,7 @@ describe('the ledger’s notes and groups', () => {
     const answer = (await status(again.request_id)).result as {
       people: { person_id: string; status: string }[];
     };
-    const ledger = await requests.ledger('safety', again.request_id).recorded();
+    const ledger = await requests.ledger('worker', again.request_id).recorded();
     expect([...ledger].sort(([a], [b]) => a - b)).toEqual(
       answer.people.map((person, index) => [index, { id: person.person_id, status: 'merged' }]),
     );
@@ -521,7 +521,7 @@ describe('the ledger’s notes and groups', () => {
         new PutCommand({
           TableName: tables.requests,
           Item: {
-            pk: `safety#REQ#${before}`,
+            pk: `worker#REQ#${before}`,
             sk,
             outcomes,
             expires_at: Math.floor(Date.now() / 1000) + 3600,
@@ -530,7 +530,7 @@ describe('the ledger’s notes and groups', () => {
       );
     await put('N#2026-11-01T00:00:00.000Z#a', { 0: { id: 'p0', status: 'skipped' } });
     await put('R#G#b', { 1: { id: 'p1', status: 'created' } });
-    expect([...(await requests.ledger('safety', before).recorded())]).toEqual([
+    expect([...(await requests.ledger('worker', before).recorded())]).toEqual([
       [0, { id: 'p0', status: 'skipped' }],
       [1, { id: 'p1', status: 'created' }],
     ]);
@@ -547,7 +547,7 @@ describe('the kept answer', () => {
       50,
     );
     await applyIngest(queued, ports());
-    const key = { pk: `safety#REQ#${queued.request_id}`, sk: 'REQ' };
+    const key = { pk: `worker#REQ#${queued.request_id}`, sk: 'REQ' };
     const { Item } = await db.send(
       new GetCommand({ TableName: tables.requests, Key: key, ConsistentRead: true }),
     );
@@ -565,7 +565,7 @@ describe('the kept answer', () => {
       new PutCommand({
         TableName: tables.requests,
         Item: {
-          pk: `safety#REQ#${queued.request_id}x`,
+          pk: `worker#REQ#${queued.request_id}x`,
           sk: 'REQ',
           request_id: `${queued.request_id}x`,
           kind: 'person-merge',
@@ -701,7 +701,7 @@ describe('a batch of messages', () => {
       JSON.stringify(acts), // the same message delivered twice, in the same batch
       JSON.stringify(invalid),
     ];
-    const before = (await meta(KEYS.safety)).total_contacts ?? 0;
+    const before = (await meta(KEYS.worker)).total_contacts ?? 0;
     const answer = await deliverBatch(worker, 'batch', bodies);
     expect(barrier.together()).toBe(true);
     expect(answer.batchItemFailures).toEqual([{ itemIdentifier: 'batch-1' }]);
@@ -711,7 +711,7 @@ describe('a batch of messages', () => {
     const entries = (acted.result as { activities: { person_id: string; status: string }[] })
       .activities;
     expect(entries.map((entry) => entry.status)).toEqual(['ingested', 'ingested', 'ingested']);
-    const timeline = await activitiesOf(KEYS.safety, entries[0]?.person_id ?? '');
+    const timeline = await activitiesOf(KEYS.worker, entries[0]?.person_id ?? '');
     expect(timeline.filter((a) => a.field_id === 'act:cm:signed-up')).toHaveLength(3);
     expect(await claimOwner(address)).toBe(entries[0]?.person_id);
 
@@ -722,7 +722,7 @@ describe('a batch of messages', () => {
     for (const [i, a] of addresses.entries())
       expect(await claimOwner(a)).toBe(people[i]?.person_id);
     // Three people in all: the activities' one (twice delivered) and the merge's two.
-    expect(((await meta(KEYS.safety)).total_contacts ?? 0) - before).toBe(3);
+    expect(((await meta(KEYS.worker)).total_contacts ?? 0) - before).toBe(3);
 
     expect(await status(invalid.request_id)).toMatchObject({ status: 'failed', code: 400 });
   });
@@ -794,7 +794,7 @@ describe('dead letters', () => {
     );
     // Its payload is in the bucket, but not JSON: every delivery fails until someone fixes it.
     const poisoned = message('person-merge', {}, 1);
-    const payloadKey = `ingest/safety/${poisoned.request_id}.json`;
+    const payloadKey = `ingest/worker/${poisoned.request_id}.json`;
     await s3.send(
       new PutObjectCommand({
         Bucket: localBucketName('default', 'payloads'),
@@ -820,7 +820,7 @@ describe('dead letters', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       listed = (await admin('dlq', 'list')).stdout;
     }
-    expect(listed).toContain(`request ${poisoned.request_id} (person-merge, instance safety`);
+    expect(listed).toContain(`request ${poisoned.request_id} (person-merge, instance worker`);
     expect(listed).toContain('could not be applied after 5 attempts (SyntaxError)');
     expect(await status(poisoned.request_id)).toMatchObject({ status: 'failed', code: 503 });
 
@@ -856,7 +856,7 @@ describe('dead letters', () => {
       new GetQueueUrlCommand({ QueueName: queueName('default', 'ingest') }),
     );
     const lost = message('person-merge', {}, 2);
-    const payloadKey = `ingest/safety/${lost.request_id}.json`;
+    const payloadKey = `ingest/worker/${lost.request_id}.json`;
     const { body: _body, ...envelope } = lost;
     await sqs.send(
       new SendMessageCommand({
@@ -895,7 +895,7 @@ describe('a queue that cannot be reached', () => {
       postEvent(
         '/v1/person/merge',
         { async: true, people: [{ fields: { 'str::email': address } }] },
-        KEYS.safety,
+        KEYS.worker,
         'queue-down',
       ),
       functionContext,

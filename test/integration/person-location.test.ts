@@ -96,7 +96,7 @@ describe('person merge: location', () => {
   it('refuses address lookups below the Business plan with 403, writing nothing', async () => {
     const email = uniqueEmail();
     const response = await call('/v1/person/merge', {
-      key: KEYS.ledger,
+      key: KEYS.freeplan,
       body: {
         people: [
           { fields: { 'str::email': email } },
@@ -108,7 +108,7 @@ describe('person merge: location', () => {
     expect(response.body.error).toMatch(
       /Address lookup \(location\.address\) requires the Business plan or higher; this instance is on the free plan/,
     );
-    expect((await mergeOne(KEYS.ledger, { fields: { 'str::email': email } })).status).toBe(
+    expect((await mergeOne(KEYS.freeplan, { fields: { 'str::email': email } })).status).toBe(
       'created',
     );
   });

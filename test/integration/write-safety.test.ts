@@ -108,7 +108,7 @@ describe('Idempotency-Key', () => {
     const headers = idempotent(unique('tenant'));
     const body = { people: [{ fields: { 'str::email': uniqueEmail('tenant') } }] };
     const mine = await call('/v1/person/merge', { key, headers, body });
-    const theirs = await call('/v1/person/merge', { key: KEYS.ledger, headers, body });
+    const theirs = await call('/v1/person/merge', { key: KEYS.cursors, headers, body });
     expect(mine.status).toBe(200);
     expect(theirs.status).toBe(200);
     expect(theirs.headers.get('idempotent-replayed')).toBeNull();
