@@ -29,7 +29,7 @@ import { keepIdleConnections } from './http-adapter.js';
  * - throttling, an outage, and 500s on demand (`POST /faults`), for tests of the worker's
  *   retries: `internal_error` refuses sends with a 500 without taking them, `answer_lost`
  *   takes them (kept, events published) and answers 500 all the same, as SES does when its
- *   answer is lost after it acted.
+ *   answer is lost after it acted; `only_to` limits them to sends to matching recipients.
  *
  * Everything else is passed to the stand-in unchanged.
  */
@@ -92,6 +92,7 @@ const FaultsRequest = z.strictObject({
   down: z.boolean().optional(),
   internal_error: z.number().int().nonnegative().optional(),
   answer_lost: z.number().int().nonnegative().optional(),
+  only_to: z.string().min(1).nullable().optional(),
 });
 
 interface Faults {
@@ -103,6 +104,11 @@ interface Faults {
   internal_error: number;
   /** Sends still to take and then answer with a 500. */
   answer_lost: number;
+  /**
+   * When set, only sends with a recipient containing this text meet the faults (and spend
+   * them): a test's fault is not taken by another suite's email sent meanwhile.
+   */
+  only_to: string | null;
 }
 
 interface Header {
@@ -148,7 +154,13 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
   keepIdleConnections(standIn);
 
   const messages: SentMessage[] = [];
-  const faults: Faults = { throttle: 0, down: false, internal_error: 0, answer_lost: 0 };
+  const faults: Faults = {
+    throttle: 0,
+    down: false,
+    internal_error: 0,
+    answer_lost: 0,
+    only_to: null,
+  };
   const timers = new Set<NodeJS.Timeout>();
   const publishing = new Set<Promise<void>>();
 
@@ -188,18 +200,33 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
     return answer;
   }
 
+  /** Whether the faults apply to this send (`only_to`). */
+  function meetsFaults(body: Buffer): boolean {
+    if (faults.only_to === null) return true;
+    const sent = SendEmailRequest.safeParse(parseJson(body));
+    const destination = sent.success ? sent.data.Destination : undefined;
+    const recipients = [
+      ...(destination?.ToAddresses ?? []),
+      ...(destination?.CcAddresses ?? []),
+      ...(destination?.BccAddresses ?? []),
+    ];
+    const only = faults.only_to;
+    return recipients.some((address) => address.includes(only));
+  }
+
   async function handleSend(request: IncomingMessage, response: ServerResponse, body: Buffer) {
+    const faulty = meetsFaults(body);
     // An outage refuses everything; throttling counts only the sends it refuses.
-    if (faults.down) {
+    if (faulty && faults.down) {
       sendError(response, 503, 'ServiceUnavailable', 'Service is unavailable.');
       return;
     }
-    if (faults.throttle > 0) {
+    if (faulty && faults.throttle > 0) {
       faults.throttle -= 1;
       sendError(response, 429, 'TooManyRequestsException', 'Maximum sending rate exceeded.');
       return;
     }
-    if (faults.internal_error > 0) {
+    if (faulty && faults.internal_error > 0) {
       faults.internal_error -= 1;
       sendError(response, 500, 'InternalFailure', 'The request processing has failed.');
       return;
@@ -216,7 +243,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
           );
         });
       }
-      if (faults.answer_lost > 0) {
+      if (faulty && faults.answer_lost > 0) {
         faults.answer_lost -= 1;
         sendError(response, 500, 'InternalFailure', 'The request processing has failed.');
         return;
@@ -294,7 +321,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
       if (!change.success) {
         sendJson(response, 400, {
           message:
-            'expected any of {"throttle": n, "internal_error": n, "answer_lost": n, "down": true|false}',
+            'expected any of {"throttle": n, "internal_error": n, "answer_lost": n, "down": true|false, "only_to": "text"|null}',
         });
         return;
       }
@@ -304,6 +331,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
         faults.internal_error = change.data.internal_error;
       }
       if (change.data.answer_lost !== undefined) faults.answer_lost = change.data.answer_lost;
+      if (change.data.only_to !== undefined) faults.only_to = change.data.only_to;
       sendJson(response, 200, faults);
     } else if (path === '/faults') {
       sendJson(response, 405, { message: 'GET or POST' });

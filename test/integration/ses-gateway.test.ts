@@ -162,7 +162,9 @@ async function getJson(path: string): Promise<{ status: number; body: unknown }>
   return { status: response.status, body: await response.json() };
 }
 
-async function setFaults(faults: Record<string, number | boolean>): Promise<unknown> {
+async function setFaults(
+  faults: Record<string, number | boolean | string | null>,
+): Promise<unknown> {
   const response = await fetch(`${gateway.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -193,7 +195,7 @@ function mailOf(messageId: string, destination: string[], to: string[]) {
   };
 }
 
-const NO_FAULTS = { throttle: 0, down: false, internal_error: 0, answer_lost: 0 };
+const NO_FAULTS = { throttle: 0, down: false, internal_error: 0, answer_lost: 0, only_to: null };
 
 describe('the local SES gateway', () => {
   it('subscribes the email-events queue to the SES event topic once', async () => {
@@ -357,6 +359,38 @@ describe('the local SES gateway', () => {
     // The first was refused, the second taken (kept, and its events published).
     expect(Messages.parse((await getJson('/messages')).body).messages).toHaveLength(before + 1);
     expect((await getJson('/faults')).body).toEqual(NO_FAULTS);
+  });
+
+  it('limits the faults to sends to matching recipients (only_to), which alone spend them', async () => {
+    const before = Messages.parse((await getJson('/messages')).body).messages.length;
+    expect(await setFaults({ answer_lost: 1, only_to: 'mine@' })).toEqual({
+      ...NO_FAULTS,
+      answer_lost: 1,
+      only_to: 'mine@',
+    });
+    const send = (to: string) =>
+      sendRaw(rawMessage({ To: to }), { Destination: { ToAddresses: [to] } }).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+    // Another recipient's send passes untouched and leaves the fault in place.
+    expect(await send('theirs@example.com')).toBeUndefined();
+    expect((await getJson('/faults')).body).toMatchObject({ answer_lost: 1 });
+    expect(await send('mine@example.com')).toMatchObject({
+      name: 'InternalFailure',
+      $metadata: { httpStatusCode: 500 },
+    });
+    expect(Messages.parse((await getJson('/messages')).body).messages).toHaveLength(before + 2);
+    expect(await setFaults({ only_to: null })).toEqual(NO_FAULTS);
+    expect(
+      (
+        await fetch(`${gateway.url}/faults`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ only_to: '' }),
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it('logs a failed publication and keeps serving', async () => {
