@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import {
   asset,
@@ -33,6 +33,15 @@ import { checkedFetch } from '../contract.js';
  */
 const key = KEYS.mailer;
 const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
+
+// A test's SES faults do not outlive it, even when it fails: the gateway is the whole stack's.
+afterEach(async () => {
+  await fetch(`${ses}/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ throttle: 0, internal_error: 0, answer_lost: 0, only_to: null }),
+  });
+});
 
 interface GatewayMessage {
   messageId: string;
