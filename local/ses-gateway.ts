@@ -144,6 +144,16 @@ interface SesEvent {
   [detail: string]: unknown;
 }
 
+/** The recipients a send lists in its `Destination` (none for a raw message without one). */
+function listedRecipients(request: SendEmailRequest | undefined): string[] {
+  const destination = request?.Destination;
+  return [
+    ...(destination?.ToAddresses ?? []),
+    ...(destination?.CcAddresses ?? []),
+    ...(destination?.BccAddresses ?? []),
+  ];
+}
+
 export async function startSesGateway(options: SesGatewayOptions): Promise<SesGateway> {
   const eventDelayMs = options.eventDelayMs ?? 100;
   const standInPort = await freePort('127.0.0.1');
@@ -201,21 +211,16 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
   }
 
   /** Whether the faults apply to this send (`only_to`). */
-  function meetsFaults(body: Buffer): boolean {
-    if (faults.only_to === null) return true;
-    const sent = SendEmailRequest.safeParse(parseJson(body));
-    const destination = sent.success ? sent.data.Destination : undefined;
-    const recipients = [
-      ...(destination?.ToAddresses ?? []),
-      ...(destination?.CcAddresses ?? []),
-      ...(destination?.BccAddresses ?? []),
-    ];
+  function meetsFaults(sent: SendEmailRequest | undefined): boolean {
     const only = faults.only_to;
-    return recipients.some((address) => address.includes(only));
+    if (only === null) return true;
+    return listedRecipients(sent).some((address) => address.includes(only));
   }
 
   async function handleSend(request: IncomingMessage, response: ServerResponse, body: Buffer) {
-    const faulty = meetsFaults(body);
+    const parsed = SendEmailRequest.safeParse(parseJson(body));
+    const sent = parsed.success ? parsed.data : undefined;
+    const faulty = meetsFaults(sent);
     // An outage refuses everything; throttling counts only the sends it refuses.
     if (faulty && faults.down) {
       sendError(response, 503, 'ServiceUnavailable', 'Service is unavailable.');
@@ -233,11 +238,10 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
     }
     const answer = await exchange(request, body);
     if (answer.status === 200) {
-      const sent = SendEmailRequest.safeParse(parseJson(body));
       const accepted = SendEmailResponse.safeParse(parseJson(answer.body));
-      if (sent.success && accepted.success) {
+      if (sent && accepted.success) {
         // Before answering, so that the message can be looked up as soon as the send returns.
-        await remember(sent.data, accepted.data.MessageId).catch((error: unknown) => {
+        await remember(sent, accepted.data.MessageId).catch((error: unknown) => {
           console.error(
             `ses-gateway: could not read message ${accepted.data.MessageId}: ${text(error)}`,
           );
@@ -265,11 +269,7 @@ export async function startSesGateway(options: SesGatewayOptions): Promise<SesGa
       tags: Object.fromEntries((request.EmailTags ?? []).map((tag) => [tag.Name, tag.Value])),
       from: request.FromEmailAddress ?? headerValue(parsed, 'from') ?? '',
       destinations: request.Destination
-        ? [
-            ...(request.Destination.ToAddresses ?? []),
-            ...(request.Destination.CcAddresses ?? []),
-            ...(request.Destination.BccAddresses ?? []),
-          ]
+        ? listedRecipients(request)
         : [...addresses(parsed?.to), ...addresses(parsed?.cc)],
     };
     messages.push(message);

@@ -34,13 +34,18 @@ import { checkedFetch } from '../contract.js';
 const key = KEYS.mailer;
 const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
 
-// A test's SES faults do not outlive it, even when it fails: the gateway is the whole stack's.
-afterEach(async () => {
-  await fetch(`${ses}/faults`, {
+async function sesFaults(faults: Record<string, number | boolean | string | null>): Promise<void> {
+  const response = await fetch(`${ses}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ throttle: 0, internal_error: 0, answer_lost: 0, only_to: null }),
+    body: JSON.stringify(faults),
   });
+  expect(response.status).toBe(200);
+}
+
+// A test's SES faults do not outlive it, even when it fails: the gateway is the whole stack's.
+afterEach(async () => {
+  await sesFaults({ throttle: 0, internal_error: 0, answer_lost: 0, only_to: null });
 });
 
 interface GatewayMessage {
@@ -410,11 +415,7 @@ describe('SES delivery: events, suppression, throttling, status', () => {
   it('retries a throttled SES and sends once', async () => {
     const to = uniqueEmail('throttled');
     // Only this email's sends meet the faults: other suites send through the same SES.
-    await fetch(`${ses}/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ throttle: 3, only_to: to }),
-    });
+    await sesFaults({ throttle: 3, only_to: to });
     const [entry] = await sendOk({
       asset: asset(),
       emails: [{ fields: { 'str::email': to } }],
@@ -425,15 +426,6 @@ describe('SES delivery: events, suppression, throttling, status', () => {
     expect(faults.throttle).toBe(0);
   });
 });
-
-async function sesFaults(faults: Record<string, number | boolean | string>): Promise<void> {
-  const response = await fetch(`${ses}/faults`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(faults),
-  });
-  expect(response.status).toBe(200);
-}
 
 describe('delivery: outcomes SES leaves unknown, and events about other addresses', () => {
   it('does not send again when SES took the email but its answer was a 500; its Send event marks it sent (item 1)', async () => {
