@@ -4,12 +4,15 @@
  * and the API process's CPU per person; beside the store's ceiling measured in the same run:
  * the same person items written straight to DynamoDB Local, one transaction per person with
  * its person item and its key claim (16 transactions in flight per request), and for updates
- * one conditional `UpdateItem` per person.
+ * what one person's update must ask of the store: a strongly consistent `GetItem` of the person
+ * (a merge must see what it merges into) and one conditional `UpdateItem`. The update alone,
+ * without its read, is measured beside it and reported in the row.
  *
  *   node --import tsx bench/person-merge.ts      # a stack of its own (bench/lib/stack.ts)
  *   BENCH_SCALE=2 …                              # twice as many requests per level
  */
 import {
+  GetCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -170,25 +173,39 @@ async function ceilingCreates(count: number, concurrency: number, run: string): 
   return perSecond(count * PER_REQUEST, ms);
 }
 /**
- * The ceiling of updates: one conditional update of each person's changed field and of the
- * index keys that follow it (a last name is in the "first last" and "last first" tokens: the
- * first-name and last-name indexes' sort keys move, and the email index's entry, which
- * projects them, is rewritten), as the API's update writes them. Before issue 27's eighteenth
- * part the ceiling wrote the field alone, none of those index writes.
+ * The ceiling of updates: each person read (`GetItem`, strongly consistent: what the update is
+ * planned from) and then one conditional update of its changed field and of the index keys
+ * that follow it (a last name is in the "first last" and "last first" tokens: the first-name
+ * and last-name indexes' sort keys move, and the email index's entry, which projects them, is
+ * rewritten), as the API's update writes them. `read: false` measures the update alone, the
+ * ceiling before issue 27's twenty-first part (and before its eighteenth, the field alone,
+ * none of those index writes).
  */
-async function ceilingUpdates(count: number, concurrency: number, run: string): Promise<number> {
+async function ceilingUpdates(
+  count: number,
+  concurrency: number,
+  run: string,
+  read = true,
+): Promise<number> {
   const db = benchDb();
   const table = tableName('default', 'people');
   const call = gate(CEILING_IN_FLIGHT);
   const ms = await burst(count, concurrency, async (n) => {
     const { failure } = await runBounded(people(run, n), 16, async (person) => {
       const id = ids.get(person.fields['str::email']) ?? '';
+      const Key = { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' };
       const tokens = searchTokens({ ...person.fields, 'str::last': 'Updated' });
-      await call(() =>
-        db.send(
+      await call(async () => {
+        if (read) {
+          const { Item } = await db.send(
+            new GetCommand({ TableName: table, Key, ConsistentRead: true }),
+          );
+          if (!Item) throw new Error(`the ceiling's person ${id} is not there`);
+        }
+        await db.send(
           new UpdateCommand({
             TableName: table,
-            Key: { pk: `${BENCH_INSTANCE}-ceiling#P#${id}`, sk: 'P' },
+            Key,
             UpdateExpression:
               'SET #f.#last = :last, fsk = :fsk, gsk = :gsk, updated_at = :now ADD version :one',
             ConditionExpression: 'attribute_exists(pk)',
@@ -201,8 +218,8 @@ async function ceilingUpdates(count: number, concurrency: number, run: string): 
               ':one': 1,
             },
           }),
-        ),
-      );
+        );
+      });
     });
     if (failure) throw failure.error;
   });
@@ -221,6 +238,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     await overHttp(stack, 4, 4, (n) => ({ people: people(warm, n, 'Updated') }));
     await ceilingCreates(4, 4, warm);
     await ceilingUpdates(4, 4, warm);
+    await ceilingUpdates(4, 4, warm, false);
   }
   for (const concurrency of LEVELS) {
     const count = requestsAt(concurrency);
@@ -230,7 +248,13 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
     // Not at c=16: its single run moves the most people (19,200 with its ceiling's), and three
     // of them grew DynamoDB Local's people table and stream until its calls took over 5 s.
     const roundsHere = concurrency >= 16 ? 1 : ROUNDS;
-    const rounds: { creates: Level; updates: Level; createTop: number; updateTop: number }[] = [];
+    const rounds: {
+      creates: Level;
+      updates: Level;
+      createTop: number;
+      updateTop: number;
+      writeTop: number;
+    }[] = [];
     for (let round = 0; round < roundsHere; round += 1) {
       const run = `m${concurrency}-${round}-${Date.now().toString(36)}`;
       const creates = await isolated(stack, () =>
@@ -241,11 +265,15 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
       );
       const createTop = await isolated(stack, () => ceilingCreates(count, concurrency, run));
       const updateTop = await isolated(stack, () => ceilingUpdates(count, concurrency, run));
+      const writeTop = await isolated(stack, () =>
+        ceilingUpdates(count, concurrency, run, false),
+      );
       cpu.push(creates.cpuUsPerRecord);
-      rounds.push({ creates, updates, createTop, updateTop });
+      rounds.push({ creates, updates, createTop, updateTop, writeTop });
     }
     const createRatios = rounds.map((r) => r.creates.rate / r.createTop);
     const updateRatios = rounds.map((r) => r.updates.rate / r.updateTop);
+    const writeRatios = rounds.map((r) => r.updates.rate / r.writeTop);
     const createRatio = median(createRatios);
     const updateRatio = median(updateRatios);
     rows.push(
@@ -260,7 +288,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
       },
       {
         figure: '1 person merge',
-        measure: `updated people/s, c=${concurrency} (${latencyText(rounds.flatMap((r) => r.updates.latencies))}; ${roundsText(updateRatios)})`,
+        measure: `updated people/s, c=${concurrency} (${latencyText(rounds.flatMap((r) => r.updates.latencies))}; ${roundsText(updateRatios)}; against the update alone, without its read, ${fixed(median(rounds.map((r) => r.writeTop)))}/s: ${fixed(median(writeRatios), 2)})`,
         value: `${fixed(median(rounds.map((r) => r.updates.rate)))}/s`,
         reference: `${fixed(median(rounds.map((r) => r.updateTop)))}/s`,
         ratio: updateRatio,
@@ -334,7 +362,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: one conditional UpdateItem per person, of its changed field and the two index keys that follow it (the index writes the API's update makes too). The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: per person, what its update must ask of the store, a strongly consistent GetItem of the person (a merge sees what it merges into) and one conditional UpdateItem of its changed field and the two index keys that follow it (the index writes the API's update makes too), 16 in flight per request; the update alone, without the read, is measured in the same round and given in the row. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
     ],
   };
 }
