@@ -265,9 +265,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
       );
       const createTop = await isolated(stack, () => ceilingCreates(count, concurrency, run));
       const updateTop = await isolated(stack, () => ceilingUpdates(count, concurrency, run));
-      const writeTop = await isolated(stack, () =>
-        ceilingUpdates(count, concurrency, run, false),
-      );
+      const writeTop = await isolated(stack, () => ceilingUpdates(count, concurrency, run, false));
       cpu.push(creates.cpuUsPerRecord);
       rounds.push({ creates, updates, createTop, updateTop, writeTop });
     }
