@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { GetQueueUrlCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import type { ChildProcess } from 'node:child_process';
@@ -445,6 +445,10 @@ async function settled(requestId: string): Promise<Body> {
   );
 }
 
+/** The ingest queue's own visibility timeout (6 minutes), which the tests below shorten. */
+const INGEST_VISIBILITY =
+  QUEUES.find((queue) => queue.name === 'ingest')?.visibilityTimeoutSeconds ?? 360;
+
 async function setVisibility(queue: 'ingest', seconds: number): Promise<void> {
   const { QueueUrl } = await sqs.send(
     new GetQueueUrlCommand({ QueueName: queueName('default', queue) }),
@@ -470,11 +474,13 @@ function outcomeUnknown(answer: PromiseSettledResult<Answer> | undefined): boole
 }
 
 describe('the SQS stand-in gone and back', () => {
+  // The queue's own visibility timeout again, whether the test passed or failed.
+  afterEach(() => setVisibility('ingest', INGEST_VISIBILITY));
+
   it('refuses or queues each request while it is gone, finishes every accepted one, and resumes by itself', async () => {
     // A receive the outage cut after the queue handed its messages out leaves them invisible
     // for the visibility timeout (6 minutes here and on AWS): 5 s, so that they come back
     // within the test (seen twice on a loaded machine, 2026-11-28).
-    const ingest = QUEUES.find((queue) => queue.name === 'ingest');
     await setVisibility('ingest', 5);
     const prefix = `q${Date.now().toString(36)}`;
     interface Sent {
@@ -585,13 +591,11 @@ describe('the SQS stand-in gone and back', () => {
         expect(count(email)).toEqual({ email, people: applied, claimed: applied === 1 });
       }
     }
-    await setVisibility('ingest', ingest?.visibilityTimeoutSeconds ?? 360);
   });
 });
 
 describe('the worker killed mid-batch', () => {
   it('loses and doubles nothing of the accepted async requests', async () => {
-    const ingest = QUEUES.find((queue) => queue.name === 'ingest');
     // A message the dead worker held comes back after 2 s rather than the queue's 6 minutes.
     await setVisibility('ingest', 2);
     const prefix = `w${Date.now().toString(36)}`;
@@ -631,7 +635,7 @@ describe('the worker killed mid-batch', () => {
     await sending;
     // The stack stops as one of its processes died; it is started again on the same data.
     await until('the stack to stop', () => (stack?.child.exitCode !== null ? true : undefined));
-    await setVisibility('ingest', ingest?.visibilityTimeoutSeconds ?? 360);
+    await setVisibility('ingest', INGEST_VISIBILITY);
     await startTheStack();
 
     expect(accepted.length).toBeGreaterThanOrEqual(10);
