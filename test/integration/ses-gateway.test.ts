@@ -162,14 +162,18 @@ async function getJson(path: string): Promise<{ status: number; body: unknown }>
   return { status: response.status, body: await response.json() };
 }
 
-async function setFaults(
-  faults: Record<string, number | boolean | string | null>,
-): Promise<unknown> {
-  const response = await fetch(`${gateway.url}/faults`, {
+function postFaults(faults: Record<string, number | boolean | string | null>): Promise<Response> {
+  return fetch(`${gateway.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(faults),
   });
+}
+
+async function setFaults(
+  faults: Record<string, number | boolean | string | null>,
+): Promise<unknown> {
+  const response = await postFaults(faults);
   expect(response.status).toBe(200);
   return response.json();
 }
@@ -382,15 +386,7 @@ describe('the local SES gateway', () => {
     });
     expect(Messages.parse((await getJson('/messages')).body).messages).toHaveLength(before + 2);
     expect(await setFaults({ only_to: null })).toEqual(NO_FAULTS);
-    expect(
-      (
-        await fetch(`${gateway.url}/faults`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ only_to: '' }),
-        })
-      ).status,
-    ).toBe(400);
+    expect((await postFaults({ only_to: '' })).status).toBe(400);
   });
 
   it('logs a failed publication and keeps serving', async () => {
