@@ -162,7 +162,10 @@ async function getJson(path: string): Promise<{ status: number; body: unknown }>
   return { status: response.status, body: await response.json() };
 }
 
-function postFaults(faults: Record<string, number | boolean | string | null>): Promise<Response> {
+/** A body for the gateway's `/faults` (a member set to `null` clears that fault). */
+type FaultsBody = Record<string, number | boolean | string | null>;
+
+function postFaults(faults: FaultsBody): Promise<Response> {
   return fetch(`${gateway.url}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -170,9 +173,7 @@ function postFaults(faults: Record<string, number | boolean | string | null>): P
   });
 }
 
-async function setFaults(
-  faults: Record<string, number | boolean | string | null>,
-): Promise<unknown> {
+async function setFaults(faults: FaultsBody): Promise<unknown> {
   const response = await postFaults(faults);
   expect(response.status).toBe(200);
   return response.json();
