@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { KEYS, call } from './stack.js';
-import { merge } from './people.js';
+import { mergeRepeating } from './people.js';
 
 const key = KEYS.members;
 let run = 0;
@@ -23,7 +23,7 @@ async function people(count: number, label: string): Promise<string[]> {
   );
   for (let start = 0; start < batches.length; start += 4) {
     const results = await Promise.all(
-      batches.slice(start, start + 4).map((batch) => merge(key, { people: batch })),
+      batches.slice(start, start + 4).map((batch) => mergeRepeating(key, { people: batch })),
     );
     for (const entries of results) ids.push(...entries.map((e) => e.person_id ?? ''));
   }
