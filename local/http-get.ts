@@ -27,3 +27,22 @@ export function httpGet(url: string, timeoutMs: number): Promise<HttpAnswer> {
     outgoing.end();
   });
 }
+
+/**
+ * The first answer of an endpoint: an error at once when nothing listens (a refused
+ * connection), but a listener slow to answer is asked again until `waitMs` have passed
+ * (LocalStack, just ready on a busy machine, took more than 3 s over its first request).
+ */
+export async function firstAnswer(
+  url: string,
+  { attemptMs = 3_000, waitMs = 30_000 }: { attemptMs?: number; waitMs?: number } = {},
+): Promise<HttpAnswer> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await httpGet(url, attemptMs);
+    } catch (error) {
+      if ((error as Error).message !== 'timed out' || Date.now() >= deadline) throw error;
+    }
+  }
+}

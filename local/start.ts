@@ -52,7 +52,7 @@ import {
   type QueueUrls,
 } from './resources.js';
 import { startDynamoDbLocal } from './dynamodb-local.js';
-import { httpGet } from './http-get.js';
+import { firstAnswer, httpGet } from './http-get.js';
 import { portProblem } from './port-check.js';
 import { startSesGateway } from './ses-gateway.js';
 import {
@@ -183,7 +183,7 @@ async function checkExternalEndpoints(external: ExternalAws): Promise<void> {
   }
   for (const [url, services] of variables) {
     try {
-      await httpGet(url, 3_000);
+      await firstAnswer(url);
     } catch (error) {
       const cause = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
       throw new StartupError(
