@@ -94,6 +94,8 @@ const FaultsRequest = z.strictObject({
   answer_lost: z.number().int().nonnegative().optional(),
   only_to: z.string().min(1).nullable().optional(),
 });
+/** A change of the faults the gateway meets sends with (`POST /faults`). */
+export type FaultsChange = z.input<typeof FaultsRequest>;
 
 interface Faults {
   /** Sends still to refuse as throttled. */

@@ -23,6 +23,7 @@ import { queueName, tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
 import { KEYS, TEST_STACK, stackDb } from './stack.js';
 import { checkedFetch } from '../contract.js';
+import type { FaultsChange } from '../../local/ses-gateway.js';
 
 /**
  * Transactional email over HTTP against the local stack: what the SES stand-in received is
@@ -34,7 +35,7 @@ import { checkedFetch } from '../contract.js';
 const key = KEYS.mailer;
 const ses = `http://127.0.0.1:${TEST_STACK.sesPort}`;
 
-async function sesFaults(faults: Record<string, number | boolean | string | null>): Promise<void> {
+async function sesFaults(faults: FaultsChange): Promise<void> {
   const response = await fetch(`${ses}/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
