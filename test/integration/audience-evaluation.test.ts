@@ -8,6 +8,7 @@ import { FaultInjector, VersionHistory } from '../../shared/adapters/dynamo-faul
 import { personItem } from '../../shared/adapters/people-store.js';
 import { liveAudience, newBuild, type Audience } from '../../shared/domain/audiences/audience.js';
 import { evaluatePerson } from '../../shared/domain/audiences/evaluate.js';
+import { ServiceUnavailableError } from '../../shared/domain/errors.js';
 import { FieldCatalog } from '../../shared/domain/fields/field-catalog.js';
 import { newId } from '../../shared/domain/ids.js';
 import { tableName } from '../../shared/resources.js';
@@ -112,9 +113,18 @@ describe('audience evaluation against the store', () => {
     );
     const builds = [{ audienceId: audience.id, version: 2 }];
     const { store, injector } = faultyStore();
-    // Every person twice at once, and once more: as a stream delivers a batch again.
-    const evaluateAll = () =>
-      Promise.all(ids.map((id) => evaluatePerson(instanceId, id, live, builds, store)));
+    // Every person twice at once, and once more: as a stream delivers a batch again. A store
+    // that stays unavailable through every retry (a starved LocalStack gave no answer in 5 s)
+    // throws, and the stream hands that change over again, as here.
+    const delivered = async (id: string, of = builds, attempts = 5): Promise<void> => {
+      try {
+        await evaluatePerson(instanceId, id, live, of, store);
+      } catch (error) {
+        if (!(error instanceof ServiceUnavailableError) || attempts === 1) throw error;
+        await delivered(id, of, attempts - 1);
+      }
+    };
+    const evaluateAll = () => Promise.all(ids.map((id) => delivered(id)));
     await Promise.all([evaluateAll(), evaluateAll()]);
     await evaluateAll();
     expect(injector.counts.conflicts + injector.counts.throttled).toBeGreaterThan(0);
@@ -149,7 +159,7 @@ describe('audience evaluation against the store', () => {
         Key: { pk: `${instanceId}#P#${gone}`, sk: 'P' },
       }),
     );
-    await evaluatePerson(instanceId, gone, live, [], store);
+    await delivered(gone, []);
     expect(await audienceItem(instanceId, gone, `A#${audience.id}`)).toBeUndefined();
     expect(await audienceItem(instanceId, gone, 'S')).toEqual({
       pk: `${instanceId}#P#${gone}`,
