@@ -42,7 +42,7 @@ export async function mergeRepeating(
   for (let attempt = 1; ; attempt += 1) {
     const response = await call('/v1/person/merge', { key, body });
     if (response.status !== 503 || attempt === attempts) return mergedPeople(response);
-    const seconds = Number(response.headers.get('retry-after') ?? '1');
+    const seconds = Number(response.headers.get('retry-after')) || 1;
     await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
   }
 }
