@@ -1,6 +1,9 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 
+/** The message of an `httpGet` whose answer did not come within its time. */
+const TIMED_OUT = 'timed out';
+
 export interface HttpAnswer {
   status: number;
   body: string;
@@ -22,7 +25,7 @@ export function httpGet(url: string, timeoutMs: number): Promise<HttpAnswer> {
       });
       response.on('error', reject);
     });
-    outgoing.on('timeout', () => outgoing.destroy(new Error('timed out')));
+    outgoing.on('timeout', () => outgoing.destroy(new Error(TIMED_OUT)));
     outgoing.on('error', reject);
     outgoing.end();
   });
@@ -42,7 +45,7 @@ export async function firstAnswer(
     try {
       return await httpGet(url, attemptMs);
     } catch (error) {
-      if ((error as Error).message !== 'timed out' || Date.now() >= deadline) throw error;
+      if ((error as Error).message !== TIMED_OUT || Date.now() >= deadline) throw error;
     }
   }
 }

@@ -1,5 +1,6 @@
 import { expect } from '@jest/globals';
-import { call, type ApiResponse } from './stack.js';
+import { sleep } from '../../shared/lib/time-budget.js';
+import { call } from './stack.js';
 
 /** Helpers for the people tests: merge, read back, list activities. */
 export interface MergeEntry {
@@ -15,24 +16,16 @@ export function uniqueEmail(label = 'p'): string {
   return `${label}-${Date.now().toString(36)}-${counter}@example.com`;
 }
 
-/** The people a merge answered, once its status is 200 (a failure shows the error it met). */
-function mergedPeople(response: ApiResponse): MergeEntry[] {
-  expect({ status: response.status, error: response.body.error }).toEqual({
-    status: 200,
-    error: undefined,
-  });
-  return response.body.people as MergeEntry[];
-}
-
 export async function merge(key: string, body: Record<string, unknown>): Promise<MergeEntry[]> {
-  return mergedPeople(await call('/v1/person/merge', { key, body }));
+  return mergeRepeating(key, body, 1);
 }
 
 /**
  * A merge repeated, as a client would, while its answer is 503 (the store overloaded or the
  * request out of time, on a loaded machine under injected faults): a merge matches the same
  * people again, so a repeat is safe and returns every person's ID. For the bulk set-ups of
- * tests whose subject is not the merge; the last of `attempts` must answer 200.
+ * tests whose subject is not the merge; the last of `attempts` must answer 200 (a failure
+ * shows the error it met).
  */
 export async function mergeRepeating(
   key: string,
@@ -41,9 +34,14 @@ export async function mergeRepeating(
 ): Promise<MergeEntry[]> {
   for (let attempt = 1; ; attempt += 1) {
     const response = await call('/v1/person/merge', { key, body });
-    if (response.status !== 503 || attempt === attempts) return mergedPeople(response);
-    const seconds = Number(response.headers.get('retry-after')) || 1;
-    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    if (response.status !== 503 || attempt === attempts) {
+      expect({ status: response.status, error: response.body.error }).toEqual({
+        status: 200,
+        error: undefined,
+      });
+      return response.body.people as MergeEntry[];
+    }
+    await sleep((Number(response.headers.get('retry-after')) || 1) * 1000);
   }
 }
 
