@@ -89,7 +89,12 @@ export function localstackPort(env: NodeJS.ProcessEnv): number {
  * - `GATEWAY_LISTEN`: the loopback address only, on `$LOCALSTACK_PORT`;
  * - `DNS_ADDRESS=0`: no DNS server of its own (it would take port 53);
  * - `DISABLE_EVENTS=1`, `SKIP_SSL_CERT_DOWNLOAD=1`: no analytics, no certificate download;
- * - `JDK_JAVA_OPTIONS`: its DynamoDB Local's JVM runs as the local stack's (dynamodb-local.ts).
+ * - `JDK_JAVA_OPTIONS`: its DynamoDB Local's JVM runs as the local stack's (dynamodb-local.ts);
+ * - `KINESIS_PERSISTENCE=0`: kinesis-mock, which carries its DynamoDB streams, keeps them in
+ *   memory only. By default it wrote its whole state (every stream record since it started) to
+ *   a JSON file every 5 s, and read it back at its next start: 15 MB a few minutes into the
+ *   integration suite, and the largest user of the two cores (its process 0.7 of a core, more
+ *   than LocalStack's gateway or DynamoDB). Nothing else of LocalStack is kept between runs.
  * The caller's `AWS_ENDPOINT_URL*` are dropped: LocalStack's own AWS clients must not follow them.
  * Without a container runtime, `DOCKER_CMD` names the stand-in of `seedLambda`.
  */
@@ -114,6 +119,7 @@ export function localstackEnv(
     VIRTUAL_ENV: paths.venv,
     // The DynamoDB Local LocalStack starts runs with the local stack's JVM options.
     JDK_JAVA_OPTIONS: dynamoDbJavaOptions(env),
+    KINESIS_PERSISTENCE: '0',
     ...(dockerStandIn ? { DOCKER_CMD: paths.docker } : {}),
   };
 }

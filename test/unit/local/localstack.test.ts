@@ -40,6 +40,8 @@ describe('npm run localstack', () => {
       SKIP_SSL_CERT_DOWNLOAD: '1',
       PATH: '/project/.localstack/venv/bin:/usr/bin',
       JDK_JAVA_OPTIONS: '-XX:TieredStopAtLevel=1',
+      // Its streams in memory only: kinesis-mock's state file took most of a core.
+      KINESIS_PERSISTENCE: '0',
     });
     expect(env.AWS_ENDPOINT_URL).toBeUndefined();
     expect(env.AWS_ENDPOINT_URL_SQS).toBeUndefined();
