@@ -110,6 +110,7 @@ export default {
       ...common,
       displayName: 'infra',
       testMatch: ['<rootDir>/test/infra/**/*.test.ts'],
+      setupFiles: [...common.setupFiles, '<rootDir>/test/infra/setup-env.js'],
     },
   ],
 };
