@@ -87,6 +87,11 @@ async function startWorkers(
 ): Promise<void> {
   const sqs = createSqsClient();
   const queues = role !== 'stream-workers';
+  // An idle poller's long poll: Lambda's 20 s against an external endpoint (LocalStack, whose
+  // one gateway spent a sixth of a core answering sixty-odd pollers' 5 s polls while nothing
+  // happened); 5 s against fauxqs, where a poll cut by a restart keeps waiting (queue-poller.ts).
+  const external = process.env.CDP_AWS_ENDPOINT?.trim() === 'external';
+  const queueWaitSeconds = external ? 20 : 5;
   for (const worker of queues ? WORKERS : []) {
     const queueUrl = process.env[queueUrlVariable(worker.queue)];
     if (!queueUrl) throw new Error(`No ${queueUrlVariable(worker.queue)} for ${worker.function}`);
@@ -105,6 +110,7 @@ async function startWorkers(
           functionName: worker.function,
           batchSize: worker.batchSize,
           timeoutSeconds: worker.timeoutSeconds,
+          waitTimeSeconds: queueWaitSeconds,
         }),
       );
     }
@@ -132,9 +138,12 @@ async function startWorkers(
         batchSize: worker.batchSize,
         parallelization: worker.parallelization,
         // An idle shard is read less and less often, down to once a second (twenty-odd
-        // pollers of three regions would otherwise keep the emulators busy doing nothing);
+        // pollers of three regions would otherwise keep the emulators busy doing nothing), or
+        // once in 2 s against an external endpoint: each read there costs LocalStack's gateway
+        // ~16 ms of a core and kinesis-mock more, and at 1 s the idle stack kept 0.38 of a core
+        // busy in the gateway and 0.29 in kinesis-mock (0.28 and 0.20 at 2 s);
         // `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks' `BENCH_STREAM_MAX_IDLE_MS`).
-        maxIdleMs: Number(process.env.CDP_STREAM_MAX_IDLE_MS ?? 1_000),
+        maxIdleMs: Number(process.env.CDP_STREAM_MAX_IDLE_MS ?? (external ? 2_000 : 1_000)),
         // A shard with records is read four times a second, as Lambda polls (not behind).
         pollEveryMs: Number(process.env.CDP_STREAM_POLL_MS ?? 250),
         timeoutSeconds: worker.timeoutSeconds,
