@@ -14,7 +14,7 @@ import { queueUrlVariable, tableVariable } from '../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
 import { keepsStreamRecord, STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 import { createRegionServer } from './http-adapter.js';
-import { regionRoleFrom, type RegionRole } from './settings.js';
+import { regionRoleFrom, usesExternalAws, type RegionRole } from './settings.js';
 import { recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { startQueuePoller, type SqsHandler } from './queue-poller.js';
 import { startStreamPoller, type StreamHandler } from './stream-poller.js';
@@ -90,7 +90,7 @@ async function startWorkers(
   // An idle poller's long poll: Lambda's 20 s against an external endpoint (LocalStack, whose
   // one gateway spent a sixth of a core answering sixty-odd pollers' 5 s polls while nothing
   // happened); 5 s against fauxqs, where a poll cut by a restart keeps waiting (queue-poller.ts).
-  const external = process.env.CDP_AWS_ENDPOINT?.trim() === 'external';
+  const external = usesExternalAws();
   const queueWaitSeconds = external ? 20 : 5;
   for (const worker of queues ? WORKERS : []) {
     const queueUrl = process.env[queueUrlVariable(worker.queue)];

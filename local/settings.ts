@@ -132,16 +132,22 @@ function urlFrom(name: string, value: string): string {
   return url.toString().replace(/\/$/, '');
 }
 
+/** Whether `CDP_AWS_ENDPOINT=external` is set (AWS services at an external endpoint). */
+export function usesExternalAws(env: NodeJS.ProcessEnv = process.env): boolean {
+  const mode = env.CDP_AWS_ENDPOINT?.trim();
+  if (!mode) return false;
+  if (mode !== 'external') {
+    throw new Error(`CDP_AWS_ENDPOINT=${mode} is not understood: the one value is "external"`);
+  }
+  return true;
+}
+
 /**
  * The external endpoints, always set: with `CDP_AWS_ENDPOINT=external` and no endpoint
  * variable, clients go to LocalStack's default address, never to AWS itself.
  */
 function readExternalAws(env: NodeJS.ProcessEnv): ExternalAws | undefined {
-  const mode = env.CDP_AWS_ENDPOINT?.trim();
-  if (!mode) return undefined;
-  if (mode !== 'external') {
-    throw new Error(`CDP_AWS_ENDPOINT=${mode} is not understood: the one value is "external"`);
-  }
+  if (!usesExternalAws(env)) return undefined;
   const shared = env.AWS_ENDPOINT_URL
     ? urlFrom('AWS_ENDPOINT_URL', env.AWS_ENDPOINT_URL)
     : urlFrom('LOCALSTACK_PORT', defaultExternalEndpoint(env));

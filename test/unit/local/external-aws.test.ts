@@ -7,7 +7,12 @@ import {
   type SESv2Client,
 } from '@aws-sdk/client-sesv2';
 import { ensureSesSending } from '../../../local/resources.js';
-import { localAwsEnv, readStackSettings, regionRoleFrom } from '../../../local/settings.js';
+import {
+  localAwsEnv,
+  readStackSettings,
+  regionRoleFrom,
+  usesExternalAws,
+} from '../../../local/settings.js';
 
 /**
  * `CDP_AWS_ENDPOINT=external` (the stack on LocalStack): which endpoints and credentials the
@@ -89,6 +94,15 @@ describe('CDP_AWS_ENDPOINT', () => {
     expect(() =>
       settingsWith({ CDP_AWS_ENDPOINT: 'external', AWS_ENDPOINT_URL_SQS: 'localhost:4566' }),
     ).toThrow('AWS_ENDPOINT_URL_SQS=localhost:4566 is not a URL (expected http://host:port)');
+  });
+
+  it("tells a regional process it runs against the external endpoint (its pollers' pace)", () => {
+    expect(usesExternalAws({})).toBe(false);
+    expect(usesExternalAws({ CDP_AWS_ENDPOINT: ' ' })).toBe(false);
+    expect(usesExternalAws({ CDP_AWS_ENDPOINT: ' external ' })).toBe(true);
+    expect(() => usesExternalAws({ CDP_AWS_ENDPOINT: 'moto' })).toThrow(
+      'CDP_AWS_ENDPOINT=moto is not understood: the one value is "external"',
+    );
   });
 });
 
