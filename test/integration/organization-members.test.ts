@@ -172,5 +172,7 @@ describe('organization contacts', () => {
       const more = await contacts('add', org, [small[4] ?? '']);
       expect(more.status).toBe(400);
     }
-  }, 240_000);
+    // 3,010 people made and 3,000 links: 138-183 s alone on 2 cores, past 240 s when the
+    // fault-injected project's copy of this test ran beside it (2026-11-29, npm test).
+  }, 480_000);
 });
