@@ -1,6 +1,5 @@
 import { expect } from '@jest/globals';
-import { sleep } from '../../shared/lib/time-budget.js';
-import { call } from './stack.js';
+import { call, callRepeating } from './stack.js';
 
 /** Helpers for the people tests: merge, read back, list activities. */
 export interface MergeEntry {
@@ -32,17 +31,12 @@ export async function mergeRepeating(
   body: Record<string, unknown>,
   attempts = 3,
 ): Promise<MergeEntry[]> {
-  for (let attempt = 1; ; attempt += 1) {
-    const response = await call('/v1/person/merge', { key, body });
-    if (response.status !== 503 || attempt === attempts) {
-      expect({ status: response.status, error: response.body.error }).toEqual({
-        status: 200,
-        error: undefined,
-      });
-      return response.body.people as MergeEntry[];
-    }
-    await sleep((Number(response.headers.get('retry-after')) || 1) * 1000);
-  }
+  const response = await callRepeating('/v1/person/merge', { key, body }, attempts);
+  expect({ status: response.status, error: response.body.error }).toEqual({
+    status: 200,
+    error: undefined,
+  });
+  return response.body.people as MergeEntry[];
 }
 
 export async function mergeOne(

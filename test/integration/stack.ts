@@ -6,6 +6,7 @@ import { localBucketName, tableName } from '../../shared/resources.js';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
 import type { Region } from '../../shared/domain/regions.js';
+import { sleep } from '../../shared/lib/time-budget.js';
 import { baseUrl, stackAwsEnv, stackEndpoint } from './stack-process.js';
 
 export * from './stack-process.js';
@@ -53,6 +54,24 @@ export async function call(
     headers: response.headers,
     body: JSON.parse(text) as Record<string, unknown>,
   };
+}
+
+/**
+ * `call`, repeated as a client does when the answer is a 503 (the store overloaded or slow,
+ * "try again shortly"): after its `Retry-After` (1 s without one), up to `attempts` calls in
+ * all. For tests whose subject is not the 503 itself, on a stack with injected faults or a
+ * loaded machine; the last answer is returned whatever it is.
+ */
+export async function callRepeating(
+  path: string,
+  options: Parameters<typeof call>[1] = {},
+  attempts = 3,
+): Promise<ApiResponse> {
+  for (let attempt = 1; ; attempt += 1) {
+    const response = await call(path, options);
+    if (response.status !== 503 || attempt >= attempts) return response;
+    await sleep((Number(response.headers.get('retry-after')) || 1) * 1000);
+  }
 }
 
 /**
