@@ -153,8 +153,20 @@ export interface AudienceJobPorts {
 
 /** People asked for per page (25 evaluation requests to a batch write). */
 export const JOB_PAGE = 500;
-/** How long a finished build may wait for its last evaluations before it is recorded anyway. */
-export const FINISH_PATIENCE_ATTEMPTS = 60;
+/**
+ * A walked build checks whether its last evaluations are in after 1, 2, 4 and 8 s, then every
+ * 10 s: it is recorded as built at most ~10 s after the worker's last acknowledgement (every
+ * 60 s until 2026-11-29, which kept a build the stream had finished waiting up to a minute).
+ */
+export const FINISH_RECHECK_MAX_SECONDS = 10;
+/** Checks a walked build makes (~55 min) before it is recorded as built anyway. */
+export const FINISH_PATIENCE_ATTEMPTS = 334;
+
+/** The wait before a walked build's next check (seconds). */
+export function finishRecheckDelaySeconds(attempt: number): number {
+  return Math.min(FINISH_RECHECK_MAX_SECONDS, 2 ** attempt);
+}
+
 /** Markers of the last days are read each day: a day the job did not run is caught up. */
 export const RECHECK_DAYS = 7;
 
@@ -323,7 +335,10 @@ async function finish(
     );
     return;
   }
-  await ports.queue.send({ ...job, attempt: job.attempt + 1 }, Math.min(60, 2 ** job.attempt));
+  await ports.queue.send(
+    { ...job, attempt: job.attempt + 1 },
+    finishRecheckDelaySeconds(job.attempt),
+  );
 }
 
 async function dispose(

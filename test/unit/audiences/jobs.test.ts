@@ -7,6 +7,7 @@ import {
   type Audience,
 } from '../../../shared/domain/audiences/audience.js';
 import {
+  FINISH_PATIENCE_ATTEMPTS,
   runAudienceJob,
   type AudienceJob,
   type AudienceJobPorts,
@@ -191,5 +192,42 @@ describe('audience builds', () => {
     await runAudienceJob(buildJob(audience), run.value);
     expect(run.advances.map((advance) => advance.to)).toEqual([id(1), id(2)]);
     expect(run.sent).toEqual([buildJob(audience)]);
+  });
+  it('checks a walked build again after 1, 2, 4 and 8 s, then every 10 s, and records it built after its patience', async () => {
+    const audience = definition(gold);
+    audience.build.cursors = Object.fromEntries(
+      Array.from({ length: BUILD_SHARDS }, (_, shard) => [String(shard), SHARD_DONE]),
+    );
+    audience.build.queued = 7;
+    audience.build.decided = 4;
+    const run = ports(audience);
+    const delays: (number | undefined)[] = [];
+    let finished = 0;
+    run.value.queue.send = (_job, delaySeconds) => {
+      delays.push(delaySeconds);
+      return Promise.resolve();
+    };
+    run.value.audiences.finishBuild = () => {
+      finished += 1;
+      return Promise.resolve();
+    };
+    const finish = (attempt: number): AudienceJob => ({
+      kind: 'finish',
+      instance_id: 'inst',
+      audience_id: audience.id,
+      version: audience.build.version,
+      attempt,
+    });
+    for (let attempt = 0; attempt < 7; attempt += 1) {
+      await runAudienceJob(finish(attempt), run.value);
+    }
+    expect(delays).toEqual([1, 2, 4, 8, 10, 10, 10]);
+    expect(finished).toBe(0);
+    // About 55 minutes of checks before a build missing evaluations is recorded anyway.
+    const patience = delays.slice(0, 4).reduce((sum, delay) => sum + (delay ?? 0), 0);
+    expect(patience + 10 * (FINISH_PATIENCE_ATTEMPTS - 4)).toBeGreaterThanOrEqual(55 * 60);
+    await runAudienceJob(finish(FINISH_PATIENCE_ATTEMPTS), run.value);
+    expect(finished).toBe(1);
+    expect(delays).toHaveLength(7);
   });
 });
