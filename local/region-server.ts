@@ -8,6 +8,7 @@ import {
   withoutCallLogging,
 } from '../shared/adapters/aws-clients.js';
 import { injectedFaults } from '../shared/adapters/dynamo-faults.js';
+import { onTableWrites } from '../shared/adapters/table-writes.js';
 import type { HttpHandler } from '../shared/http/api-handler.js';
 import { isRegion } from '../shared/domain/regions.js';
 import { queueUrlVariable, tableVariable } from '../shared/resources.js';
@@ -120,6 +121,24 @@ async function startWorkers(
   const db = createDynamoDbClient();
   const streams = withoutCallLogging(new DynamoDBStreamsClient({}));
   const failures = process.env.STREAM_FAILURES_QUEUE_URL;
+  // With the API and every worker in this process (not CDP_SPLIT_WORKERS), the writes that
+  // feed the streams are this process's own: each nudges the pollers of the tables it wrote,
+  // which read at once. An idle shard then only waits for writes from elsewhere (the admin
+  // CLI, a test's own client): up to 5 s, or 10 s against an external endpoint (LocalStack,
+  // where each read costs its gateway ~9 ms of a core and kinesis-mock ~24 ms; at 2 s the
+  // idle reads were a fifth of its calls in the integration suite). Split, the pollers hear
+  // of no write: a second (2 s on LocalStack), as before.
+  const nudged = role === 'all';
+  const maxIdleMs = Number(
+    process.env.CDP_STREAM_MAX_IDLE_MS ??
+      (nudged ? (external ? 10_000 : 5_000) : external ? 2_000 : 1_000),
+  );
+  const pollersOf = new Map<string, { nudge: () => void }[]>();
+  if (nudged) {
+    onTableWrites((tables) => {
+      for (const table of tables) for (const poller of pollersOf.get(table) ?? []) poller.nudge();
+    });
+  }
   for (const worker of role === 'queue-workers' ? [] : STREAM_WORKERS) {
     const tableName = process.env[tableVariable(worker.table)];
     if (!tableName || !failures) {
@@ -128,38 +147,40 @@ async function startWorkers(
       );
     }
     const checkpoints = process.env.CDP_STREAM_CHECKPOINTS;
-    pollers.push(
-      startStreamPoller({
-        db,
-        streams,
-        tableName,
-        handler: await loadHandler<StreamHandler>(worker.function),
-        functionName: worker.function,
-        batchSize: worker.batchSize,
-        parallelization: worker.parallelization,
-        // An idle shard is read less and less often, down to once a second (twenty-odd
-        // pollers of three regions would otherwise keep the emulators busy doing nothing), or
-        // once in 2 s against an external endpoint: each read there costs LocalStack's gateway
-        // ~16 ms of a core and kinesis-mock more, and at 1 s the idle stack kept 0.38 of a core
-        // busy in the gateway and 0.29 in kinesis-mock (0.28 and 0.20 at 2 s);
-        // `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks' `BENCH_STREAM_MAX_IDLE_MS`).
-        maxIdleMs: Number(process.env.CDP_STREAM_MAX_IDLE_MS ?? (external ? 2_000 : 1_000)),
-        // A shard with records is read four times a second, as Lambda polls (not behind).
-        pollEveryMs: Number(process.env.CDP_STREAM_POLL_MS ?? 250),
-        timeoutSeconds: worker.timeoutSeconds,
-        maxRetryAttempts: worker.maxRetryAttempts,
-        keep: (record) => keepsStreamRecord(worker, record),
-        onFailure: async (failure) => {
-          console.error(`${worker.function} gave up on a stream batch`, failure);
-          await sqs.send(
-            new SendMessageCommand({ QueueUrl: failures, MessageBody: JSON.stringify(failure) }),
-          );
-        },
-        ...(checkpoints
-          ? { checkpointFile: checkpoints.replace(/\.json$/, `-${worker.function}.json`) }
-          : {}),
-      }),
-    );
+    const poller = startStreamPoller({
+      db,
+      streams,
+      tableName,
+      handler: await loadHandler<StreamHandler>(worker.function),
+      functionName: worker.function,
+      batchSize: worker.batchSize,
+      parallelization: worker.parallelization,
+      // An idle shard is read less and less often, down to `maxIdleMs` (above: twenty-odd
+      // pollers of three regions would otherwise keep the endpoint busy doing nothing; at 1 s
+      // the idle stack kept 0.38 of a core busy in LocalStack's gateway and 0.29 in
+      // kinesis-mock); `CDP_STREAM_MAX_IDLE_MS` changes it (the benchmarks'
+      // `BENCH_STREAM_MAX_IDLE_MS`).
+      maxIdleMs,
+      // Every stream is described again once a minute while all its shards are read: a
+      // shard that closes wakes the poller at once, this only catches what nothing told.
+      describeEveryMs: 60_000,
+      // A shard with records is read four times a second, as Lambda polls (not behind).
+      pollEveryMs: Number(process.env.CDP_STREAM_POLL_MS ?? 250),
+      timeoutSeconds: worker.timeoutSeconds,
+      maxRetryAttempts: worker.maxRetryAttempts,
+      keep: (record) => keepsStreamRecord(worker, record),
+      onFailure: async (failure) => {
+        console.error(`${worker.function} gave up on a stream batch`, failure);
+        await sqs.send(
+          new SendMessageCommand({ QueueUrl: failures, MessageBody: JSON.stringify(failure) }),
+        );
+      },
+      ...(checkpoints
+        ? { checkpointFile: checkpoints.replace(/\.json$/, `-${worker.function}.json`) }
+        : {}),
+    });
+    pollers.push(poller);
+    pollersOf.set(tableName, [...(pollersOf.get(tableName) ?? []), poller]);
   }
 
   if (!queues) return;

@@ -193,7 +193,11 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-export function startStreamPoller(options: StreamPollerOptions): { stop: () => Promise<void> } {
+export function startStreamPoller(options: StreamPollerOptions): {
+  stop: () => Promise<void>;
+  /** The table was written to: idle shards are read at once, then back off from `idleMs`. */
+  nudge: () => void;
+} {
   const { db, streams, tableName, functionName } = options;
   const abort = new AbortController();
   const stopped = () => abort.signal.aborted;
@@ -209,6 +213,27 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
   const reportAgeOverMs = options.reportAgeOverMs ?? 60_000;
   const reading = new Map<string, Promise<void>>();
   let ageReportedAt = 0;
+  // Writes told so far (`nudge`), and the idle waits they end: a reader whose read began
+  // before a write does not wait after it, the record may be just after what it read.
+  let nudges = 0;
+  const idleWaits = new Set<() => void>();
+  /** An idle wait: true when a write ended it. */
+  const idleWait = (ms: number) =>
+    new Promise<boolean>((resolve) => {
+      const woken = () => {
+        resolve(true);
+      };
+      idleWaits.add(woken);
+      void sleep(ms, abort.signal).then(() => {
+        idleWaits.delete(woken);
+        resolve(false);
+      });
+    });
+  const nudge = () => {
+    nudges += 1;
+    for (const wake of idleWaits) wake();
+    idleWaits.clear();
+  };
 
   /** Says how far behind the stream the handler is, when it is far (the last record's age). */
   const reportAge = (records: StreamRecord[]) => {
@@ -334,6 +359,7 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
     const limit = Math.min(1000, options.batchSize * parallelization);
     while (!stopped() && position) {
       const readAt = Date.now();
+      const nudgesBefore = nudges;
       let answer;
       try {
         answer = await streams.send(
@@ -360,9 +386,18 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
       }
       if (stopped()) return;
       position = answer.NextShardIterator;
-      // Idle: the wait doubles with each empty read, up to `maxIdleMs`; records reset it.
+      // Idle: the wait doubles with each empty read, up to `maxIdleMs`; records reset it, and so
+      // does a write to the table (told during the read, or during the wait, which it ends).
       idle = records.length > 0 ? idleMs / 2 : Math.min(maxIdleMs, idle * 2);
-      if (records.length === 0 && position) await sleep(idle, abort.signal);
+      if (records.length === 0 && position) {
+        // After a write, the shard is read as a busy one (every `pollEveryMs`), then less and
+        // less often again: a stream may show a write a moment after it was answered.
+        if (nudges !== nudgesBefore) idle = pollEveryMs;
+        if (await idleWait(idle)) {
+          idle = pollEveryMs / 2;
+          await sleep(pollEveryMs - (Date.now() - readAt), abort.signal);
+        }
+      }
       // Records, but fewer than a full read: the shard is not behind, so the next read waits
       // for the poll interval. Every read of DynamoDB Local's streams is a query on its one
       // database connection, which the writes being streamed also need: reading again the
@@ -443,5 +478,6 @@ export function startStreamPoller(options: StreamPollerOptions): { stop: () => P
       await running;
       await Promise.all(reading.values());
     },
+    nudge,
   };
 }

@@ -7,6 +7,7 @@ import { NodeHttpHandler, type NodeHttpHandlerOptions } from '@smithy/node-http-
 import { callTimeoutMs } from '../lib/time-budget.js';
 import { injectFaultsFromSpec } from './dynamo-faults.js';
 import { addStoreRetries } from './dynamo-resilience.js';
+import { reportTableWrites } from './table-writes.js';
 
 /**
  * AWS clients, created once per container by the composition roots (handler modules, the
@@ -52,23 +53,27 @@ class BudgetedHttpHandler extends NodeHttpHandler {
  * the SDK's own retry layer makes one attempt, since it would also repeat writes whose
  * outcome is unknown (a timeout, a 5xx), and an `ADD` repeated is an `ADD` applied twice.
  * Calls never hang: a connection in 2 s, an answer in `answerMs` (5 s; less near a deadline).
- * The admin CLI, which has no caller waiting on a gateway, gives a loaded store longer.
+ * The admin CLI, which has no caller waiting on a gateway, gives a loaded store longer. Its
+ * writes are told to whoever listens in the process (`table-writes.ts`: the local stack's
+ * stream pollers).
  */
 export function createDynamoDbClient(
   options: { region?: string; answerMs?: number } = {},
 ): DynamoDBClient {
   const { answerMs = 5_000, ...config } = options;
-  return withoutCallLogging(
-    new DynamoDBClient({
-      ...config,
-      maxAttempts: 1,
-      requestHandler: new BudgetedHttpHandler({
-        connectionTimeout: 2_000,
-        requestTimeout: answerMs,
-        httpAgent: { maxSockets: MAX_SOCKETS },
-        httpsAgent: { maxSockets: MAX_SOCKETS },
+  return reportTableWrites(
+    withoutCallLogging(
+      new DynamoDBClient({
+        ...config,
+        maxAttempts: 1,
+        requestHandler: new BudgetedHttpHandler({
+          connectionTimeout: 2_000,
+          requestTimeout: answerMs,
+          httpAgent: { maxSockets: MAX_SOCKETS },
+          httpsAgent: { maxSockets: MAX_SOCKETS },
+        }),
       }),
-    }),
+    ),
   );
 }
 

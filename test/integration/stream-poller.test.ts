@@ -345,6 +345,53 @@ describe('the local DynamoDB Streams event source', () => {
     }
   });
 
+  it('reads an idle shard at once when told of a write, however long its idle wait', async () => {
+    const table = await streamTable();
+    // Four minutes between reads of an idle shard: only the nudge can bring the write sooner.
+    let emptyReads = 0;
+    let firstIdle: () => void = () => {};
+    const idle = new Promise<void>((resolve) => {
+      firstIdle = resolve;
+    });
+    const counted = {
+      send: async (command: GetRecordsCommand, options?: { abortSignal?: AbortSignal }) => {
+        const answer = await streams.send(command, options);
+        if (command instanceof GetRecordsCommand && (answer.Records?.length ?? 0) === 0) {
+          emptyReads += 1;
+          firstIdle();
+        }
+        return answer;
+      },
+    } as unknown as DynamoDBStreamsClient;
+    const seen: string[] = [];
+    const poller = startStreamPoller({
+      db,
+      streams: counted,
+      tableName: table,
+      functionName: 'test-nudged-worker',
+      batchSize: 100,
+      timeoutSeconds: 10,
+      maxRetryAttempts: 1,
+      idleMs: 240_000,
+      maxIdleMs: 240_000,
+      onFailure: () => Promise.resolve(),
+      handler: (event) => {
+        for (const record of event.Records) seen.push(describeRecord(record));
+        return Promise.resolve({ batchItemFailures: [] });
+      },
+    });
+    try {
+      await idle;
+      expect(emptyReads).toBe(1);
+      await put(table, 'told', 'P', 1);
+      poller.nudge();
+      await until(() => seen.length > 0);
+      expect(seen).toEqual(['INSERT told 1']);
+    } finally {
+      await poller.stop();
+    }
+  });
+
   it('describes a batch that keeps failing to onFailure and goes on after it', async () => {
     const table = await streamTable();
     const failures: StreamFailure[] = [];
