@@ -201,10 +201,10 @@ describe('audience builds', () => {
     audience.build.queued = 7;
     audience.build.decided = 4;
     const run = ports(audience);
-    const delays: (number | undefined)[] = [];
+    const delays: number[] = [];
     let finished = 0;
     run.value.queue.send = (_job, delaySeconds) => {
-      delays.push(delaySeconds);
+      delays.push(delaySeconds ?? 0);
       return Promise.resolve();
     };
     run.value.audiences.finishBuild = () => {
@@ -224,7 +224,7 @@ describe('audience builds', () => {
     expect(delays).toEqual([1, 2, 4, 8, 10, 10, 10]);
     expect(finished).toBe(0);
     // About 55 minutes of checks before a build missing evaluations is recorded anyway.
-    const patience = delays.slice(0, 4).reduce((sum, delay) => sum + (delay ?? 0), 0);
+    const patience = delays.slice(0, 4).reduce((sum, delay) => sum + delay, 0);
     expect(patience + 10 * (FINISH_PATIENCE_ATTEMPTS - 4)).toBeGreaterThanOrEqual(55 * 60);
     await runAudienceJob(finish(FINISH_PATIENCE_ATTEMPTS), run.value);
     expect(finished).toBe(1);
