@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { APIGatewayClient } from '@aws-sdk/client-api-gateway';
@@ -43,7 +43,8 @@ import {
  * says: a first deploy of the API stack alone with context `upgradeKeepDeployment` (its
  * areas' paths leave it, the stage keeps its deployment; checked), then the usual deploy.
  * `--in-place` skips the first deploy, to see what an update in place does; `--first-deploy-only`
- * stops after it (to look at the API between the two).
+ * stops after it (to look at the API between the two). `--synth-only` synthesizes and stops,
+ * without LocalStack; `--synthesized` deploys what it made instead of synthesizing.
  *
  * LocalStack is at `$AWS_ENDPOINT_URL`, else `http://127.0.0.1:$LOCALSTACK_PORT` (4566). A
  * `localhost` address is used as 127.0.0.1: the CDK CLI's S3 client addresses buckets by
@@ -134,8 +135,26 @@ async function waitForStacks(cloudFormation: CloudFormationClient, stacks: strin
   }
 }
 
+/** The assembly deployed: the default region's stacks, with the LocalStack context. */
+const assembly = join(root, '.localstack', 'cdk.out');
+const context = ['-c', `regions=${REGION}`, '-c', `${LOCALSTACK_CONTEXT}=true`];
+
+function synthesize(env: NodeJS.ProcessEnv): void {
+  mkdirSync(dirname(assembly), { recursive: true });
+  if (cdk(['synth', ...context, '-o', assembly, '-q'], env) !== 0) {
+    throw new DeployError('cdk synth failed');
+  }
+}
+
 async function main(): Promise<number> {
   const endpoint = deployEndpoint(process.env);
+  // `--synth-only`: the assembly alone (its functions bundled), which `--synthesized` then
+  // deploys: CI synthesizes while the LocalStack suite runs, and deploys after it.
+  if (process.argv.includes('--synth-only')) {
+    synthesize(deployEnv(endpoint, awsRegion()));
+    console.log(`\ndeploy:localstack: synthesized into ${assembly}.`);
+    return 0;
+  }
   const health = await httpGet(`${endpoint}/_localstack/health`, 5_000).catch(() => undefined);
   if (health?.status !== 200) {
     throw new DeployError(
@@ -167,12 +186,10 @@ async function main(): Promise<number> {
   };
   await checkNamesFree(clients, stacks[0]?.name ?? '', region);
 
-  const assembly = join(root, '.localstack', 'cdk.out');
-  mkdirSync(dirname(assembly), { recursive: true });
-  const context = ['-c', `regions=${REGION}`, '-c', `${LOCALSTACK_CONTEXT}=true`];
-  if (cdk(['synth', ...context, '-o', assembly, '-q'], env) !== 0) {
-    throw new DeployError('cdk synth failed');
-  }
+  if (!process.argv.includes('--synthesized')) synthesize(env);
+  else if (!existsSync(join(assembly, 'manifest.json'))) {
+    throw new DeployError(`--synthesized: no assembly in ${assembly} (--synth-only makes it)`);
+  } else console.log(`\nThe assembly synthesized before (--synthesized): ${assembly}`);
   if (cdk(['bootstrap', `aws://${ACCOUNT}/${region}`, '--app', assembly], env) !== 0) {
     throw new DeployError('cdk bootstrap failed');
   }

@@ -4,7 +4,7 @@
  * each region's data and API stacks with their nested stacks, and the deploy pipeline with its
  * stages. cfn-lint is installed on first use into `.venv/cfn-lint` (ignored by git), at the
  * versions `infra/cfn-lint.requirements.txt` pins; `.cfnlintrc.yaml` names the rules left out
- * and why. Exits 1 on any finding.
+ * and why. Exits 1 on any finding. With `--prepare` it only installs cfn-lint.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -70,6 +70,8 @@ function templatesIn(dir: string): string[] {
 }
 
 ensureCfnLint();
+// `--prepare`: only the virtual environment (CI makes it while other steps run).
+if (process.argv.includes('--prepare')) process.exit(0);
 const templates = [
   ...templatesIn(synthesize('direct', {})),
   ...templatesIn(synthesize('pipeline', { pipeline: EXAMPLE_PIPELINE })),
