@@ -195,7 +195,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 export function startStreamPoller(options: StreamPollerOptions): {
   stop: () => Promise<void>;
-  /** The table was written to: idle shards are read at once, then back off from `idleMs`. */
+  /** The table was written to: idle shards are read at once, then less and less often again. */
   nudge: () => void;
 } {
   const { db, streams, tableName, functionName } = options;
@@ -217,22 +217,32 @@ export function startStreamPoller(options: StreamPollerOptions): {
   // before a write does not wait after it, the record may be just after what it read.
   let nudges = 0;
   const idleWaits = new Set<() => void>();
-  /** An idle wait: true when a write ended it. */
+  /** An idle wait: true when a write ended it (its timer and listener go with it). */
   const idleWait = (ms: number) =>
     new Promise<boolean>((resolve) => {
-      const woken = () => {
-        resolve(true);
-      };
-      idleWaits.add(woken);
-      void sleep(ms, abort.signal).then(() => {
-        idleWaits.delete(woken);
+      if (abort.signal.aborted) {
         resolve(false);
-      });
+        return;
+      }
+      const done = (woken: boolean) => {
+        clearTimeout(timer);
+        idleWaits.delete(wake);
+        abort.signal.removeEventListener('abort', elapsed);
+        resolve(woken);
+      };
+      const wake = () => {
+        done(true);
+      };
+      const elapsed = () => {
+        done(false);
+      };
+      const timer = setTimeout(elapsed, ms);
+      idleWaits.add(wake);
+      abort.signal.addEventListener('abort', elapsed, { once: true });
     });
   const nudge = () => {
     nudges += 1;
-    for (const wake of idleWaits) wake();
-    idleWaits.clear();
+    for (const wake of [...idleWaits]) wake();
   };
 
   /** Says how far behind the stream the handler is, when it is far (the last record's age). */
