@@ -72,6 +72,7 @@ export function startQueuePoller(options: PollerOptions): { stop: () => Promise<
   const abort = new AbortController();
   const stopped = () => abort.signal.aborted;
 
+  const waitTimeSeconds = options.waitTimeSeconds ?? 5;
   const loop = async () => {
     while (!stopped()) {
       try {
@@ -84,11 +85,15 @@ export function startQueuePoller(options: PollerOptions): { stop: () => Promise<
             // gateway busy); a message answers the poll at once, and stopping aborts it. Not
             // Lambda's 20 s: a poll whose connection is cut (a stand-in restarted) can stay
             // waiting in fauxqs, and take a message it then never hands over, until it ends.
-            WaitTimeSeconds: options.waitTimeSeconds ?? 5,
+            WaitTimeSeconds: waitTimeSeconds,
             MessageSystemAttributeNames: ['All'],
             MessageAttributeNames: ['All'],
           }),
-          { abortSignal: abort.signal },
+          // The answer may take the whole wait and then some: a client that gave up at the
+          // wait's end (its 20 s, with 20 s polls on LocalStack) left the poll waiting there,
+          // to take a message that then stayed invisible for the queue's visibility timeout
+          // (an async merge not done in 240 s, CI 2026-11-29).
+          { abortSignal: abort.signal, requestTimeout: (waitTimeSeconds + 10) * 1000 },
         );
         if (Messages.length === 0) continue;
         const event = toSqsEvent(Messages, queueArn, process.env.AWS_REGION ?? 'us-east-1');

@@ -125,7 +125,7 @@ export function createDocumentClient(
  * `http://sqs.us-east-1.localhost:4566/...` whose host need not resolve.
  */
 export function createSqsClient(): SQSClient {
-  // 20 s: the local pollers' long polls wait 5 s for a message.
+  // 20 s; the local pollers' long polls give themselves their wait and 10 s (queue-poller.ts).
   return withoutCallLogging(
     new SQSClient({ useQueueUrlAsEndpoint: false, requestHandler: budgetedHandler(20_000) }),
   );
