@@ -37,11 +37,14 @@ const contacts = (op: 'add' | 'remove', organization_id: string, inclusion_ids: 
     body: { organization_id, inclusion_ids },
   });
 
-/** The people of an organization, by a person filter on `idt::o`. */
+/**
+ * The people of an organization, by a person filter on `idt::o`, in pages of 500 (the largest):
+ * a filter reads the whole instance for each page, and this file's instance has thousands.
+ */
 async function membersOf(organizationId: string): Promise<string[]> {
   const ids: string[] = [];
   let body: Record<string, unknown> = {
-    limit: 100,
+    limit: 500,
     filter: { '$str::is': { field_id: 'idt::o', value: organizationId } },
   };
   for (;;) {
