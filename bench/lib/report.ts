@@ -326,7 +326,7 @@ export async function drainAlone(
   concurrency: number,
   records: number,
   body: (n: number) => Record<string, unknown>,
-): Promise<{ result: number; cpuSeconds: number; seconds: number }> {
+): Promise<Timed<number>> {
   const { ids } = await withQueueWorkersHeld(stack, () =>
     acceptAll({ base: stack.base, key: stack.key, path, count, concurrency, records, body }),
   );
@@ -339,6 +339,7 @@ export async function drainAlone(
   return {
     cpuSeconds: drained.cpuSeconds,
     seconds: drained.seconds,
+    processes: drained.processes,
     result: perSecond(count * records, finished - released),
   };
 }
@@ -348,6 +349,17 @@ interface Timed<T> {
   result: T;
   cpuSeconds: number;
   seconds: number;
+  /** The CPU seconds process by process, where measured. */
+  processes?: Record<string, number>;
+}
+
+/** A run's CPU seconds by process, largest first, for the log ("DynamoDB Local 12.3 s, …"). */
+function processesText(processes: Record<string, number> = {}): string {
+  return Object.entries(processes)
+    .filter(([, seconds]) => seconds >= 0.05)
+    .sort(([, a], [, b]) => b - a)
+    .map(([name, seconds]) => `${name} ${fixed(seconds, 1)} s`)
+    .join(', ');
 }
 
 /**
@@ -387,12 +399,25 @@ export async function drainBesideSync<S extends { rate: number }>(
   const sync: Timed<S>[] = [];
   const alone: Timed<number>[] = [];
   const steps = ['sync', 'alone', 'alone', 'sync'] as const;
+  // Where each run's CPU went, said as it ends (the rows give the two sides' totals).
+  const say = (what: string, run: Timed<unknown>, rate: number) => {
+    console.error(
+      `bench: ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
+    );
+  };
   await settle(stack);
   await runs.alone(steps.length);
   for (const [round, step] of steps.entries()) {
     await isolated(stack, async () => {
-      if (step === 'sync') sync.push(await runs.sync(round));
-      else alone.push(await runs.alone(round));
+      if (step === 'sync') {
+        const run = await runs.sync(round);
+        sync.push(run);
+        say('sync', run, run.result.rate);
+      } else {
+        const run = await runs.alone(round);
+        alone.push(run);
+        say('drain alone', run, run.result);
+      }
     });
   }
   await settle(stack);

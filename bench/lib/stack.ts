@@ -157,7 +157,14 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
 
 /** CPU seconds every process of the stack has used so far. */
 function stackCpuSeconds(stack: BenchStack): number {
-  return Object.values(stack.pids).reduce((sum, pid) => sum + (stack.cpuSeconds(pid) || 0), 0);
+  return Object.values(byProcess(stack)).reduce((sum, seconds) => sum + seconds, 0);
+}
+
+/** CPU seconds each process of the stack has used so far, by its banner's name. */
+function byProcess(stack: BenchStack): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(stack.pids).map(([name, pid]) => [name, stack.cpuSeconds(pid) || 0]),
+  );
 }
 
 /**
@@ -187,14 +194,25 @@ export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60
 export async function withStackCpu<T>(
   stack: BenchStack,
   work: () => Promise<T>,
-): Promise<{ result: T; cpuSeconds: number; seconds: number }> {
-  const before = stackCpuSeconds(stack);
+): Promise<{
+  result: T;
+  cpuSeconds: number;
+  seconds: number;
+  /** The same CPU seconds, process by process (the banner's names). */
+  processes: Record<string, number>;
+}> {
+  const before = byProcess(stack);
   const started = performance.now();
   const result = await work();
+  const after = byProcess(stack);
+  const processes = Object.fromEntries(
+    Object.entries(after).map(([name, seconds]) => [name, seconds - (before[name] ?? 0)]),
+  );
   return {
     result,
-    cpuSeconds: stackCpuSeconds(stack) - before,
+    cpuSeconds: Object.values(processes).reduce((sum, seconds) => sum + seconds, 0),
     seconds: (performance.now() - started) / 1000,
+    processes,
   };
 }
 
