@@ -351,6 +351,55 @@ describe('the ledger of a request', () => {
     ]);
   });
 
+  it("keeps a dead first delivery's activities on the person it found, though the address has moved to someone else since", async () => {
+    // The first delivery's note (the person each activity went to, written before the
+    // activities) is what the next delivery answers with: without it, the next would find the
+    // address on its new owner and write each activity a second time, on that person.
+    const address = email('moved');
+    const merge = (body: Record<string, unknown>) =>
+      call('/v1/person/merge', { key: KEYS.worker, body });
+    const signedUp = async (id: string) =>
+      (await activitiesOf(KEYS.worker, id)).filter((a) => a.field_id === 'act:cm:signed-up');
+    const first = await merge({ people: [{ fields: { 'str::email': address } }] });
+    const owner = (first.body as { people: { person_id: string }[] }).people[0]?.person_id ?? '';
+    const queued = message(
+      'activities-create',
+      {
+        activities: [0, 1].map((i) => ({
+          activity_id: 'act:cm:signed-up',
+          fields: { 'str::email': address },
+          attributes: { 'str:cm:plan': `plan-${i}` },
+        })),
+      },
+      2,
+    );
+    const crashing = new DynamoRequestStore(db, tables.requests);
+    crashing.finish = () => Promise.reject(new Error('crashed'));
+    await expect(applyIngest(queued, ports(undefined, crashing))).rejects.toThrow('crashed');
+    expect(await signedUp(owner)).toHaveLength(2);
+    // The address moves: its owner takes another, and a new person takes it.
+    const renamed = await merge({
+      people: [{ fields: { 'str::person_id': owner, 'str::email': email('renamed') } }],
+      merge_by: ['str::person_id'],
+    });
+    expect(renamed.status).toBe(200);
+    const taken = await merge({ people: [{ fields: { 'str::email': address } }] });
+    const newOwner = (taken.body as { people: { person_id: string; status: string }[] }).people[0];
+    expect(newOwner?.status).toBe('created');
+    expect(await claimOwner(address)).toBe(newOwner?.person_id);
+
+    await applyIngest(queued, ports());
+    const answer = (await status(queued.request_id)).result as {
+      activities: { person_id: string; status: string }[];
+    };
+    expect(answer.activities.map((a) => [a.person_id, a.status])).toEqual([
+      [owner, 'ingested'],
+      [owner, 'ingested'],
+    ]);
+    expect(await signedUp(owner)).toHaveLength(2);
+    expect(await signedUp(newOwner?.person_id ?? '')).toEqual([]);
+  });
+
   it("builds a first delivery's answer again from the whole ledger when another delivery started after it", async () => {
     const address = email('overtaken');
     const queued = message('person-merge', { people: [{ fields: { 'str::email': address } }] }, 1);
