@@ -1,6 +1,6 @@
 /**
  * Figure 6, cold start: each function bundled as the CDK stack bundles it (esbuild, ESM,
- * minified, the AWS SDK left to the runtime), its size, and the time a fresh Node process
+ * minified, the AWS SDK bundled too), its size, and the time a fresh Node process
  * takes to load the bundle and answer a first request (from the process's start, its own
  * `performance.now()` at the answer), beside a hello-world handler bundled and measured the
  * same way. The first requests go to the bench stack (API functions: a small valid request
@@ -39,7 +39,6 @@ async function bundle(name: string, entry: string): Promise<string> {
     minify: true,
     sourcemap: true,
     mainFields: ['module', 'main'],
-    external: ['@aws-sdk/*'],
     banner: {
       js: "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
     },
@@ -185,7 +184,7 @@ export async function coldStartFigure(stack: BenchStack): Promise<FigureResult> 
   return {
     rows,
     notes: [
-      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps, the AWS SDK v3 left out as the Lambda runtime provides it; here it loads from node_modules), each loaded in a fresh \`node\` (${process.version}) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included), median of ${RUNS}. Lambda adds its own sandbox start-up to every function alike.`,
+      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps, the AWS SDK v3 bundled with the function's code rather than loaded from the Lambda runtime's copy), each loaded in a fresh \`node\` (${process.version}) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included), median of ${RUNS}. Lambda adds its own sandbox start-up to every function alike.`,
     ],
   };
 }

@@ -6,9 +6,10 @@ import { WORKERS } from '../../shared/workers.js';
 
 /**
  * Every function's bundle, built as `CdpFunction` has CDK build it (esbuild, ESM, minified,
- * Node.js 22, the AWS SDK left to the runtime), stays under 1 MB: cold starts grow with it.
+ * Node.js 22, the AWS SDK bundled), stays under 2 MB: cold starts grow with what a function
+ * loads (1.6 MB at most in November 2026, transactional-send).
  */
-const LIMIT_BYTES = 1024 * 1024;
+const LIMIT_BYTES = 2 * 1024 * 1024;
 
 /**
  * Each function's bundle size in bytes. One esbuild run with every entry point: each entry's
@@ -25,7 +26,6 @@ async function bundleSizes(functions: readonly string[]): Promise<Map<string, nu
     target: 'node22',
     minify: true,
     mainFields: ['module', 'main'],
-    external: ['@aws-sdk/*'],
     banner: {
       js: "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
     },
