@@ -38,6 +38,7 @@ async function bundle(name: string, entry: string): Promise<string> {
     target: 'node22',
     minify: true,
     sourcemap: true,
+    sourcesContent: false,
     mainFields: ['module', 'main'],
     banner: {
       js: "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
@@ -81,7 +82,10 @@ const BODIES: Record<string, unknown> = {
   'organizations-get': { limit: 10 },
 };
 
-/** The environment the stack gave its default-region API (functions read theirs at load). */
+/**
+ * The environment the stack gave its default-region API (functions read theirs at load), with
+ * the Node options `CdpFunction` gives every function (source maps read at load).
+ */
 function functionEnv(stack: BenchStack): NodeJS.ProcessEnv {
   const pid = stack.pids['the default API'];
   const raw = readFileSync(`/proc/${pid}/environ`, 'utf8');
@@ -91,7 +95,7 @@ function functionEnv(stack: BenchStack): NodeJS.ProcessEnv {
       .filter(Boolean)
       .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   );
-  return { ...env, NODE_OPTIONS: '', POWERTOOLS_LOG_LEVEL: 'SILENT' };
+  return { ...env, NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_LOG_LEVEL: 'SILENT' };
 }
 
 async function coldRuns(file: string, eventFile: string, name: string, env: NodeJS.ProcessEnv) {
@@ -184,7 +188,7 @@ export async function coldStartFigure(stack: BenchStack): Promise<FigureResult> 
   return {
     rows,
     notes: [
-      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps, the AWS SDK v3 bundled with the function's code rather than loaded from the Lambda runtime's copy), each loaded in a fresh \`node\` (${process.version}) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included), median of ${RUNS}. Lambda adds its own sandbox start-up to every function alike.`,
+      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps without the sources' text, the AWS SDK v3 bundled with the function's code rather than loaded from the Lambda runtime's copy), each loaded in a fresh \`node\` (${process.version}, \`--enable-source-maps\` as deployed) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included), median of ${RUNS}. Lambda adds its own sandbox start-up to every function alike.`,
     ],
   };
 }

@@ -163,6 +163,10 @@ export class CdpFunction extends Construct {
         target: 'node22',
         minify: true,
         sourceMap: true,
+        // Stack traces name the source file and line (`--enable-source-maps`); the sources'
+        // text is left out of the map, which Node reads at load: a map a third the size, a
+        // first answer about 40 ms sooner (issue 27, twenty-fourth part).
+        sourcesContent: false,
         mainFields: ['module', 'main'],
         // The AWS SDK is bundled, not left to the runtime's copy: esbuild keeps the parts of it
         // a function uses in one module, which loads faster than the runtime's packages read
