@@ -128,9 +128,9 @@ export interface CdpFunctionProps {
 
 /**
  * The one Lambda construct of the project: Node.js 22 on ARM64, ESM bundled locally by
- * esbuild with source maps (the AWS SDK in the bundle), X-Ray tracing, a log group with retention, and exactly the
- * access its entry in the routes or workers table declares (each grant sets the matching
- * environment variable).
+ * esbuild with source maps (the AWS SDK in the bundle), X-Ray tracing, a log group with
+ * retention, and exactly the access its entry in the routes or workers table declares (each
+ * grant sets the matching environment variable).
  */
 export class CdpFunction extends Construct {
   readonly fn: NodejsFunction;
@@ -170,9 +170,9 @@ export class CdpFunction extends Construct {
         mainFields: ['module', 'main'],
         // The AWS SDK is bundled, not left to the runtime's copy: esbuild keeps the parts of it
         // a function uses in one module, which loads faster than the runtime's packages read
-        // file by file (a first answer 120-240 ms sooner: docs/benchmarks.md, issue 27's
+        // file by file (a first answer about 210 ms sooner: docs/benchmarks.md, issue 27's
         // twenty-fourth part), and the function runs the SDK and `@smithy/*` the tests ran
-        // (one copy of each, the lockfile's version).
+        // (one copy of each, the lockfile's version; a new SDK is a deploy, not the runtime's).
         externalModules: [],
         // Some dependencies still call require(); ESM bundles need it defined.
         banner:
