@@ -120,6 +120,30 @@ function message(
   };
 }
 
+/** A queued request of sign-up activities, one for each address given (plan-0, plan-1, …). */
+function signUps(addresses: readonly string[]): IngestMessage {
+  return message(
+    'activities-create',
+    {
+      activities: addresses.map((address, i) => ({
+        activity_id: 'act:cm:signed-up',
+        fields: { 'str::email': address },
+        attributes: { 'str:cm:plan': `plan-${i}` },
+      })),
+    },
+    addresses.length,
+  );
+}
+
+/** A delivery that applies the request and dies before it can record its answer. */
+async function dieBeforeAnswer(
+  queued: IngestMessage,
+  store = new DynamoRequestStore(db, tables.requests),
+) {
+  store.finish = () => Promise.reject(new Error('crashed'));
+  await expect(applyIngest(queued, ports(undefined, store))).rejects.toThrow('crashed');
+}
+
 async function status(id: string) {
   return (await call('/v1/async/get', { key: KEYS.worker, body: { request_id: id } })).body;
 }
@@ -239,21 +263,9 @@ describe('exactly-once effect', () => {
 
   it('records each activity once however often its message is applied', async () => {
     const address = email('acts');
-    const queued = message(
-      'activities-create',
-      {
-        activities: Array.from({ length: 3 }, (_, i) => ({
-          activity_id: 'act:cm:signed-up',
-          fields: { 'str::email': address },
-          attributes: { 'str:cm:plan': `plan-${i}` },
-        })),
-      },
-      3,
-    );
+    const queued = signUps([address, address, address]);
     // The first delivery dies before it can record its answer: the next applies it again.
-    const crashing = new DynamoRequestStore(db, tables.requests);
-    crashing.finish = () => Promise.reject(new Error('crashed'));
-    await expect(applyIngest(queued, ports(undefined, crashing))).rejects.toThrow('crashed');
+    await dieBeforeAnswer(queued);
     await applyIngest(queued, ports());
     await applyIngest(queued, ports());
     const result = (await status(queued.request_id)).result as {
@@ -289,23 +301,11 @@ describe('the ledger of a request', () => {
   it("is not read on a request's first delivery, and read once on a later one", async () => {
     // Three new people: each record writes (a record that writes nothing is noted, and the
     // notes are read back for a duplicate delivery running beside this one).
-    const addresses = [email('ledger'), email('ledger'), email('ledger')];
-    const queued = message(
-      'activities-create',
-      {
-        activities: addresses.map((address, i) => ({
-          activity_id: 'act:cm:signed-up',
-          fields: { 'str::email': address },
-          attributes: { 'str:cm:plan': `plan-${i}` },
-        })),
-      },
-      3,
-    );
+    const queued = signUps([email('ledger'), email('ledger'), email('ledger')]);
     // The first delivery records everything but its answer (it dies before): no earlier
     // delivery can have recorded anything, so it reads no outcomes before writing.
     const first = countingRequests();
-    first.store.finish = () => Promise.reject(new Error('crashed'));
-    await expect(applyIngest(queued, ports(undefined, first.store))).rejects.toThrow('crashed');
+    await dieBeforeAnswer(queued, first.store);
     expect(first.reads).toEqual([]);
     // The next delivery finds the outcomes of the first, with one read, and applies nothing
     // again.
@@ -328,17 +328,7 @@ describe('the ledger of a request', () => {
       ports(),
     );
     // Activities of a person who exists: the person's record writes nothing (it is noted).
-    const queued = message(
-      'activities-create',
-      {
-        activities: [0, 1].map((i) => ({
-          activity_id: 'act:cm:signed-up',
-          fields: { 'str::email': address },
-          attributes: { 'str:cm:plan': `plan-${i}` },
-        })),
-      },
-      2,
-    );
+    const queued = signUps([address, address]);
     const first = countingRequests();
     await applyIngest(queued, ports(undefined, first.store));
     expect(first.reads).toEqual([]);
@@ -362,20 +352,8 @@ describe('the ledger of a request', () => {
       (await activitiesOf(KEYS.worker, id)).filter((a) => a.field_id === 'act:cm:signed-up');
     const first = await merge({ people: [{ fields: { 'str::email': address } }] });
     const owner = (first.body as { people: { person_id: string }[] }).people[0]?.person_id ?? '';
-    const queued = message(
-      'activities-create',
-      {
-        activities: [0, 1].map((i) => ({
-          activity_id: 'act:cm:signed-up',
-          fields: { 'str::email': address },
-          attributes: { 'str:cm:plan': `plan-${i}` },
-        })),
-      },
-      2,
-    );
-    const crashing = new DynamoRequestStore(db, tables.requests);
-    crashing.finish = () => Promise.reject(new Error('crashed'));
-    await expect(applyIngest(queued, ports(undefined, crashing))).rejects.toThrow('crashed');
+    const queued = signUps([address, address]);
+    await dieBeforeAnswer(queued);
     expect(await signedUp(owner)).toHaveLength(2);
     // The address moves: its owner takes another, and a new person takes it.
     const renamed = await merge({
@@ -725,17 +703,7 @@ describe('a batch of messages', () => {
     );
 
     const address = email('batch-acts');
-    const acts = message(
-      'activities-create',
-      {
-        activities: Array.from({ length: 3 }, (_, i) => ({
-          activity_id: 'act:cm:signed-up',
-          fields: { 'str::email': address },
-          attributes: { 'str:cm:plan': `plan-${i}` },
-        })),
-      },
-      3,
-    );
+    const acts = signUps([address, address, address]);
     const addresses = [email('batch-merge'), email('batch-merge')];
     const merge = message(
       'person-merge',
