@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
+import { FUNCTION_BUNDLING, FUNCTION_NODE_OPTIONS } from '../infra/constructs/function-bundling.js';
 import { proxyEvent } from '../local/http-adapter.js';
 import { ROUTES } from '../shared/routes.js';
 import { WORKERS } from '../shared/workers.js';
@@ -26,23 +27,17 @@ const out = join(root, '.bench', 'cold-start');
 const RUNS = Number(process.env.BENCH_COLD_RUNS ?? 3);
 const TARGET = 3;
 
-/** The bundling options of `infra/constructs/cdp-function.ts` (NodejsFunction's esbuild). */
+/** A function bundled as `CdpFunction` bundles it (infra/constructs/function-bundling.ts). */
 async function bundle(name: string, entry: string): Promise<string> {
   const file = join(out, name, 'index.mjs');
   await build({
+    ...FUNCTION_BUNDLING,
+    mainFields: [...FUNCTION_BUNDLING.mainFields],
+    banner: { js: FUNCTION_BUNDLING.banner },
     entryPoints: [entry],
     outfile: file,
     bundle: true,
     platform: 'node',
-    format: 'esm',
-    target: 'node22',
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    mainFields: ['module', 'main'],
-    banner: {
-      js: "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
-    },
     logLevel: 'silent',
   });
   return file;
@@ -95,7 +90,7 @@ function functionEnv(stack: BenchStack): NodeJS.ProcessEnv {
       .filter(Boolean)
       .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   );
-  return { ...env, NODE_OPTIONS: '--enable-source-maps', POWERTOOLS_LOG_LEVEL: 'SILENT' };
+  return { ...env, NODE_OPTIONS: FUNCTION_NODE_OPTIONS, POWERTOOLS_LOG_LEVEL: 'SILENT' };
 }
 
 async function coldRuns(file: string, eventFile: string, name: string, env: NodeJS.ProcessEnv) {

@@ -17,6 +17,7 @@ import {
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
 import { grantDeliveryProof } from './delivery-proof.js';
+import { FUNCTION_BUNDLING, FUNCTION_NODE_OPTIONS } from './function-bundling.js';
 import { grantSigning, grantWebhookSecrets } from './signing-key.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -153,30 +154,20 @@ export class CdpFunction extends Construct {
       tracing: Tracing.ACTIVE,
       logGroup,
       environment: {
-        NODE_OPTIONS: '--enable-source-maps',
+        NODE_OPTIONS: FUNCTION_NODE_OPTIONS,
         POWERTOOLS_SERVICE_NAME: 'cdp-api',
         POWERTOOLS_LOG_LEVEL: 'INFO',
         ...props.environment,
       },
       bundling: {
         format: OutputFormat.ESM,
-        target: 'node22',
-        minify: true,
-        sourceMap: true,
-        // Stack traces name the source file and line (`--enable-source-maps`); the sources'
-        // text is left out of the map, which Node reads at load: a map a third the size, a
-        // first answer about 40 ms sooner (issue 27, twenty-fourth part).
-        sourcesContent: false,
-        mainFields: ['module', 'main'],
-        // The AWS SDK is bundled, not left to the runtime's copy: esbuild keeps the parts of it
-        // a function uses in one module, which loads faster than the runtime's packages read
-        // file by file (a first answer about 210 ms sooner: docs/benchmarks.md, issue 27's
-        // twenty-fourth part), and the function runs the SDK and `@smithy/*` the tests ran
-        // (one copy of each, the lockfile's version; a new SDK is a deploy, not the runtime's).
-        externalModules: [],
-        // Some dependencies still call require(); ESM bundles need it defined.
-        banner:
-          "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
+        target: FUNCTION_BUNDLING.target,
+        minify: FUNCTION_BUNDLING.minify,
+        sourceMap: FUNCTION_BUNDLING.sourcemap,
+        sourcesContent: FUNCTION_BUNDLING.sourcesContent,
+        mainFields: [...FUNCTION_BUNDLING.mainFields],
+        externalModules: FUNCTION_BUNDLING.external,
+        banner: FUNCTION_BUNDLING.banner,
         ...hooksOf(props),
       },
     });

@@ -3,6 +3,7 @@ import { basename } from 'node:path';
 import { build } from 'esbuild';
 import { FALLBACK_FUNCTION, ROUTES } from '../../shared/routes.js';
 import { WORKERS } from '../../shared/workers.js';
+import { FUNCTION_BUNDLING } from '../../infra/constructs/function-bundling.js';
 
 /**
  * Every function's bundle, built as `CdpFunction` has CDK build it (esbuild, ESM, minified,
@@ -17,18 +18,16 @@ const LIMIT_BYTES = 2 * 1024 * 1024;
  */
 async function bundleSizes(functions: readonly string[]): Promise<Map<string, number>> {
   const result = await build({
+    ...FUNCTION_BUNDLING,
+    mainFields: [...FUNCTION_BUNDLING.mainFields],
+    banner: { js: FUNCTION_BUNDLING.banner },
+    // The JavaScript's size only: no map files among the outputs.
+    sourcemap: false,
     entryPoints: Object.fromEntries(functions.map((fn) => [fn, `functions/${fn}/handler.ts`])),
     outdir: 'bundles',
     bundle: true,
     write: false,
     platform: 'node',
-    format: 'esm',
-    target: 'node22',
-    minify: true,
-    mainFields: ['module', 'main'],
-    banner: {
-      js: "import { createRequire as __cdpCreateRequire } from 'node:module'; const require = __cdpCreateRequire(import.meta.url);",
-    },
     logLevel: 'silent',
   });
   return new Map(
