@@ -27,6 +27,8 @@ import {
   acceptAndDrain,
   drainAlone,
   drainBesideSync,
+  DRAIN_CYCLES,
+  DRAIN_WARMUPS,
   drainRows,
   burst,
   CEILING_IN_FLIGHT,
@@ -332,7 +334,11 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   const queued = drained.result;
   // The same number of new people merged synchronously at the worker's concurrency, and again
   // with the workers held while the API accepts: the drain alone.
-  const { sync: synced, alone } = await drainBesideSync(stack, {
+  const {
+    sync: synced,
+    alone,
+    cycles,
+  } = await drainBesideSync(stack, {
     sync: (round) =>
       withStackCpu(stack, () =>
         overHttp(stack, asyncCount, INGEST_CONCURRENCY, (n) => ({
@@ -355,6 +361,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
       endToEnd: drained,
       alone,
       sync: synced,
+      cycles,
     }),
   );
   if (cpu.length > 0) {
@@ -367,7 +374,7 @@ export async function personMergeFigure(stack: BenchStack): Promise<FigureResult
   return {
     rows,
     notes: [
-      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: per person, what its update must ask of the store, a strongly consistent GetItem of the person (a merge sees what it merges into) and one conditional UpdateItem of its changed field and the two index keys that follow it (the index writes the API's update makes too), 16 in flight per request; the update alone, without the read, is measured in the same round and given in the row. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after one drain alone unmeasured, each with the stream workers held).`,
+      `Person merge: ${LEVELS.map((c) => `${requestsAt(c)} requests of ${PER_REQUEST}`).join(', ')} at concurrency ${LEVELS.join(', ')}. Ceiling of new people: one TransactWriteItems per person (its item, with the index keys a listing needs, and its email claim), 16 in flight per request and at most ${CEILING_IN_FLIGHT} in all (the client's sockets); of updates: per person, what its update must ask of the store, a strongly consistent GetItem of the person (a merge sees what it merges into) and one conditional UpdateItem of its changed field and the two index keys that follow it (the index writes the API's update makes too), 16 in flight per request; the update alone, without the read, is measured in the same round and given in the row. The API itself groups the people of a request into shared transactions (shared/adapters/transaction-batcher.ts), so it can pass the per-person ceiling. One unmeasured run of each (API and ceilings, 4 requests at c=4) comes first; then each concurrency below 16 runs ${ROUNDS} rounds of the API (creates, then updates of the same people) and its ceilings, new people each round, the stack idle before each run, and the rows give the medians of its rounds (each round's ratio its own); c=16 runs once (three runs grew DynamoDB Local's people table and stream until its calls took over 5 s). Async: ${scaled(24)} requests of ${PER_REQUEST} new people accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones, beside as many new people merged synchronously at the worker's concurrency (the drain alone and its reference after ${DRAIN_WARMUPS} drains alone unmeasured, in ${DRAIN_CYCLES} cycles of sync, drain, drain, sync, each with the stream workers held).`,
     ],
   };
 }

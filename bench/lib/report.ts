@@ -363,31 +363,41 @@ function processesText(processes: Record<string, number> = {}): string {
 }
 
 /**
- * Two runs of the same number of records as one: the records over their summed time (the
- * harmonic mean of the rates: a run's `seconds` is the window its CPU was measured in, which
- * for a drain alone outlasts the drain), the mean CPU.
+ * Runs of the same number of records as one: the records over their summed time (the harmonic
+ * mean of the rates: a run's `seconds` is the window its CPU was measured in, which for a
+ * drain alone outlasts the drain), the mean CPU.
  */
-function bothRuns<T>(runs: [Timed<T>, Timed<T>], rate: (run: Timed<T>) => number) {
-  const [a, b] = runs;
+function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
+  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
   return {
-    rate: 2 / (1 / rate(a) + 1 / rate(b)),
-    cpuSeconds: (a.cpuSeconds + b.cpuSeconds) / 2,
-    seconds: (a.seconds + b.seconds) / 2,
+    rate: runs.length / runs.reduce((sum, run) => sum + 1 / rate(run), 0),
+    cpuSeconds: mean(runs.map((run) => run.cpuSeconds)),
+    seconds: mean(runs.map((run) => run.seconds)),
   };
 }
 
 /**
- * The drain alone and its synchronous reference, run in the order sync, drain, drain, sync
- * (the stack idle before each), each given as its two runs together: every run grows the
- * tables and DynamoDB Local's streams, so a drain measured only after its reference met larger
- * tables than the reference did (its ratio then said which ran first). `round` tells the
- * runs apart (new records each). Before them one drain alone, unmeasured: the worker's process
- * has handled a few dozen requests by then where the API's has handled hundreds, and its CPU
- * per record fell by half over its next two hundred (V8 compiling its paths; issue 27,
- * eighteenth part). Each run measured holds the stream workers (`isolated`): the
- * stream records a run writes are handled after it, before the next (`settle`); run beside it,
- * how much of that work fell inside the run depended on how long the run lasted, and a drain
- * (longer, with its accepts) took more of it than its reference did.
+ * Unmeasured drains alone before the measured ones (`BENCH_DRAIN_WARMUPS`, 3 unless set):
+ * the worker's process has handled a hundred-odd requests by then where the API's has handled
+ * hundreds, and its CPU per record kept falling over its next three or four drains of 96
+ * requests (V8 compiling its paths; issue 27, eighteenth and twenty-fifth parts).
+ */
+export const DRAIN_WARMUPS = Math.max(1, Number(process.env.BENCH_DRAIN_WARMUPS ?? 3));
+/** Cycles of sync, drain, drain, sync measured (`BENCH_DRAIN_CYCLES`, 2 unless set). */
+export const DRAIN_CYCLES = Math.max(1, Number(process.env.BENCH_DRAIN_CYCLES ?? 2));
+
+/**
+ * The drain alone and its synchronous reference, run in cycles of sync, drain, drain, sync
+ * (the stack idle before each), each side given as all its runs together, with each cycle's
+ * own ratio (`cycles`): every run grows the tables and DynamoDB Local's streams, so a drain
+ * measured only after its reference met larger tables than the reference did (its ratio then
+ * said which ran first); and two runs of a few seconds a side moved the ratio by ±0.1 from one
+ * run of the bench to the next. `round` tells the runs apart (new records each). Before them
+ * `DRAIN_WARMUPS` drains alone, unmeasured. Each run measured holds the stream workers
+ * (`isolated`): the stream records a run writes are handled after it, before the next
+ * (`settle`); run beside it, how much of that work fell inside the run depended on how long
+ * the run lasted, and a drain (longer, with its accepts) took more of it than its reference
+ * did.
  */
 export async function drainBesideSync<S extends { rate: number }>(
   stack: BenchStack,
@@ -395,37 +405,58 @@ export async function drainBesideSync<S extends { rate: number }>(
     sync: (round: number) => Promise<Timed<S>>;
     alone: (round: number) => Promise<Timed<number>>;
   },
-): Promise<{ sync: Timed<S>; alone: Timed<number> }> {
+): Promise<{ sync: Timed<S>; alone: Timed<number>; cycles: number[] }> {
   const sync: Timed<S>[] = [];
   const alone: Timed<number>[] = [];
+  const cycles: number[] = [];
   const steps = ['sync', 'alone', 'alone', 'sync'] as const;
-  // Where each run's CPU went, said as it ends (the rows give the two sides' totals).
+  // Where each run's CPU went, said as it ends (the rows give the two sides' totals), and
+  // when (the settles between runs take most of the time).
   const say = (what: string, run: Timed<unknown>, rate: number) => {
     console.error(
-      `bench: ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
+      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
     );
   };
-  await settle(stack);
-  await runs.alone(steps.length);
-  for (const [round, step] of steps.entries()) {
-    await isolated(stack, async () => {
-      if (step === 'sync') {
-        const run = await runs.sync(round);
-        sync.push(run);
-        say('sync', run, run.result.rate);
-      } else {
-        const run = await runs.alone(round);
-        alone.push(run);
-        say('drain alone', run, run.result);
-      }
-    });
+  let round = 0;
+  for (let n = 0; n < DRAIN_WARMUPS; n += 1) {
+    const run = await isolated(stack, () => runs.alone(round));
+    round += 1;
+    say('drain alone (warm-up, unmeasured)', run, run.result);
+  }
+  for (let cycle = 0; cycle < DRAIN_CYCLES; cycle += 1) {
+    const cycleSync: Timed<S>[] = [];
+    const cycleAlone: Timed<number>[] = [];
+    for (const step of steps) {
+      await isolated(stack, async () => {
+        if (step === 'sync') {
+          const run = await runs.sync(round);
+          cycleSync.push(run);
+          say('sync', run, run.result.rate);
+        } else {
+          const run = await runs.alone(round);
+          cycleAlone.push(run);
+          say('drain alone', run, run.result);
+        }
+      });
+      round += 1;
+    }
+    const ratio =
+      allRuns(cycleAlone, (run) => run.result).rate /
+      allRuns(cycleSync, (run) => run.result.rate).rate;
+    console.error(
+      `bench: cycle ${cycle + 1} of ${DRAIN_CYCLES}: drain alone / sync ${fixed(ratio, 2)}`,
+    );
+    cycles.push(ratio);
+    sync.push(...cycleSync);
+    alone.push(...cycleAlone);
   }
   await settle(stack);
-  const syncBoth = bothRuns(sync as [Timed<S>, Timed<S>], (run) => run.result.rate);
-  const aloneBoth = bothRuns(alone as [Timed<number>, Timed<number>], (run) => run.result);
+  const syncAll = allRuns(sync, (run) => run.result.rate);
+  const aloneAll = allRuns(alone, (run) => run.result);
   return {
-    sync: { ...syncBoth, result: { ...(sync[0] as Timed<S>).result, rate: syncBoth.rate } },
-    alone: { ...aloneBoth, result: aloneBoth.rate },
+    sync: { ...syncAll, result: { ...(sync[0] as Timed<S>).result, rate: syncAll.rate } },
+    alone: { ...aloneAll, result: aloneAll.rate },
+    cycles,
   };
 }
 
@@ -453,6 +484,8 @@ export function drainRows(run: {
   endToEnd: { result: { drain: number }; cpuSeconds: number; seconds: number };
   alone: { result: number; cpuSeconds: number; seconds: number };
   sync: { result: { rate: number }; cpuSeconds: number; seconds: number };
+  /** Each cycle's own ratio of the drain alone to sync (`drainBesideSync`). */
+  cycles: number[];
 }): Row[] {
   const { figure, what, record, records, concurrency, endToEnd, alone, sync } = run;
   const reference = `${fixed(sync.result.rate)}/s`;
@@ -467,7 +500,7 @@ export function drainRows(run: {
     },
     {
       figure,
-      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (one drain unmeasured, then sync, drain, drain, sync with the stream workers held: each side its two runs; ${cpuText(alone, sync, records, record)})`,
+      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (${DRAIN_WARMUPS} drains unmeasured, then ${run.cycles.length} cycles of sync, drain, drain, sync with the stream workers held: each side all its runs, the cycles ${run.cycles.map((ratio) => fixed(ratio, 2)).join(', ')}; ${cpuText(alone, sync, records, record)})`,
       value: `${fixed(alone.result)}/s`,
       reference,
       ratio: aloneRatio,
