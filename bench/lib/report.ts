@@ -383,6 +383,13 @@ function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
  * requests (V8 compiling its paths; issue 27, eighteenth and twenty-fifth parts).
  */
 export const DRAIN_WARMUPS = Math.max(1, Number(process.env.BENCH_DRAIN_WARMUPS ?? 3));
+/**
+ * How long the stack may take to become idle before each drain and sync run: a drain or a
+ * sync run of 96 requests leaves 9,600 activities' stream records (and the people updates
+ * their touches make) to the stream workers, whose reads of DynamoDB Local's grown streams
+ * took more than the 60 s `settle` gives by default, so the next run met that work.
+ */
+const DRAIN_SETTLE_MS = 180_000;
 /** Cycles of sync, drain, drain, sync measured (`BENCH_DRAIN_CYCLES`, 2 unless set). */
 export const DRAIN_CYCLES = Math.max(1, Number(process.env.BENCH_DRAIN_CYCLES ?? 2));
 
@@ -412,14 +419,18 @@ export async function drainBesideSync<S extends { rate: number }>(
   const steps = ['sync', 'alone', 'alone', 'sync'] as const;
   // Where each run's CPU went, said as it ends (the rows give the two sides' totals), and
   // when (the settles between runs take most of the time).
+  let settled = { ms: 0, idle: true };
+  const onSettled = (state: typeof settled) => {
+    settled = state;
+  };
   const say = (what: string, run: Timed<unknown>, rate: number) => {
     console.error(
-      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
+      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s (the stack ${settled.idle ? 'idle' : 'still busy'} after ${fixed(settled.ms / 1000)} s); CPU ${processesText(run.processes)}`,
     );
   };
   let round = 0;
   for (let n = 0; n < DRAIN_WARMUPS; n += 1) {
-    const run = await isolated(stack, () => runs.alone(round));
+    const run = await isolated(stack, () => runs.alone(round), onSettled, DRAIN_SETTLE_MS);
     round += 1;
     say('drain alone (warm-up, unmeasured)', run, run.result);
   }
@@ -427,17 +438,22 @@ export async function drainBesideSync<S extends { rate: number }>(
     const cycleSync: Timed<S>[] = [];
     const cycleAlone: Timed<number>[] = [];
     for (const step of steps) {
-      await isolated(stack, async () => {
-        if (step === 'sync') {
-          const run = await runs.sync(round);
-          cycleSync.push(run);
-          say('sync', run, run.result.rate);
-        } else {
-          const run = await runs.alone(round);
-          cycleAlone.push(run);
-          say('drain alone', run, run.result);
-        }
-      });
+      await isolated(
+        stack,
+        async () => {
+          if (step === 'sync') {
+            const run = await runs.sync(round);
+            cycleSync.push(run);
+            say('sync', run, run.result.rate);
+          } else {
+            const run = await runs.alone(round);
+            cycleAlone.push(run);
+            say('drain alone', run, run.result);
+          }
+        },
+        onSettled,
+        DRAIN_SETTLE_MS,
+      );
       round += 1;
     }
     const ratio =

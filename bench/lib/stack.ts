@@ -174,13 +174,18 @@ function byProcess(stack: BenchStack): Record<string, number> {
  * share DynamoDB Local and, locally, the API's process): a ratio then said which of the two
  * runs came first more than what either did.
  */
-export async function settle(stack: BenchStack, idleCores = 0.15, timeoutMs = 60_000) {
+export async function settle(
+  stack: BenchStack,
+  idleCores = 0.15,
+  timeoutMs = 60_000,
+): Promise<{ ms: number; idle: boolean }> {
   const used = () => stackCpuSeconds(stack);
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
   for (;;) {
     const before = used();
     await new Promise((resolve) => setTimeout(resolve, 500));
-    if ((used() - before) / 0.5 < idleCores || Date.now() > deadline) return;
+    const idle = (used() - before) / 0.5 < idleCores;
+    if (idle || Date.now() - started > timeoutMs) return { ms: Date.now() - started, idle };
   }
 }
 
@@ -242,8 +247,13 @@ function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Pr
  * its own records (polled once a second) or did not, and its ratio moved with that more than
  * with what the path did (issue 27, eighteenth part).
  */
-export async function isolated<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
-  await settle(stack);
+export async function isolated<T>(
+  stack: BenchStack,
+  work: () => Promise<T>,
+  onSettled?: (settled: { ms: number; idle: boolean }) => void,
+  settleMs?: number,
+): Promise<T> {
+  onSettled?.(await settle(stack, undefined, settleMs));
   return withStreamWorkersHeld(stack, work);
 }
 
