@@ -417,11 +417,14 @@ export async function drainBesideSync<S extends { rate: number }>(
   const alone: Timed<number>[] = [];
   const cycles: number[] = [];
   const steps = ['sync', 'alone', 'alone', 'sync'] as const;
-  // Where each run's CPU went, said as it ends (the rows give the two sides' totals), and
-  // when (the settles between runs take most of the time).
+  // Where each run's CPU went, said as it ends (the rows give the two sides' totals), when,
+  // and how the settle before it ended (a run that met a busy stack read 10-30 % slower).
   let settled = { ms: 0, idle: true };
-  const onSettled = (state: typeof settled) => {
-    settled = state;
+  const settling = {
+    timeoutMs: DRAIN_SETTLE_MS,
+    onSettled: (state: typeof settled) => {
+      settled = state;
+    },
   };
   const say = (what: string, run: Timed<unknown>, rate: number) => {
     console.error(
@@ -430,7 +433,7 @@ export async function drainBesideSync<S extends { rate: number }>(
   };
   let round = 0;
   for (let n = 0; n < DRAIN_WARMUPS; n += 1) {
-    const run = await isolated(stack, () => runs.alone(round), onSettled, DRAIN_SETTLE_MS);
+    const run = await isolated(stack, () => runs.alone(round), settling);
     round += 1;
     say('drain alone (warm-up, unmeasured)', run, run.result);
   }
@@ -451,8 +454,7 @@ export async function drainBesideSync<S extends { rate: number }>(
             say('drain alone', run, run.result);
           }
         },
-        onSettled,
-        DRAIN_SETTLE_MS,
+        settling,
       );
       round += 1;
     }

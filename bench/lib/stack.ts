@@ -250,10 +250,14 @@ function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Pr
 export async function isolated<T>(
   stack: BenchStack,
   work: () => Promise<T>,
-  onSettled?: (settled: { ms: number; idle: boolean }) => void,
-  settleMs?: number,
+  settling: {
+    /** How long the stack may take to settle (`settle`'s 60 s unless set). */
+    timeoutMs?: number;
+    /** Told how the settle ended, before `work` starts. */
+    onSettled?: (settled: { ms: number; idle: boolean }) => void;
+  } = {},
 ): Promise<T> {
-  onSettled?.(await settle(stack, undefined, settleMs));
+  settling.onSettled?.(await settle(stack, undefined, settling.timeoutMs));
   return withStreamWorkersHeld(stack, work);
 }
 
