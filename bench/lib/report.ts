@@ -110,6 +110,11 @@ export const INGEST_CONCURRENCY =
 
 export const perSecond = (count: number, ms: number) => (count * 1000) / ms;
 
+/** A count the bench takes from the environment (`name`), at least 1; `fallback` unless set. */
+function countFromEnv(name: string, fallback: number): number {
+  return Math.max(1, Number(process.env[name] ?? fallback));
+}
+
 /** A figure's request count times `BENCH_SCALE` (more for steadier figures, fewer for speed). */
 export const scaled = (count: number) => Math.ceil(count * Number(process.env.BENCH_SCALE ?? 1));
 
@@ -126,7 +131,7 @@ export const LEVELS = (process.env.BENCH_LEVELS ?? '1,4,16')
  * Rounds of a figure's API run and its ceiling, one after the other (`BENCH_ROUNDS`, 3 by
  * default): the row's ratio is the median of the rounds' ratios, each round's listed beside.
  */
-export const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+export const ROUNDS = countFromEnv('BENCH_ROUNDS', 3);
 
 /** Requests per concurrency level: enough for a steady rate, few enough for the time budget. */
 export const requestsAt = (concurrency: number) => scaled(Math.max(6, concurrency * 3));
@@ -382,7 +387,7 @@ function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
  * hundreds, and its CPU per record kept falling over its next three or four drains of 96
  * requests (V8 compiling its paths; issue 27, eighteenth and twenty-fifth parts).
  */
-export const DRAIN_WARMUPS = Math.max(1, Number(process.env.BENCH_DRAIN_WARMUPS ?? 3));
+export const DRAIN_WARMUPS = countFromEnv('BENCH_DRAIN_WARMUPS', 3);
 /**
  * How long the stack may take to become idle before each drain and sync run: a drain or a
  * sync run of 96 requests leaves 9,600 activities' stream records (and the people updates
@@ -391,7 +396,7 @@ export const DRAIN_WARMUPS = Math.max(1, Number(process.env.BENCH_DRAIN_WARMUPS 
  */
 const DRAIN_SETTLE_MS = 180_000;
 /** Cycles of sync, drain, drain, sync measured (`BENCH_DRAIN_CYCLES`, 2 unless set). */
-export const DRAIN_CYCLES = Math.max(1, Number(process.env.BENCH_DRAIN_CYCLES ?? 2));
+export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 2);
 
 /**
  * The drain alone and its synchronous reference, run in cycles of sync, drain, drain, sync
