@@ -305,8 +305,11 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   console.error(
     `bench: async accept ${fixed(queued.accept)}/s, drain ${fixed(queued.drain)}/s (${asyncCount} requests)`,
   );
+  await settle(stack);
+  const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
   // The same activities sent synchronously at the worker's concurrency, and again with the
-  // workers held while the API accepts: the drain alone.
+  // workers held while the API accepts: the drain alone. Last: it leaves the stream workers'
+  // backlog of its runs (`drainBesideSync`).
   const {
     sync: synced,
     alone,
@@ -323,8 +326,6 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
         (n) => ({ activities: activities(run, n) }),
       ),
   });
-  await settle(stack);
-  const top = await ceiling(asyncCount, ASYNC_CONCURRENCY, run);
   rows.push(
     {
       figure: '2 activities',
@@ -369,7 +370,7 @@ export async function activitiesFigure(stack: BenchStack): Promise<FigureResult>
   return {
     rows,
     notes: [
-      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones; then the drain alone (${besideCount} requests accepted while the workers are held, drained with nothing else running) beside the same requests sent synchronously at the worker's concurrency (its reference), after ${DRAIN_WARMUPS} drains alone unmeasured, in ${DRAIN_CYCLES} cycles of sync, drain, drain, sync, each run with the stream workers held (their work done between runs). Ceiling: the same activity items with BatchWriteItem, 25 a call, one after the other, at the same concurrency (the API writes a request's 4 batches at once: the existing-people rows also give that ceiling); for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker). Existing people: each concurrency runs ${ROUNDS} rounds of the API then its ceiling (the stack idle before each run), and the row gives the medians of its rounds; new people and the at-once ceiling run once. One unmeasured run of each comes first (DynamoDB Local's JVM compiles each kind of call during its first seconds of load).`,
+      `Activities: requests of ${PER_REQUEST} activities (act:cm:purchased, tracked as a touch) of ${PEOPLE_PER_REQUEST} existing people, 5 each; ${LEVELS.map((c) => `${requestsAt(c)} requests at c=${c}`).join(', ')}; async: ${asyncCount} requests accepted ${ASYNC_CONCURRENCY} at a time and drained by the ingest worker (${INGEST_CONCURRENCY} batches at once), after ${ASYNC_CONCURRENCY} unmeasured ones; then the drain alone (${besideCount} requests accepted while the workers are held, drained with nothing else running) beside the same requests sent synchronously at the worker's concurrency (its reference), after ${DRAIN_WARMUPS} drains alone and one sync run unmeasured, in ${DRAIN_CYCLES} cycles of sync, drain, drain, sync, each run as the one before ended, with the stream workers held through them all (their backlog is left: this comes last). Ceiling: the same activity items with BatchWriteItem, 25 a call, one after the other, at the same concurrency (the API writes a request's 4 batches at once: the existing-people rows also give that ceiling); for new people, each request's 20 people written first as figure 1's ceiling writes a new person (a transaction of the person and its email claim, 16 at once, at most ${CEILING_IN_FLIGHT} in all). The API also finds each person (one batched read of the claims, one of the people); each person's last seen moves after the answer, from the activities stream (the last-seen worker). Existing people: each concurrency runs ${ROUNDS} rounds of the API then its ceiling (the stack idle before each run), and the row gives the medians of its rounds; new people and the at-once ceiling run once. One unmeasured run of each comes first (DynamoDB Local's JVM compiles each kind of call during its first seconds of load).`,
     ],
   };
 }

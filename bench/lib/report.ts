@@ -7,10 +7,10 @@ import {
   BENCH_INSTANCE,
   type BenchStack,
   benchDb,
-  isolated,
   settle,
   withQueueWorkersHeld,
   withStackCpu,
+  withStreamWorkersHeld,
 } from './stack.js';
 
 /**
@@ -389,27 +389,30 @@ function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
  */
 export const DRAIN_WARMUPS = countFromEnv('BENCH_DRAIN_WARMUPS', 3);
 /**
- * How long the stack may take to become idle before each drain and sync run: a drain or a
- * sync run of 96 requests leaves 9,600 activities' stream records (and the people updates
- * their touches make) to the stream workers, whose reads of DynamoDB Local's grown streams
- * took more than the 60 s `settle` gives by default, so the next run met that work.
+ * How long the stack may take to become idle before the drains and their reference start: the
+ * figure's earlier runs leave their stream records to the stream workers, whose reads of
+ * DynamoDB Local's grown streams can take more than the 60 s `settle` gives by default.
  */
 const DRAIN_SETTLE_MS = 180_000;
-/** Cycles of sync, drain, drain, sync measured (`BENCH_DRAIN_CYCLES`, 2 unless set). */
-export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 2);
+/** Cycles of sync, drain, drain, sync measured (`BENCH_DRAIN_CYCLES`, 6 unless set). */
+export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 6);
 
 /**
- * The drain alone and its synchronous reference, run in cycles of sync, drain, drain, sync
- * (the stack idle before each), each side given as all its runs together, with each cycle's
- * own ratio (`cycles`): every run grows the tables and DynamoDB Local's streams, so a drain
- * measured only after its reference met larger tables than the reference did (its ratio then
- * said which ran first); and two runs of a few seconds a side moved the ratio by ±0.1 from one
- * run of the bench to the next. `round` tells the runs apart (new records each). Before them
- * `DRAIN_WARMUPS` drains alone, unmeasured. Each run measured holds the stream workers
- * (`isolated`): the stream records a run writes are handled after it, before the next
- * (`settle`); run beside it, how much of that work fell inside the run depended on how long
- * the run lasted, and a drain (longer, with its accepts) took more of it than its reference
- * did.
+ * The drain alone and its synchronous reference, run in cycles of sync, drain, drain, sync,
+ * each side given as all its runs together, with each cycle's own ratio (`cycles`): every run
+ * grows the tables and DynamoDB Local's streams, so a drain measured only after its reference
+ * met larger tables than the reference did (its ratio then said which ran first). `round`
+ * tells the runs apart (new records each). Before them, once the stack is idle,
+ * `DRAIN_WARMUPS` drains alone and one sync run, unmeasured.
+ *
+ * The stream workers are held from the warm-ups to the last run, and each run starts as the
+ * one before ends: no run meets their reads and writes for another run's records, and none
+ * waits for a settle. Settled before each run instead (up to 2026-12-02), a cycle read
+ * 0.79-1.23 on the same code, as how much of the stream workers' backlog a settle left
+ * depended on the streams' size; held through, 0.85-1.05 (issue 27, twenty-seventh part).
+ * Their backlog, every run's stream records, is left when this returns: the comparison is the
+ * last work of its figure's stack (working through it took DynamoDB Local minutes, and calls
+ * made meanwhile timed out).
  */
 export async function drainBesideSync<S extends { rate: number }>(
   stack: BenchStack,
@@ -422,58 +425,52 @@ export async function drainBesideSync<S extends { rate: number }>(
   const alone: Timed<number>[] = [];
   const cycles: number[] = [];
   const steps = ['sync', 'alone', 'alone', 'sync'] as const;
-  // Where each run's CPU went, said as it ends (the rows give the two sides' totals), when,
-  // and how the settle before it ended (a run that met a busy stack read 10-30 % slower).
-  let settled = { ms: 0, idle: true };
-  const settling = {
-    timeoutMs: DRAIN_SETTLE_MS,
-    onSettled: (state: typeof settled) => {
-      settled = state;
-    },
-  };
+  // Where each run's CPU went, said as it ends (the rows give the two sides' totals), and when.
   const say = (what: string, run: Timed<unknown>, rate: number) => {
     console.error(
-      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s (the stack ${settled.idle ? 'idle' : 'still busy'} after ${fixed(settled.ms / 1000)} s); CPU ${processesText(run.processes)}`,
+      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
     );
   };
-  let round = 0;
-  for (let n = 0; n < DRAIN_WARMUPS; n += 1) {
-    const run = await isolated(stack, () => runs.alone(round), settling);
-    round += 1;
-    say('drain alone (warm-up, unmeasured)', run, run.result);
-  }
-  for (let cycle = 0; cycle < DRAIN_CYCLES; cycle += 1) {
-    const cycleSync: Timed<S>[] = [];
-    const cycleAlone: Timed<number>[] = [];
-    for (const step of steps) {
-      await isolated(
-        stack,
-        async () => {
-          if (step === 'sync') {
-            const run = await runs.sync(round);
-            cycleSync.push(run);
-            say('sync', run, run.result.rate);
-          } else {
-            const run = await runs.alone(round);
-            cycleAlone.push(run);
-            say('drain alone', run, run.result);
-          }
-        },
-        settling,
-      );
+  const settled = await settle(stack, undefined, DRAIN_SETTLE_MS);
+  console.error(
+    `bench: the drains and their reference start, the stack ${settled.idle ? 'idle' : 'still busy'} after ${fixed(settled.ms / 1000)} s`,
+  );
+  await withStreamWorkersHeld(stack, async () => {
+    let round = 0;
+    for (let n = 0; n < DRAIN_WARMUPS; n += 1) {
+      const run = await runs.alone(round);
       round += 1;
+      say('drain alone (warm-up, unmeasured)', run, run.result);
     }
-    const ratio =
-      allRuns(cycleAlone, (run) => run.result).rate /
-      allRuns(cycleSync, (run) => run.result.rate).rate;
-    console.error(
-      `bench: cycle ${cycle + 1} of ${DRAIN_CYCLES}: drain alone / sync ${fixed(ratio, 2)}`,
-    );
-    cycles.push(ratio);
-    sync.push(...cycleSync);
-    alone.push(...cycleAlone);
-  }
-  await settle(stack);
+    const warm = await runs.sync(round);
+    round += 1;
+    say('sync (warm-up, unmeasured)', warm, warm.result.rate);
+    for (let cycle = 0; cycle < DRAIN_CYCLES; cycle += 1) {
+      const cycleSync: Timed<S>[] = [];
+      const cycleAlone: Timed<number>[] = [];
+      for (const step of steps) {
+        if (step === 'sync') {
+          const run = await runs.sync(round);
+          cycleSync.push(run);
+          say('sync', run, run.result.rate);
+        } else {
+          const run = await runs.alone(round);
+          cycleAlone.push(run);
+          say('drain alone', run, run.result);
+        }
+        round += 1;
+      }
+      const ratio =
+        allRuns(cycleAlone, (run) => run.result).rate /
+        allRuns(cycleSync, (run) => run.result.rate).rate;
+      console.error(
+        `bench: cycle ${cycle + 1} of ${DRAIN_CYCLES}: drain alone / sync ${fixed(ratio, 2)}`,
+      );
+      cycles.push(ratio);
+      sync.push(...cycleSync);
+      alone.push(...cycleAlone);
+    }
+  });
   const syncAll = allRuns(sync, (run) => run.result.rate);
   const aloneAll = allRuns(alone, (run) => run.result);
   return {
@@ -523,7 +520,7 @@ export function drainRows(run: {
     },
     {
       figure,
-      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (${DRAIN_WARMUPS} drains unmeasured, then ${run.cycles.length} cycles of sync, drain, drain, sync with the stream workers held: each side all its runs, the cycles ${run.cycles.map((ratio) => fixed(ratio, 2)).join(', ')}; ${cpuText(alone, sync, records, record)})`,
+      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (${DRAIN_WARMUPS} drains and a sync run unmeasured, then ${run.cycles.length} cycles of sync, drain, drain, sync, each run as the one before ended, the stream workers held through them all: each side all its runs, the cycles ${run.cycles.map((ratio) => fixed(ratio, 2)).join(', ')}; ${cpuText(alone, sync, records, record)})`,
       value: `${fixed(alone.result)}/s`,
       reference,
       ratio: aloneRatio,

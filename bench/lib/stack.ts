@@ -237,7 +237,7 @@ export function withQueueWorkersHeld<T>(stack: BenchStack, work: () => Promise<T
  * as on AWS, where stream workers are functions of their own and do not share the API's or the
  * ingest worker's cores).
  */
-function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
+export function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
   return withHeld(stack, 'the default stream workers', work);
 }
 
