@@ -7,7 +7,7 @@
  * (between the `bench:start` and `bench:end` markers; the notes around them stay). Never
  * part of `npm test`. Each figure also runs alone: `node --import tsx bench/<figure>.ts`.
  *
- *   npm run bench                     # all figures, about 10 minutes on 2 quiet cores
+ *   npm run bench                     # all figures, 16-30 minutes on 2 quiet cores
  *   npm run bench -- 1,2              # some figures only (numbers of the issue)
  *   BENCH_SCALE=0.5 npm run bench     # fewer requests per figure (quicker, noisier)
  *   CDP_FAULTS=conflict=0.2 npm run bench    # the stack's DynamoDB calls meet faults

@@ -402,14 +402,15 @@ export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 6);
  * each side given as all its runs together, with each cycle's own ratio (`cycles`): every run
  * grows the tables and DynamoDB Local's streams, so a drain measured only after its reference
  * met larger tables than the reference did (its ratio then said which ran first). `round`
- * tells the runs apart (new records each). Before them, once the stack is idle,
+ * numbers the runs, for a caller whose runs need records of their own (figure 1's new people;
+ * figure 2's activities get new IDs in any case). Before them, once the stack is idle,
  * `DRAIN_WARMUPS` drains alone and one sync run, unmeasured.
  *
  * The stream workers are held from the warm-ups to the last run, and each run starts as the
  * one before ends: no run meets their reads and writes for another run's records, and none
  * waits for a settle. Settled before each run instead (up to 2026-12-02), a cycle read
  * 0.79-1.23 on the same code, as how much of the stream workers' backlog a settle left
- * depended on the streams' size; held through, 0.85-1.05 (issue 27, twenty-seventh part).
+ * depended on the streams' size; held through, 0.85-1.06 (issue 27, twenty-seventh part).
  * Their backlog, every run's stream records, is left when this returns: the comparison is the
  * last work of its figure's stack (working through it took DynamoDB Local minutes, and calls
  * made meanwhile timed out).

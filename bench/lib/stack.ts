@@ -247,17 +247,8 @@ export function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<
  * its own records (polled once a second) or did not, and its ratio moved with that more than
  * with what the path did (issue 27, eighteenth part).
  */
-export async function isolated<T>(
-  stack: BenchStack,
-  work: () => Promise<T>,
-  settling: {
-    /** How long the stack may take to settle (`settle`'s 60 s unless set). */
-    timeoutMs?: number;
-    /** Told how the settle ended, before `work` starts. */
-    onSettled?: (settled: { ms: number; idle: boolean }) => void;
-  } = {},
-): Promise<T> {
-  settling.onSettled?.(await settle(stack, undefined, settling.timeoutMs));
+export async function isolated<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
+  await settle(stack);
   return withStreamWorkersHeld(stack, work);
 }
 
