@@ -410,7 +410,7 @@ export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 6);
  * one before ends: no run meets their reads and writes for another run's records, and none
  * waits for a settle. Settled before each run instead (up to 2026-12-02), a cycle read
  * 0.79-1.23 on the same code, as how much of the stream workers' backlog a settle left
- * depended on the streams' size; held through, 0.85-1.06 (issue 27, twenty-seventh part).
+ * depended on the streams' size; held through, 0.82-1.06 (issue 27, twenty-seventh part).
  * Their backlog, every run's stream records, is left when this returns: the comparison is the
  * last work of its figure's stack (working through it took DynamoDB Local minutes, and calls
  * made meanwhile timed out).
