@@ -1,4 +1,8 @@
-import { DynamoDBClient, type ConsumedCapacity } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBClient,
+  TransactionCanceledException,
+  type ConsumedCapacity,
+} from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
@@ -9,6 +13,7 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../shared/adapters/aws-clients.js';
+import { isConditionFailure } from '../../shared/adapters/dynamo-helpers.js';
 
 /**
  * A DynamoDB client that counts what the code it serves asks of the store: calls by
@@ -82,14 +87,16 @@ function addCapacity(meter: Meter, kind: 'read' | 'write', capacity: ConsumedCap
  * a transaction as the single-item call it amounts to, which DynamoDB Local does account
  * per item, and bills its table share twice, as DynamoDB bills transactional writes (index
  * writes, propagated after the transaction, at the standard rate). For cost runs only: the
- * items are not written atomically then (a benchmark's requests do not race).
+ * items are not written atomically then (a benchmark's requests do not race), and an item
+ * whose condition fails is reported as the transaction's cancellation (`cancelledAt`).
  */
 async function replayTransaction(
   client: DynamoDBDocumentClient,
   input: Input,
   m: Meter,
 ): Promise<void> {
-  for (const entry of (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[]) {
+  const entries = (input.TransactItems ?? []) as Record<string, Record<string, unknown>>[];
+  for (const [index, entry] of entries.entries()) {
     const [kind, op] = Object.entries(entry)[0] ?? [];
     if (!kind || !op) continue;
     if (kind === 'ConditionCheck') {
@@ -113,7 +120,11 @@ async function replayTransaction(
               ...(op as unknown as DeleteCommandInput),
               ReturnConsumedCapacity: 'INDEXES',
             });
-    const { ConsumedCapacity } = await client.send(command as PutCommand);
+    const { ConsumedCapacity } = await client
+      .send(command as PutCommand)
+      .catch((error: unknown) => {
+        throw cancelledAt(error, index, entries.length);
+      });
     if (!ConsumedCapacity) continue;
     const table = shortName(ConsumedCapacity.TableName ?? '?');
     const indexes = ConsumedCapacity.GlobalSecondaryIndexes ?? {};
@@ -128,6 +139,23 @@ async function replayTransaction(
       m.wcu[`${table}/${name}`] = (m.wcu[`${table}/${name}`] ?? 0) + (index.CapacityUnits ?? 0);
     }
   }
+}
+
+/**
+ * A replayed item whose condition failed, reported as DynamoDB reports the transaction: a
+ * `TransactionCanceledException` whose reasons name `ConditionalCheckFailed` at the item's
+ * position (the code that made the transaction reads that, not the single write's error; the
+ * cost figure's email worker met it when SES's event had marked an email sent first).
+ */
+function cancelledAt(error: unknown, index: number, items: number): unknown {
+  if (!isConditionFailure(error)) return error;
+  return new TransactionCanceledException({
+    message: `Transaction cancelled: the condition of item ${index} failed (replayed)`,
+    $metadata: {},
+    CancellationReasons: Array.from({ length: items }, (_, i) =>
+      i === index ? { Code: 'ConditionalCheckFailed' } : { Code: 'None' },
+    ),
+  });
 }
 
 /** Adds the counting middleware to a low-level client. */

@@ -47,8 +47,18 @@ export const median = (values: number[]) => percentile(values, 50);
  * cores, the drain's rate is about the sync rate times the ratio of the two.
  */
 export function cpuText(
-  drain: { cpuSeconds: number; seconds: number },
-  sync: { cpuSeconds: number; seconds: number },
+  drain: {
+    cpuSeconds: number;
+    seconds: number;
+    storeThreadSeconds?: number;
+    activeSeconds?: number;
+  },
+  sync: {
+    cpuSeconds: number;
+    seconds: number;
+    storeThreadSeconds?: number;
+    activeSeconds?: number;
+  },
   records: number,
   record: string,
   /** The sync run's records, when not as many as the drain's. */
@@ -58,7 +68,21 @@ export function cpuText(
   const [drainUs, syncUs] = [us(drain, records), us(sync, syncRecords)];
   const cores = (run: { cpuSeconds: number; seconds: number }) =>
     fixed(run.cpuSeconds / run.seconds, 2);
-  return `the stack's CPU per ${record} while each ran: async ${fixed(drainUs)} µs, sync ${fixed(syncUs)} µs, ratio ${fixed(syncUs / drainUs, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}`;
+  // DynamoDB Local's one database thread: how much of each run it was busy (of the drain's own
+  // time, from its release to its last finish, where given: its CPU window outlasts that by up
+  // to a poll), and for how long a record. Every figure against DynamoDB Local is bounded by
+  // this one thread: the rates' ratio is about the ratio of the busy shares over that of the
+  // times per record.
+  const store = (
+    run: { seconds: number; storeThreadSeconds?: number; activeSeconds?: number },
+    count: number,
+  ) =>
+    `${fixed((100 * (run.storeThreadSeconds ?? Number.NaN)) / (run.activeSeconds ?? run.seconds))} % (${fixed(((run.storeThreadSeconds ?? Number.NaN) * 1e6) / count)} µs per ${record})`;
+  const thread =
+    Number.isFinite(drain.storeThreadSeconds) && Number.isFinite(sync.storeThreadSeconds)
+      ? `; DynamoDB Local's database thread busy ${store(drain, records)} and ${store(sync, syncRecords)}`
+      : '';
+  return `the stack's CPU per ${record} while each ran: async ${fixed(drainUs)} µs, sync ${fixed(syncUs)} µs, ratio ${fixed(syncUs / drainUs, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}${thread}`;
 }
 
 /** Per-request latencies as the rows print them. */
@@ -345,6 +369,8 @@ export async function drainAlone(
     cpuSeconds: drained.cpuSeconds,
     seconds: drained.seconds,
     processes: drained.processes,
+    storeThreadSeconds: drained.storeThreadSeconds,
+    activeSeconds: (finished - released) / 1000,
     result: perSecond(count * records, finished - released),
   };
 }
@@ -356,6 +382,10 @@ interface Timed<T> {
   seconds: number;
   /** The CPU seconds process by process, where measured. */
   processes?: Record<string, number>;
+  /** DynamoDB Local's database thread's CPU seconds, where measured (`withStackCpu`). */
+  storeThreadSeconds?: number;
+  /** A drain alone's own time (release to last finish), inside its CPU window `seconds`. */
+  activeSeconds?: number;
 }
 
 /** A run's CPU seconds by process, largest first, for the log ("DynamoDB Local 12.3 s, …"). */
@@ -378,6 +408,8 @@ function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
     rate: runs.length / runs.reduce((sum, run) => sum + 1 / rate(run), 0),
     cpuSeconds: mean(runs.map((run) => run.cpuSeconds)),
     seconds: mean(runs.map((run) => run.seconds)),
+    storeThreadSeconds: mean(runs.map((run) => run.storeThreadSeconds ?? Number.NaN)),
+    activeSeconds: mean(runs.map((run) => run.activeSeconds ?? run.seconds)),
   };
 }
 
@@ -429,7 +461,7 @@ export async function drainBesideSync<S extends { rate: number }>(
   // Where each run's CPU went, said as it ends (the rows give the two sides' totals), and when.
   const say = (what: string, run: Timed<unknown>, rate: number) => {
     console.error(
-      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}`,
+      `bench: ${new Date().toISOString().slice(11, 19)} ${what} ${fixed(rate)}/s in ${fixed(run.seconds, 1)} s; CPU ${processesText(run.processes)}${Number.isFinite(run.storeThreadSeconds) ? `; DynamoDB Local's database thread ${fixed(run.storeThreadSeconds ?? 0, 1)} s` : ''}`,
     );
   };
   const settled = await settle(stack, undefined, DRAIN_SETTLE_MS);
@@ -503,8 +535,19 @@ export function drainRows(run: {
   /** Said of the end-to-end run (how many requests, how they were accepted). */
   detail: string;
   endToEnd: { result: { drain: number }; cpuSeconds: number; seconds: number };
-  alone: { result: number; cpuSeconds: number; seconds: number };
-  sync: { result: { rate: number }; cpuSeconds: number; seconds: number };
+  alone: {
+    result: number;
+    cpuSeconds: number;
+    seconds: number;
+    storeThreadSeconds?: number;
+    activeSeconds?: number;
+  };
+  sync: {
+    result: { rate: number };
+    cpuSeconds: number;
+    seconds: number;
+    storeThreadSeconds?: number;
+  };
   /** Each cycle's own ratio of the drain alone to sync (`drainBesideSync`). */
   cycles: number[];
 }): Row[] {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { createDocumentClient, createDynamoDbClient } from '../../shared/adapters/aws-clients.js';
@@ -42,12 +42,17 @@ const ports = {
 /** CPU seconds of a process from `/proc/<pid>/stat` (utime + stime, in clock ticks of 1/100 s). */
 export function cpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return statSeconds(`/proc/${pid}/stat`);
   } catch {
     return Number.NaN;
   }
+}
+
+/** utime + stime of a `/proc` `stat` file (a process's or a thread's), in seconds. */
+function statSeconds(path: string): number {
+  const stat = readFileSync(path, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function pidsOf(output: string): Record<string, number> {
@@ -155,6 +160,40 @@ export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>)
   }
 }
 
+/**
+ * CPU seconds the threads of a process whose names start with `prefix` have used so far
+ * (Linux `/proc/<pid>/task`; a thread's name is cut to 15 characters there).
+ */
+function threadCpuSeconds(pid: number, prefix: string): number {
+  let seconds = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        if (!readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').startsWith(prefix)) continue;
+        seconds += statSeconds(`/proc/${pid}/task/${task}/stat`);
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+  } catch {
+    return Number.NaN;
+  }
+  return seconds;
+}
+
+/**
+ * DynamoDB Local's one database thread (sqlite4java's `SQLiteQueue`): every SQLite statement
+ * of every table, and each item's JSON, runs on it, so that every figure against DynamoDB
+ * Local is bounded by this one thread's time (issue 27, twenty-ninth and thirtieth parts).
+ */
+const STORE_THREAD = 'SQLiteQueue';
+
+/** CPU seconds DynamoDB Local's database thread has used so far (NaN without one). */
+function storeThreadSeconds(stack: BenchStack): number {
+  const pid = stack.pids['DynamoDB Local'];
+  return pid === undefined ? Number.NaN : threadCpuSeconds(pid, STORE_THREAD);
+}
+
 /** CPU seconds every process of the stack has used so far. */
 function stackCpuSeconds(stack: BenchStack): number {
   return Object.values(byProcess(stack)).reduce((sum, seconds) => sum + seconds, 0);
@@ -205,11 +244,15 @@ export async function withStackCpu<T>(
   seconds: number;
   /** The same CPU seconds, process by process (the banner's names). */
   processes: Record<string, number>;
+  /** Of DynamoDB Local's, its database thread's (`STORE_THREAD`; NaN where not found). */
+  storeThreadSeconds: number;
 }> {
   const before = byProcess(stack);
+  const storeBefore = storeThreadSeconds(stack);
   const started = performance.now();
   const result = await work();
   const after = byProcess(stack);
+  const storeThread = storeThreadSeconds(stack) - storeBefore;
   const processes = Object.fromEntries(
     Object.entries(after).map(([name, seconds]) => [name, seconds - (before[name] ?? 0)]),
   );
@@ -218,6 +261,7 @@ export async function withStackCpu<T>(
     cpuSeconds: Object.values(processes).reduce((sum, seconds) => sum + seconds, 0),
     seconds: (performance.now() - started) / 1000,
     processes,
+    storeThreadSeconds: storeThread,
   };
 }
 
