@@ -47,18 +47,8 @@ export const median = (values: number[]) => percentile(values, 50);
  * cores, the drain's rate is about the sync rate times the ratio of the two.
  */
 export function cpuText(
-  drain: {
-    cpuSeconds: number;
-    seconds: number;
-    storeThreadSeconds?: number;
-    activeSeconds?: number;
-  },
-  sync: {
-    cpuSeconds: number;
-    seconds: number;
-    storeThreadSeconds?: number;
-    activeSeconds?: number;
-  },
+  drain: RunCpu,
+  sync: RunCpu,
   records: number,
   record: string,
   /** The sync run's records, when not as many as the drain's. */
@@ -73,11 +63,10 @@ export function cpuText(
   // to a poll), and for how long a record. Every figure against DynamoDB Local is bounded by
   // this one thread: the rates' ratio is about the ratio of the busy shares over that of the
   // times per record.
-  const store = (
-    run: { seconds: number; storeThreadSeconds?: number; activeSeconds?: number },
-    count: number,
-  ) =>
-    `${fixed((100 * (run.storeThreadSeconds ?? Number.NaN)) / (run.activeSeconds ?? run.seconds))} % (${fixed(((run.storeThreadSeconds ?? Number.NaN) * 1e6) / count)} µs per ${record})`;
+  const store = (run: RunCpu, count: number) => {
+    const busy = run.storeThreadSeconds ?? Number.NaN;
+    return `${fixed((100 * busy) / (run.activeSeconds ?? run.seconds))} % (${fixed((busy * 1e6) / count)} µs per ${record})`;
+  };
   const thread =
     Number.isFinite(drain.storeThreadSeconds) && Number.isFinite(sync.storeThreadSeconds)
       ? `; DynamoDB Local's database thread busy ${store(drain, records)} and ${store(sync, syncRecords)}`
@@ -375,6 +364,12 @@ export async function drainAlone(
   };
 }
 
+/** What a run's CPU text (`cpuText`) reads of it. */
+type RunCpu = Pick<
+  Timed<unknown>,
+  'cpuSeconds' | 'seconds' | 'storeThreadSeconds' | 'activeSeconds'
+>;
+
 /** A run measured with the stack's CPU (`withStackCpu`). */
 interface Timed<T> {
   result: T;
@@ -534,20 +529,9 @@ export function drainRows(run: {
   concurrency: number;
   /** Said of the end-to-end run (how many requests, how they were accepted). */
   detail: string;
-  endToEnd: { result: { drain: number }; cpuSeconds: number; seconds: number };
-  alone: {
-    result: number;
-    cpuSeconds: number;
-    seconds: number;
-    storeThreadSeconds?: number;
-    activeSeconds?: number;
-  };
-  sync: {
-    result: { rate: number };
-    cpuSeconds: number;
-    seconds: number;
-    storeThreadSeconds?: number;
-  };
+  endToEnd: RunCpu & { result: { drain: number } };
+  alone: RunCpu & { result: number };
+  sync: RunCpu & { result: { rate: number } };
   /** Each cycle's own ratio of the drain alone to sync (`drainBesideSync`). */
   cycles: number[];
 }): Row[] {
