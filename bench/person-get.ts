@@ -17,6 +17,7 @@ import { LocalKeyWrapper } from '../shared/adapters/key-wrappers.js';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
 import { batchWrite, type Item } from '../shared/adapters/dynamo-helpers.js';
 import { counterPk, DynamoPeopleStore, personItem } from '../shared/adapters/people-store.js';
+import { DynamoFieldIndex } from '../shared/adapters/field-index-store.js';
 import { cursorCodec } from '../shared/domain/cursor.js';
 import { newId } from '../shared/domain/ids.js';
 import { runBounded } from '../shared/lib/bounded.js';
@@ -140,7 +141,12 @@ async function pageWork(body: unknown): Promise<string> {
   const keyring = await signingKeyrings(config, new LocalKeyWrapper())();
   if (!tenant) throw new Error('no listing instance');
   meter = emptyMeter();
-  await getPeople(PersonGetRequest.parse(body), tenant, store, cursorCodec(keyring, INSTANCE));
+  await getPeople(
+    PersonGetRequest.parse(body),
+    tenant,
+    { listing: store, fields: new DynamoFieldIndex(db, tableName('default', 'indexes')) },
+    cursorCodec(keyring, INSTANCE),
+  );
   return `${totalCalls(meter)} calls, ${fixed(total(meter.rcu))} RRU`;
 }
 

@@ -16,6 +16,7 @@ import {
 import type { KeyWrapper } from '../shared/domain/signing-keys.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { repairCounts } from '../shared/adapters/counter-repair.js';
+import { DynamoFieldIndex, rebuildFieldIndex } from '../shared/adapters/field-index-store.js';
 import { DynamoRequestStore } from '../shared/adapters/request-store.js';
 import { GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { configAudienceApplier, recheckAllJob } from '../shared/worker/audience-runtime.js';
@@ -45,6 +46,7 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   key create --instance <id> --data-source <name> [--region default|au|eu]
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  *   repair counts [--instance <id>] [--region default|au|eu]
+ *   repair indexes [--instance <id>] [--region default|au|eu]
  *   key list | revoke, signing-key list | rotate | retire (local/keys-admin.ts)
  *   dlq list [--queue ingest] [--region default|au|eu]
  *   dlq redrive [--queue ingest] [--message <message, request or email ID>] [--region default|au|eu]
@@ -61,6 +63,7 @@ const USAGE = `usage:
   npm run admin -- signing-key list | rotate [--overlap-days 400] | retire --kid <id> [--region …]
   npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
   npm run admin -- repair counts [--instance <id>] [--region default|au|eu]
+  npm run admin -- repair indexes [--instance <id>] [--region default|au|eu]
   npm run admin -- dlq list [--queue ingest] [--region default|au|eu]
   npm run admin -- dlq redrive [--queue ingest] [--message <id>] [--region default|au|eu]
   npm run admin -- audiences recheck [--region default|au|eu]`;
@@ -300,6 +303,17 @@ async function repair(instanceId: string | undefined, region: Region): Promise<v
   console.log(`Counters corrected: ${drift}.`);
 }
 
+/** Puts every person's field index entries (people written before the index, or missed). */
+async function repairIndexes(instanceId: string | undefined, region: Region): Promise<void> {
+  const ids = instanceId ? [instanceId] : await configStore(region).listInstanceIds();
+  const people = peopleStore(region);
+  const index = new DynamoFieldIndex(documents(region), tableName(region, 'indexes'));
+  for (const id of ids) {
+    const done = await rebuildFieldIndex(people, index, id);
+    console.log(`${id}: ${done.people} people, ${done.entries} entries put.`);
+  }
+}
+
 async function createKey(instanceId: string, dataSource: string, region: Region): Promise<void> {
   const store = configStore(region);
   const instance = await store.getInstance(instanceId);
@@ -347,6 +361,7 @@ async function main(): Promise<void> {
   const [command, ...rest] = positionals;
   if (command === 'apply') return apply(rest[0], region, settleOption(values.settle));
   if (command === 'repair' && rest[0] === 'counts') return repair(values.instance, region);
+  if (command === 'repair' && rest[0] === 'indexes') return repairIndexes(values.instance, region);
   if (command === 'dlq') {
     return deadLetters(rest[0], queueOption(values.queue), region, values.message);
   }

@@ -56,7 +56,8 @@ export type TableName =
   | 'requests'
   | 'emails'
   | 'audiences'
-  | 'deliveries';
+  | 'deliveries'
+  | 'indexes';
 
 /** Every table is keyed by the strings `pk` and `sk`; the instance ID leads every `pk`. */
 export const TABLES: readonly TableDefinition[] = [
@@ -79,6 +80,13 @@ export const TABLES: readonly TableDefinition[] = [
     ],
   },
   {
+    name: 'indexes',
+    purpose:
+      "the field index: people's values, tags and organizations, for filters and sorts (docs/data-model.md)",
+    // Kept from the people table's stream (the audience worker); keys only, no stream.
+    indexes: [],
+  },
+  {
     name: 'organizations',
     purpose: 'organizations, merge-key claims, memberships and counters',
     stream: 'NEW_AND_OLD_IMAGES',
@@ -97,7 +105,7 @@ export const TABLES: readonly TableDefinition[] = [
   {
     name: 'requests',
     purpose:
-      'idempotency records (24 hours), asynchronous requests and their ledgers (21 days), rate-limit buckets',
+      'idempotency records (24 hours), asynchronous requests and their ledgers (21 days), rate-limit buckets, listing positions (a day)',
     indexes: [],
     ttlAttribute: 'expires_at',
   },

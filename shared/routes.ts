@@ -18,6 +18,9 @@ export type Access =
   | 'activities:read'
   /** Idempotency records (every POST/PUT under /v1) and asynchronous requests. */
   | 'requests'
+  /** The field index (people's values, tags, organizations): kept by the audience worker. */
+  | 'indexes'
+  | 'indexes:read'
   /** Storing (and taking back) the claim-check payloads of large asynchronous requests. */
   | 'payloads:put'
   /** Reading claim-check payloads (the ingest worker). */
@@ -313,9 +316,10 @@ export const ROUTES: readonly RouteDefinition[] = [
       'activities:read',
       'organizations:read',
       'audiences:read',
+      'indexes:read',
       'signing',
     ],
-    // A filter reads up to 20,000 people.
+    // A filter examines up to 1,000 candidates a request (docs/api.md, Listing).
     reservedConcurrency: 50,
   }),
   api('POST', '/v1/person/get-by-ids', 'person-get-by-ids', {

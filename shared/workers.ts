@@ -208,8 +208,9 @@ function webhookFanout(
 
 export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
   {
-    // Every change of a person, and every request to evaluate one (`E` items), re-evaluates
-    // that person against the instance's audiences (docs/audiences.md).
+    // Every change of a person moves the person's entries of the field index, and every change
+    // and every request to evaluate one (`E` items) re-evaluates that person against the
+    // instance's audiences (docs/audiences.md).
     function: 'audience-worker',
     table: 'people',
     sortKeys: ['P', 'E'],
@@ -218,8 +219,10 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     maxRetryAttempts: 10,
     memoryMb: 1024,
     timeoutSeconds: 60,
-    // People: reads them, and removes an erased person's evaluation item (`E`).
-    access: ['config:read', 'people', 'audiences', 'activities'],
+    // People: reads them, and removes an erased person's evaluation item (`E`). Indexes:
+    // it keeps the field index from the same changes (the stream's second reader is the
+    // webhook fan-out; AWS advises at most two a shard).
+    access: ['config:read', 'people', 'audiences', 'activities', 'indexes'],
   },
   // The webhook fan-out workers (docs/webhooks.md): every change of a table's records makes
   // its events, queued once per subscribed webhook of its instance. They read webhooks and

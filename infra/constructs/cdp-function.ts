@@ -69,6 +69,7 @@ const READ_ONLY = {
   'emails:read': 'emails',
   'audiences:read': 'audiences',
   'deliveries:read': 'deliveries',
+  'indexes:read': 'indexes',
 } as const;
 
 /** The payloads bucket's prefix and actions of each payload grant. */
@@ -222,6 +223,7 @@ export class CdpFunction extends Construct {
         case 'organizations':
         case 'activities':
         case 'requests':
+        case 'indexes':
         case 'emails':
         case 'audiences':
         case 'deliveries':
@@ -362,6 +364,7 @@ export class CdpFunction extends Construct {
         case 'emails:read':
         case 'audiences:read':
         case 'deliveries:read':
+        case 'indexes:read':
           this.grantTable(data, READ_ONLY[need], TABLE_READS);
           break;
       }

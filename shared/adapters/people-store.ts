@@ -216,6 +216,11 @@ export class DynamoPeopleStore
     return findClaimOwners(this.db, this.tables.people, instanceId, keys, consistent);
   }
 
+  async claimOwner(instanceId: string, field: string, value: string) {
+    const owners = await this.findClaimOwners(instanceId, [{ field, value }]);
+    return owners.get(claimId(field, value));
+  }
+
   /** People by ID; strongly consistent unless asked otherwise (a client reads its own writes). */
   async getPeople(instanceId: string, ids: string[], consistent = true) {
     const items = await batchGet(

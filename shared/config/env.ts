@@ -64,6 +64,9 @@ export const LocationEnv = z
     path: ['PLACE_INDEX_NAME'],
   });
 
+/** Functions that read (listings) or keep (the audience worker) the field index. */
+export const FieldIndexEnv = z.object({ INDEXES_TABLE: tableName });
+
 /** Functions that only work on organizations. */
 export const OrganizationsEnv = z.object({ ORGANIZATIONS_TABLE: tableName });
 

@@ -6,6 +6,7 @@ import {
   ValidationError,
 } from '../domain/errors.js';
 import { logger } from '../lib/logger.js';
+import { canonicalJson } from '../lib/canonical-json.js';
 import { errorResponse, statusOf } from './error-mapper.js';
 import type { HttpResponse } from './responses.js';
 
@@ -72,18 +73,6 @@ export interface IdempotencyStore {
 export interface KeptRecord {
   fingerprint: string;
   response?: KeptResponse;
-}
-
-/** JSON with object keys sorted at every level: the same request, however it is spelled. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return value === undefined ? 'null' : JSON.stringify(value);
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');

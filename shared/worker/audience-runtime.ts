@@ -5,6 +5,7 @@ import { createDocumentClient, createSqsClient } from '../adapters/aws-clients.j
 import { DynamoMembershipStore } from '../adapters/audience-membership-store.js';
 import { DynamoAudienceBuilds, dayOf } from '../adapters/audience-store.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
+import { DynamoFieldIndex } from '../adapters/field-index-store.js';
 import { DynamoTagStore } from '../adapters/tag-store.js';
 import { TransactionBatcher } from '../adapters/transaction-batcher.js';
 import {
@@ -24,10 +25,17 @@ import {
   type AudienceJobPorts,
 } from '../domain/audiences/jobs.js';
 import type { LiveAudience } from '../domain/audiences/membership.js';
+import { entryChangesOf } from '../domain/people/field-index.js';
 import { FieldCatalog } from '../domain/fields/field-catalog.js';
 import { tagIdsOf, type FilterContext } from '../domain/filters/filter.js';
 import type { InstanceSchema, Tenant } from '../domain/tenancy.js';
-import { AudienceJobsEnv, AudiencesEnv, AudienceWorkerEnv, readEnv } from '../config/env.js';
+import {
+  AudienceJobsEnv,
+  AudiencesEnv,
+  AudienceWorkerEnv,
+  FieldIndexEnv,
+  readEnv,
+} from '../config/env.js';
 import { QUEUES } from '../resources.js';
 import { logger } from '../lib/logger.js';
 import { TtlCache } from '../lib/ttl-cache.js';
@@ -222,12 +230,14 @@ function buildsOf(changes: StreamChange[]): BuildRequest[] {
 }
 
 /**
- * The audience worker: every change of a person (and every request to evaluate one) from
- * the people table's stream evaluates that person against the instance's audiences.
+ * The audience worker: every change of a person from the people table's stream moves the
+ * person's entries of the field index (field-index.ts), and every change (and every request
+ * to evaluate one) evaluates that person against the instance's audiences.
  */
 export function createAudienceWorker() {
   const env = readEnv(AudienceWorkerEnv);
   const db = createDocumentClient();
+  const fieldIndex = new DynamoFieldIndex(db, readEnv(FieldIndexEnv).INDEXES_TABLE);
   const store = new DynamoAudienceBuilds(db, {
     config: env.CONFIG_TABLE,
     audiences: env.AUDIENCES_TABLE,
@@ -251,6 +261,11 @@ export function createAudienceWorker() {
       process: async (subject, changes) => {
         const person = personOf(subject);
         if (!person) return;
+        const changed = changes.filter((change) => change.keys.sk === 'P');
+        if (changed.length > 0) {
+          const { removed, added } = entryChangesOf(changed);
+          await fieldIndex.apply(person.instanceId, person.personId, removed, added);
+        }
         let audiences = perInstance.get(person.instanceId);
         if (!audiences) {
           audiences = currentAudiences(person.instanceId, kept, store, config, tags);

@@ -128,7 +128,7 @@ function touchesOf(statements: Statement[]): string[] {
     for (const resource of resources) {
       const text = JSON.stringify(resource);
       const table =
-        /FnGetAtt(config|people|organizations|activities|requests|emails|audiences|deliveries)table/.exec(
+        /FnGetAtt(config|people|organizations|activities|requests|emails|audiences|deliveries|indexes)table/.exec(
           text,
         );
       const queue =
@@ -195,6 +195,7 @@ function expectedTouches(
         'emails',
         'audiences',
         'deliveries',
+        'indexes',
       ].includes(need)
     ) {
       table(need as TableName, [...READS, ...WRITES]);

@@ -3,10 +3,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { listShard } from '../../shared/adapters/people-store.js';
+import { entrySortKey } from '../../shared/domain/people/field-index.js';
 import { tableName } from '../../shared/resources.js';
 import { adminEnv, run } from './cli.js';
 import { KEYS, TEST_STACK, call, stackDb } from './stack.js';
+import { idsEventually, listAll } from './people.js';
 
 const env = adminEnv();
 const admin = (...args: string[]) => run(['local/admin.ts', ...args], env);
@@ -418,5 +421,34 @@ describe('npm run admin -- repair counts', () => {
     const result = await admin('repair', 'counts', '--instance', 'repair');
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`fixed members of ${id}: was 7, counted 0`);
+  });
+});
+
+describe('npm run admin -- repair indexes', () => {
+  it("puts back every person's field index entries", async () => {
+    const { db } = stackDb();
+    const first = `Ix${Date.now().toString(36)}`;
+    const merged = await call('/v1/person/merge', {
+      key: KEYS.repair,
+      body: { people: [{ fields: { 'str::email': `${first}@admin.test`, 'str::first': first } }] },
+    });
+    const id = (merged.body.people as { person_id: string }[])[0]?.person_id ?? '';
+    const byFirst = { filter: { '$str::is': { field_id: 'str::first', value: first } } };
+    expect(await idsEventually(KEYS.repair, byFirst, [id])).toEqual([id]);
+    // The entry lost (a person written before the field index, or a stream batch given up).
+    await db.send(
+      new DeleteCommand({
+        TableName: tableName('default', 'indexes'),
+        Key: {
+          pk: `repair#F#str::first#${listShard(id)}`,
+          sk: entrySortKey(first.toLowerCase(), id),
+        },
+      }),
+    );
+    expect(await listAll(KEYS.repair, byFirst)).toEqual([]);
+    const result = await admin('repair', 'indexes', '--instance', 'repair');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^repair: \d+ people, \d+ entries put\.$/m);
+    expect((await listAll(KEYS.repair, byFirst)).map((c) => c.id)).toEqual([id]);
   });
 });

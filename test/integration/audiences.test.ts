@@ -156,12 +156,29 @@ describe('audiences', () => {
       body: { audience_id: 'f'.repeat(24) },
     });
     expect(unknown.status).toBe(404);
+    // With q or a filter, the members are the candidates they are checked on.
     const combined = await call('/v1/person/get', {
       key,
-      body: { audience_id: created.id, q: 'gold' },
+      body: { audience_id: created.id, q: 'gold1' },
     });
-    expect(combined.status).toBe(400);
-    expect(combined.body.error).toContain('q: cannot be combined with audience_id');
+    expect(combined.status).toBe(200);
+    expect((combined.body.contacts as { id: string }[]).map((c) => c.id)).toEqual([
+      before[1]?.person_id,
+    ]);
+    const outsider = await call('/v1/person/get', {
+      key,
+      body: {
+        audience_id: created.id,
+        filter: { '$str::is': { field_id: 'str:cm:plan', value: 'x' } },
+      },
+    });
+    expect(outsider.body).toMatchObject({ contacts: [], has_more: false });
+    const sorted = await call('/v1/person/get', {
+      key,
+      body: { audience_id: created.id, sort_by_field_id: 'str::email' },
+    });
+    expect(sorted.status).toBe(400);
+    expect(sorted.body.error).toContain('sort_by_field_id: cannot be combined with audience_id');
 
     const searched = await call('/v1/audiences/get', { key, body: { search_term: name } });
     expect(searched.body).toEqual([expect.objectContaining({ id: created.id, filter: null })]);

@@ -148,6 +148,7 @@ export const KEYS = {
   race: 'test-key-32-characters-or-more-race',
   pager: 'test-key-32-characters-or-more-pager',
   finder: 'test-key-32-characters-or-more-finder',
+  lookup: 'test-key-32-characters-or-more-lookup',
   orgs: 'test-key-32-characters-or-more-orgs',
   members: 'test-key-32-characters-or-more-members',
   tracker: 'test-key-32-characters-or-more-tracker',

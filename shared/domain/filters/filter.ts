@@ -60,6 +60,8 @@ const TAGS = 'u4s::t';
 /** The older name of the tags field, kept for filters written against this API before. */
 const LEGACY_TAGS = 'tags';
 const ORGANIZATION = 'idt::o';
+/** The person's own ID (read, never stored as a field): a filter may name people by it. */
+const PERSON_ID = 'str::person_id';
 
 /** A field the filter can read, with the type its operators must fit. */
 interface ReadableField {
@@ -87,6 +89,7 @@ function readableField(fieldId: string, context: FilterContext): ReadableField |
   if (fieldId === ORGANIZATION) {
     return { type: 'idt', read: ({ person }) => person.organization_id };
   }
+  if (fieldId === PERSON_ID) return { type: 'str', read: ({ person }) => person.id };
   const field = context.fields.get(fieldId);
   if (!field?.stored) return undefined;
   return { type: field.type, read: ({ person }) => person.fields[fieldId] };
@@ -102,7 +105,7 @@ function textsOf(value: unknown): string[] {
 }
 
 /** A phone value (or text) as its digits with the country code, `+` first. */
-function phoneOf(value: unknown): string | undefined {
+export function phoneOf(value: unknown): string | undefined {
   if (typeof value === 'string') return `+${value.replace(/\D/g, '')}`;
   if (isObject(value) && typeof value.n === 'string') {
     const country = typeof value.c === 'string' ? value.c : '';
@@ -112,7 +115,7 @@ function phoneOf(value: unknown): string | undefined {
 }
 
 /** A time value as epoch ms: ISO instants, and dates (`dtz`) at midnight in their zone's UTC day. */
-function timeOf(value: unknown): number | undefined {
+export function timeOf(value: unknown): number | undefined {
   if (typeof value === 'string') {
     const ms = Date.parse(value);
     return Number.isNaN(ms) ? undefined : ms;
@@ -477,6 +480,35 @@ export function compileFilter(
     return (subject, now) => test(field.read(subject), now);
   };
   return compile(filter, path, 0);
+}
+
+/** A condition of a filter: its operator and its members (`field_id`, `value`, …). */
+export interface Condition {
+  operator: string;
+  members: Record<string, unknown>;
+}
+
+/**
+ * The conditions a person must meet for a (compiled, so well-formed) filter to match: the
+ * filter itself if it is one condition, or the conditions of its `$and` (nested `$and`s
+ * included). An `$or` among them is one condition whose `members.any` holds its filters.
+ */
+export function conjunctsOf(filter: unknown): Condition[] {
+  if (!isObject(filter)) return [];
+  const [entry] = Object.entries(filter);
+  if (!entry) return [];
+  const [operator, argument] = entry;
+  if (LOGICAL[operator] === 'and') {
+    return Array.isArray(argument) ? argument.flatMap(conjunctsOf) : [];
+  }
+  if (LOGICAL[operator] === 'or') {
+    if (!Array.isArray(argument)) return [];
+    // An `$or` of one member is that member; of more, one condition (`members.any`).
+    return argument.length === 1
+      ? conjunctsOf(argument[0])
+      : [{ operator: '$or', members: { any: argument } }];
+  }
+  return isObject(argument) ? [{ operator, members: argument }] : [];
 }
 
 /** The tag IDs a filter names (`$u4s::…` with a number), to resolve to names before compiling. */

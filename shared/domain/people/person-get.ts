@@ -1,11 +1,21 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { checkOffset, type CursorCodec } from '../cursor.js';
+import { MAX_OFFSET, type CursorCodec } from '../cursor.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import { sortKeyOf, type FieldValue } from '../fields/field-values.js';
+import type { FieldValue } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 import { compileFilter, tagIdsOf } from '../filters/filter.js';
+import { canonicalJson } from '../../lib/canonical-json.js';
 import { CREATED_FIELD, LAST_SEEN_FIELD, systemValue, TAGS_FIELD_ID } from './system-fields.js';
+import {
+  compareKeys,
+  holdsEntry,
+  indexedValue,
+  parseEntrySortKey,
+  type EntryRange,
+} from './field-index.js';
+import { planListing, type ListingPlan, type Phase, type Source } from './listing-plan.js';
 import {
   searchRange,
   searchTokens,
@@ -42,6 +52,8 @@ export const ORGANIZATION_FIELD = 'idt::o';
 
 export type ListIndex = 'list' | SearchIndex;
 
+type Keys = { keys: string[]; hasMore: boolean };
+
 export interface PersonListing {
   /**
    * The next `count` sort keys after `after` (exclusive) of an index, in order: `list` sorts
@@ -53,24 +65,36 @@ export interface PersonListing {
     order: 'asc' | 'desc',
     after: string | undefined,
     count: number,
-  ): Promise<{ keys: string[]; hasMore: boolean }>;
+  ): Promise<Keys>;
   /** The next `count` search matches after `after`, in token order (see `searchPage`). */
   searchPage(
     instanceId: string,
     q: string,
     after: string | undefined,
     count: number,
-  ): Promise<{ keys: string[]; hasMore: boolean }>;
+  ): Promise<Keys>;
   /** How many people match a search, counting at most `cap` (so the cost is bounded). */
   countSearch(instanceId: string, q: string, cap: number): Promise<number>;
   /** The names of tags by their IDs (IDs of no tag of the instance are left out). */
   tagNames(instanceId: string, ids: number[]): Promise<Map<number, string>>;
-  /** Every person ID of the instance (for filters and sorts no index answers). */
-  allIds(instanceId: string): Promise<string[]>;
+  /** The person holding a key value (its claim, read strongly consistent), if anyone does. */
+  claimOwner(instanceId: string, field: string, value: string): Promise<string | undefined>;
   getPeople(instanceId: string, ids: string[]): Promise<Map<string, Person>>;
   counters(
     instanceId: string,
   ): Promise<{ contacts: number; subscribers: number; organizations: number }>;
+}
+
+/** The field index (field-index.ts): entries of one field, in key order. */
+export interface FieldIndexReader {
+  /** The next `count` entry sort keys of a range after `after` (exclusive), in order. */
+  fieldPage(
+    instanceId: string,
+    range: EntryRange,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ): Promise<Keys>;
 }
 
 /** An audience's members in person ID order (its members index). */
@@ -83,11 +107,38 @@ export interface AudienceMembers {
     order: 'asc' | 'desc',
     after: string | undefined,
     count: number,
-  ): Promise<{ keys: string[]; hasMore: boolean }>;
+  ): Promise<Keys>;
 }
 
-/** Filters and sorts that no index answers read the whole instance: up to this many people. */
-export const MAX_SCANNED_PEOPLE = 20_000;
+/**
+ * Where listings paged by `offset` alone got to: the cursor of the page that ended at an
+ * offset, by listing (its settings' fingerprint), so that the next offset continues from
+ * there instead of walking from the start.
+ */
+export interface OffsetCheckpoints {
+  /** The saved position at or before `offset` nearest to it. */
+  nearest(
+    instanceId: string,
+    listing: string,
+    offset: number,
+  ): Promise<{ offset: number; cursor: string } | undefined>;
+  save(instanceId: string, listing: string, offset: number, cursor: string): Promise<void>;
+}
+
+/** What a listing reads. */
+export interface ListingPorts {
+  listing: PersonListing;
+  fields: FieldIndexReader;
+  audiences?: AudienceMembers;
+  checkpoints?: OffsetCheckpoints;
+}
+
+/**
+ * A listing that checks a filter (or sorts by a field from the field index) examines at most
+ * this many candidates a request: past it, the page holds the matches found so far and its
+ * cursor goes on from there. An `offset` walked from a saved position adds what it skips.
+ */
+export const MAX_CANDIDATES = 1_000;
 
 /**
  * `total_matches` of a `q` search is counted on its first page, at most this far (beyond,
@@ -96,12 +147,14 @@ export const MAX_SCANNED_PEOPLE = 20_000;
  */
 export const MAX_COUNTED_MATCHES = 10_000;
 
+const Order = z.enum(['asc', 'desc']);
+
 const Cursor = z.discriminatedUnion('mode', [
   z.object({
     v: z.literal(3),
     mode: z.literal('index'),
     index: z.enum(['list', 'email', 'first', 'last']),
-    order: z.enum(['asc', 'desc']),
+    order: Order,
     after: z.string().min(1),
   }),
   z.object({
@@ -111,13 +164,22 @@ const Cursor = z.discriminatedUnion('mode', [
     after: z.string().min(1),
     matches: z.number().int().min(0),
   }),
-  z.object({ v: z.literal(3), mode: z.literal('scan'), offset: z.number().int().min(0) }),
   z.object({
     v: z.literal(3),
     mode: z.literal('audience'),
     audience: z.string(),
-    order: z.enum(['asc', 'desc']),
+    order: Order,
     after: z.string().min(1),
+  }),
+  z.object({
+    v: z.literal(3),
+    mode: z.literal('plan'),
+    /** The listing's fingerprint (its settings and plan). */
+    listing: z.string(),
+    phase: z.number().int().min(0),
+    after: z.string().optional(),
+    /** Matches found from the start of the listing through the page. */
+    found: z.number().int().min(0),
   }),
 ]);
 type Cursor = z.infer<typeof Cursor>;
@@ -160,41 +222,60 @@ export function projectPerson(person: Person, fields: string[]) {
     : { id: person.id };
 }
 
-function cursorFor(
-  request: PersonGetRequest,
-  expected: Cursor['mode'],
-  cursors: CursorCodec,
-): Cursor | undefined {
-  if (request.cursor_id === undefined) return undefined;
-  const cursor = cursors.decode(Cursor, request.cursor_id);
-  if (cursor.mode !== expected) {
-    throw new ValidationError(
-      'cursor_id: it belongs to a listing with other q, filter or sort settings',
-      [{ field: 'cursor_id', error: 'issued for another listing' }],
-    );
-  }
-  return cursor;
+const otherListing = () =>
+  new ValidationError('cursor_id: it belongs to a listing with other q, filter or sort settings', [
+    { field: 'cursor_id', error: 'issued for another listing' },
+  ]);
+
+/** Where a page starts: after a cursor's position (if any), skipping `skip` entries. */
+interface Start {
+  cursor?: Cursor;
+  skip: number;
 }
 
-type Found = { ids: string[]; hasMore: boolean; cursor: Cursor; matches?: number };
+type Found = {
+  ids: string[];
+  hasMore: boolean;
+  cursor: Cursor;
+  matches?: number;
+  /** The people, where finding them read them already. */
+  people?: Map<string, Person>;
+};
+
+type PersonPredicate = (person: Person) => boolean;
+
+/** What the request asks, resolved against the instance. */
+interface Listing {
+  instanceId: string;
+  q: string | undefined;
+  /** The sort field, unless it is creation order (`c`). */
+  sortField: string | undefined;
+  predicate: PersonPredicate | undefined;
+  /** Identifies the listing (its settings) for cursors and offset positions. */
+  fingerprint: string;
+}
+
+const fingerprintOf = (settings: unknown) =>
+  createHash('sha256').update(canonicalJson(settings)).digest('base64url').slice(0, 22);
 
 /**
  * Lists people. Creation order and sorting by email, first or last name are answered from
  * indexes, and so is `q` (a case-insensitive prefix of the email, "first last" or "last
- * first"): with `cursor_id` such a page costs the same whatever the instance's size. A
- * `filter`, or a sort by any other field, reads the whole instance (at most 20,000 people).
- * An `offset` without a cursor is walked from the start.
+ * first"). A `filter`, or a sort by any other field, is planned (listing-plan.ts): candidates
+ * come from the most selective index that answers a condition of the filter, or from an
+ * index in the listing's order, and at most `MAX_CANDIDATES` are examined a request. Every
+ * page costs the same whatever the instance's size, and so does an `offset` that continues
+ * where the previous page of the same listing ended (its position is kept).
  */
 export async function getPeople(
   request: PersonGetRequest,
   tenant: Tenant,
-  listing: PersonListing,
+  ports: ListingPorts,
   cursors: CursorCodec,
-  audiences?: AudienceMembers,
 ) {
-  checkOffset(request);
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
+  const { listing: people } = ports;
   const q = request.q?.trim() ? request.q : undefined;
   // `c` (created) is the order of the listing index itself.
   const sortField =
@@ -213,39 +294,72 @@ export async function getPeople(
   }
   const hasFilter = request.filter !== undefined && request.filter !== null;
   const tagIds = hasFilter ? tagIdsOf(request.filter) : [];
-  const tagNames = tagIds.length > 0 ? await listing.tagNames(instanceId, tagIds) : undefined;
+  const tagNames = tagIds.length > 0 ? await people.tagNames(instanceId, tagIds) : undefined;
+  const tagName = (idOrName: number | string) =>
+    typeof idOrName === 'number' ? tagNames?.get(idOrName) : idOrName;
   const predicate: PersonPredicate | undefined = hasFilter
-    ? personPredicate(request.filter, tenant, tagNames)
+    ? personPredicate(request.filter, tenant, tagName)
     : undefined;
   const sortIndex = sortField === undefined ? 'list' : SORT_INDEXES[sortField];
-  const totals = listing.counters(instanceId);
+  const totals = people.counters(instanceId);
+  const listing: Listing = {
+    instanceId,
+    q,
+    sortField,
+    predicate,
+    fingerprint: fingerprintOf({
+      v: 1,
+      q: q ?? null,
+      sort: sortField ?? null,
+      order: request.sort_order,
+      filter: hasFilter ? request.filter : null,
+      audience: request.audience_id ?? null,
+    }),
+  };
+  if (request.audience_id !== undefined && sortField !== undefined) {
+    // Sorting an audience's members by a field would read every member.
+    throw new ValidationError('sort_by_field_id: cannot be combined with audience_id', [
+      { field: 'sort_by_field_id', error: 'not with audience_id' },
+    ]);
+  }
+  const start = await startOf(request, listing, ports.checkpoints, cursors);
 
   let found: Found;
-  if (request.audience_id !== undefined) {
-    found = await fromAudience(request, request.audience_id, audiences, instanceId, cursors, {
-      q,
-      predicate,
-      sortField,
-    });
-  } else if (!predicate && !q && sortIndex) {
-    found = await fromIndex(request, listing, instanceId, sortIndex, cursors);
-  } else if (!predicate && q && !sortField) {
-    found = await fromSearch(request, listing, instanceId, q, cursors);
+  if (request.audience_id !== undefined && !predicate && !q) {
+    found = await fromAudience(request, request.audience_id, ports, listing, start);
+  } else if (request.audience_id === undefined && !predicate && !q && sortIndex) {
+    found = await fromIndex(request, people, instanceId, sortIndex, start);
+  } else if (request.audience_id === undefined && !predicate && q && !sortField) {
+    found = await fromSearch(request, people, instanceId, q, start);
   } else {
-    found = await fromScan(request, listing, instanceId, (await totals).contacts, cursors, {
-      q,
-      predicate,
-      sortField,
-      tenant,
-    });
+    if (request.audience_id !== undefined) await audienceOf(request.audience_id, ports, listing);
+    const plan = planListing(
+      {
+        filter: hasFilter ? request.filter : undefined,
+        q,
+        sort: sortOf(sortField),
+        audienceId: request.audience_id,
+      },
+      {
+        fieldType: (id) => (tenant.personFields.get(id)?.stored ? id.slice(0, 3) : undefined),
+        tagName,
+        now: Date.now(),
+      },
+    );
+    found = await fromPlan(request, plan, ports, listing, start);
   }
-  const people = await listing.getPeople(instanceId, found.ids);
+  const read = found.people ?? (await people.getPeople(instanceId, found.ids));
   const contacts = found.ids.flatMap((id) => {
-    const person = people.get(id);
+    const person = read.get(id);
     // Indexes are eventually consistent: a person archived a moment ago may still be listed.
     return person && person.archived_at === undefined ? [projectPerson(person, fields)] : [];
   });
   const counts = await totals;
+  const cursorId = cursors.encode(found.cursor);
+  const nextOffset = request.offset + found.ids.length;
+  if (found.hasMore && request.cursor_id === undefined && ports.checkpoints) {
+    await ports.checkpoints.save(instanceId, listing.fingerprint, nextOffset, cursorId);
+  }
   return {
     contacts,
     meta: {
@@ -255,69 +369,107 @@ export async function getPeople(
       total_subscribers: counts.subscribers,
     },
     offset: request.offset,
-    next_offset: request.offset + found.ids.length,
-    cursor_id: cursors.encode(found.cursor),
+    next_offset: nextOffset,
+    cursor_id: cursorId,
     has_more: found.hasMore,
   };
 }
 
-type PersonPredicate = (person: Person) => boolean;
+/**
+ * Where a page starts. A cursor says so itself. An `offset` alone continues from the nearest
+ * position this listing saved at or before it (the end of an earlier page), walking what lies
+ * between: at most `MAX_OFFSET` entries, so a client that pages by `next_offset` costs the same
+ * at any depth, and a jump far past every saved position is refused.
+ */
+async function startOf(
+  request: PersonGetRequest,
+  listing: Listing,
+  checkpoints: OffsetCheckpoints | undefined,
+  cursors: CursorCodec,
+): Promise<Start> {
+  if (request.cursor_id !== undefined) {
+    return { cursor: cursors.decode(Cursor, request.cursor_id), skip: 0 };
+  }
+  if (request.offset === 0) return { skip: 0 };
+  const known = await checkpoints?.nearest(listing.instanceId, listing.fingerprint, request.offset);
+  let cursor: Cursor | undefined;
+  try {
+    cursor = known ? cursors.decode(Cursor, known.cursor) : undefined;
+  } catch {
+    // A position signed with a key retired since: as if there were none.
+  }
+  const from = cursor ? (known?.offset ?? 0) : 0;
+  const skip = request.offset - from;
+  if (skip > MAX_OFFSET) {
+    throw new ValidationError(
+      `offset: ${request.offset} is more than ${MAX_OFFSET} past where this listing was last paged to; page on by next_offset from the previous page, or with cursor_id (the previous page's cursor), which cost the same at any depth`,
+      [{ field: 'offset', error: `over ${MAX_OFFSET} past the nearest known position` }],
+    );
+  }
+  return cursor ? { cursor, skip } : { skip };
+}
 
 /** `filter` in the one filter language (audiences' too), read at the time of the request. */
 function personPredicate(
   filter: unknown,
   tenant: Tenant,
-  tagNames: ReadonlyMap<number, string> | undefined,
+  tagName: (idOrName: number | string) => string | undefined,
 ): PersonPredicate {
-  const compiled = compileFilter(filter, {
-    fields: tenant.personFields,
-    tagName: (idOrName) => (typeof idOrName === 'number' ? tagNames?.get(idOrName) : idOrName),
-  });
+  const compiled = compileFilter(filter, { fields: tenant.personFields, tagName });
   const now = Date.now();
   return (person) => compiled({ person }, now).matches;
+}
+
+/** How a plan sorts: creation order, a sort index (email, names), or the field index. */
+function sortOf(sortField: string | undefined) {
+  if (sortField === undefined) return undefined;
+  const index = SORT_INDEXES[sortField];
+  return index ? { index } : { field: sortField };
 }
 
 /** Past the end of a key-based listing, the cursor stays at the end. */
 const END = { asc: '\u{10FFFF}', desc: '0' } as const;
 
+const noAudience = (audienceId: string) =>
+  new NotFoundError(`audience_id: no audience ${audienceId}`, [
+    { field: 'audience_id', error: 'no such audience' },
+  ]);
+
+/** The audiences port, and the audience's member count; an unknown audience is a 404. */
+async function audienceOf(audienceId: string, ports: ListingPorts, listing: Listing) {
+  const members = ports.audiences;
+  const size = await members?.size(listing.instanceId, audienceId);
+  if (!members || size === undefined) throw noAudience(audienceId);
+  return { members, size };
+}
+
 /**
  * The members of an audience from its members index, newest person first by default: the
- * same 16 queries per page as the default listing, whatever the audience's size. Members
- * are selected by the audience's filter already, so `q`, `filter` and `sort_by_field_id`
- * (which would read every member) are refused with it.
+ * same 16 queries per page as the default listing, whatever the audience's size. With `q` or
+ * a `filter`, the members are the candidates of a planned listing. A sort by a field is
+ * refused with it (it would read every member).
  */
 async function fromAudience(
   request: PersonGetRequest,
   audienceId: string,
-  audiences: AudienceMembers | undefined,
-  instanceId: string,
-  cursors: CursorCodec,
-  others: { q: string | undefined; predicate: unknown; sortField: string | undefined },
+  ports: ListingPorts,
+  listing: Listing,
+  start: Start,
 ): Promise<Found> {
-  const other = others.q !== undefined ? 'q' : others.predicate ? 'filter' : undefined;
-  const refused = other ?? (others.sortField !== undefined ? 'sort_by_field_id' : undefined);
-  if (refused) {
-    throw new ValidationError(`${refused}: cannot be combined with audience_id`, [
-      { field: refused, error: 'not with audience_id' },
-    ]);
-  }
-  const size = await audiences?.size(instanceId, audienceId);
-  if (size === undefined || !audiences) {
-    throw new NotFoundError(`audience_id: no audience ${audienceId}`, [
-      { field: 'audience_id', error: 'no such audience' },
-    ]);
-  }
+  const { members, size } = await audienceOf(audienceId, ports, listing);
   const order = request.sort_order;
-  const cursor = cursorFor(request, 'audience', cursors);
-  if (cursor?.mode === 'audience' && (cursor.audience !== audienceId || cursor.order !== order)) {
+  const { cursor, skip } = start;
+  if (
+    cursor &&
+    (cursor.mode !== 'audience' || cursor.audience !== audienceId || cursor.order !== order)
+  ) {
     throw new ValidationError('cursor_id: it was issued for another audience or sort', [
       { field: 'cursor_id', error: 'issued for another listing' },
     ]);
   }
   const after = cursor?.mode === 'audience' ? cursor.after : undefined;
-  const skip = cursor ? 0 : request.offset;
-  const page = await audiences.membersPage(
-    instanceId,
+  const page = await members.membersPage(
+    listing.instanceId,
     audienceId,
     order,
     after,
@@ -343,17 +495,17 @@ async function fromIndex(
   listing: PersonListing,
   instanceId: string,
   index: ListIndex,
-  cursors: CursorCodec,
+  start: Start,
 ): Promise<Found> {
   const order = request.sort_order;
-  const cursor = cursorFor(request, 'index', cursors);
+  const { cursor, skip } = start;
+  if (cursor && cursor.mode !== 'index') throw otherListing();
   if (cursor?.mode === 'index' && (cursor.index !== index || cursor.order !== order)) {
     throw new ValidationError('cursor_id: it was issued for another sort', [
       { field: 'cursor_id', error: 'issued for another sort' },
     ]);
   }
   const after = cursor?.mode === 'index' ? cursor.after : undefined;
-  const skip = cursor ? 0 : request.offset;
   const page = await listing.indexPage(instanceId, index, order, after, skip + request.limit);
   const keys = page.keys.slice(skip);
   return {
@@ -368,16 +520,16 @@ async function fromSearch(
   listing: PersonListing,
   instanceId: string,
   q: string,
-  cursors: CursorCodec,
+  start: Start,
 ): Promise<Found> {
-  const cursor = cursorFor(request, 'search', cursors);
+  const { cursor, skip } = start;
+  if (cursor && cursor.mode !== 'search') throw otherListing();
   if (cursor?.mode === 'search' && cursor.q !== q) {
     throw new ValidationError('cursor_id: it was issued for another q', [
       { field: 'cursor_id', error: 'issued for another q' },
     ]);
   }
   const after = cursor?.mode === 'search' ? cursor.after : undefined;
-  const skip = cursor ? 0 : request.offset;
   // Counted once, on the first page, and carried in the cursor.
   const [page, matches] = await Promise.all([
     listing.searchPage(instanceId, q, after, skip + request.limit),
@@ -394,71 +546,200 @@ async function fromSearch(
   };
 }
 
-interface ScanOptions {
-  q: string | undefined;
-  predicate: PersonPredicate | undefined;
-  sortField: string | undefined;
-  tenant: Tenant;
-}
-
-async function fromScan(
+/**
+ * The few people a filter names (emails, IDs; 50 at most), read whole on every page: the
+ * matches sorted as the listing asks, and the cursor's position a count of them.
+ */
+async function fromPeople(
   request: PersonGetRequest,
-  listing: PersonListing,
-  instanceId: string,
-  size: number,
-  cursors: CursorCodec,
-  options: ScanOptions,
+  phase: Phase,
+  source: Extract<Source, { kind: 'people' }>,
+  ports: ListingPorts,
+  listing: Listing,
+  position: Extract<Cursor, { mode: 'plan' }> | undefined,
+  skip: number,
+  fingerprint: string,
 ): Promise<Found> {
-  if (size > MAX_SCANNED_PEOPLE) {
-    throw new ValidationError(
-      `This instance has more than ${MAX_SCANNED_PEOPLE} people: filter and sort_by_field_id other than str::email, str::first or str::last are not available; use q or an index sort`,
-      [
-        {
-          field: options.predicate ? 'filter' : 'sort_by_field_id',
-          error: 'instance too large for a full read',
-        },
-      ],
-    );
-  }
-  const cursor = cursorFor(request, 'scan', cursors);
-  const offset = cursor?.mode === 'scan' ? cursor.offset : request.offset;
-  const everyone = await listing.getPeople(instanceId, await listing.allIds(instanceId));
-  const prefix = options.q ? searchRange(options.q).from : undefined;
-  const matches = [...everyone.values()].filter((person) => {
-    if (person.archived_at !== undefined) return false;
-    if (options.predicate && !options.predicate(person)) return false;
-    if (!prefix) return true;
-    const tokens = searchTokens(person.fields);
-    return SEARCH_INDEXES.some((index) => tokens[index].startsWith(prefix));
-  });
-  const direction = request.sort_order === 'asc' ? 1 : -1;
-  const sortField = options.sortField;
-  matches.sort((a, b) =>
-    sortField === undefined
-      ? direction * a.id.localeCompare(b.id)
-      : compareValues(systemValue(a, sortField), systemValue(b, sortField), direction) ||
-        a.id.localeCompare(b.id),
+  const owners = await Promise.all(
+    source.claims.map(({ field, value }) =>
+      ports.listing.claimOwner(listing.instanceId, field, value),
+    ),
   );
-  const ids = matches.slice(offset, offset + request.limit).map((person) => person.id);
+  const ids = [...new Set([...source.ids, ...owners.flatMap((id) => (id ? [id] : []))])];
+  const read = await ports.listing.getPeople(listing.instanceId, ids);
+  const matches = [...read.values()]
+    .filter((person) => accepts(listing, phase, person.id, person))
+    .sort(comparatorOf(listing.sortField, request.sort_order));
+  const from = Number(position?.after ?? 0) + skip;
+  const listed = matches.slice(from, from + request.limit);
+  const next = from + listed.length;
   return {
-    ids,
-    hasMore: offset + ids.length < matches.length,
+    ids: listed.map((person) => person.id),
+    hasMore: next < matches.length,
     matches: matches.length,
-    cursor: { v: 3, mode: 'scan', offset: offset + ids.length },
+    people: read,
+    cursor: {
+      v: 3,
+      mode: 'plan',
+      listing: fingerprint,
+      phase: 0,
+      after: String(next),
+      found: next,
+    },
   };
 }
 
-/** Orders field values of one type; people without a value come last either way. */
-function compareValues(
-  a: FieldValue | undefined,
-  b: FieldValue | undefined,
-  direction: number,
-): number {
-  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? 1 : -1;
-  return direction * (sortable(a) < sortable(b) ? -1 : sortable(a) > sortable(b) ? 1 : 0);
+/** The order of a listing, for people sorted in memory (as its index would have them). */
+function comparatorOf(sortField: string | undefined, order: 'asc' | 'desc') {
+  const direction = order === 'asc' ? 1 : -1;
+  const byId = (a: Person, b: Person) => direction * compareKeys(a.id, b.id);
+  if (sortField === undefined) return byId;
+  const index = SORT_INDEXES[sortField];
+  if (index) {
+    return (a: Person, b: Person) =>
+      direction * compareKeys(searchTokens(a.fields)[index], searchTokens(b.fields)[index]) ||
+      byId(a, b);
+  }
+  const field = sortField === LAST_SEEN_FIELD ? 'tme::last-seen' : sortField;
+  const valueOf = (person: Person) => {
+    const value = person.fields[field];
+    return value === undefined ? undefined : indexedValue(field.slice(0, 3), value);
+  };
+  return (a: Person, b: Person) => {
+    const [x, y] = [valueOf(a), valueOf(b)];
+    // People without a value come last either way.
+    if (x === undefined || y === undefined) {
+      return x === y ? byId(a, b) : x === undefined ? 1 : -1;
+    }
+    return direction * compareKeys(x, y) || byId(a, b);
+  };
 }
 
-const sortable = sortKeyOf;
+/** Candidates read at once at most (one batched read of people is 100). */
+const MAX_BATCH = 500;
+
+/** The next keys of a plan's source after `after`, in the listing's order. */
+async function sourcePage(
+  source: Source,
+  request: PersonGetRequest,
+  ports: ListingPorts,
+  instanceId: string,
+  after: string | undefined,
+  count: number,
+): Promise<Keys> {
+  const order = request.sort_order;
+  switch (source.kind) {
+    case 'people':
+      // Read whole by `fromPeople`.
+      return { keys: [], hasMore: false };
+    case 'index':
+      return ports.listing.indexPage(instanceId, source.index, order, after, count);
+    case 'search':
+      return ports.listing.searchPage(instanceId, source.q, after, count);
+    case 'field':
+      return ports.fields.fieldPage(instanceId, source.range, order, after, count);
+    case 'audience': {
+      if (!ports.audiences) throw noAudience(source.audienceId);
+      return ports.audiences.membersPage(instanceId, source.audienceId, order, after, count);
+    }
+  }
+}
+
+/** Whether a candidate of a phase is listed: the whole filter, `q`, and its source's terms. */
+function accepts(listing: Listing, phase: Phase, key: string, person: Person): boolean {
+  if (person.archived_at !== undefined) return false;
+  if (phase.source.kind === 'field') {
+    // An entry the person no longer holds (the index is behind a change): not listed here.
+    const { field } = phase.source.range;
+    if (!holdsEntry(person, field, parseEntrySortKey(key).value)) return false;
+  }
+  if (phase.lacking !== undefined && person.fields[phase.lacking] !== undefined) return false;
+  if (listing.predicate && !listing.predicate(person)) return false;
+  if (listing.q === undefined || phase.source.kind === 'search') return true;
+  const prefix = searchRange(listing.q).from;
+  const tokens = searchTokens(person.fields);
+  return SEARCH_INDEXES.some((index) => tokens[index].startsWith(prefix));
+}
+
+/**
+ * A planned listing: the plan's phases in turn, each source's candidates read (strongly
+ * consistent) and checked, until the page is full, the sources end, or `MAX_CANDIDATES` (and
+ * what the offset skips) were examined. The cursor is the position in the source: the last
+ * candidate examined, or the last listed when the page filled.
+ */
+async function fromPlan(
+  request: PersonGetRequest,
+  plan: ListingPlan,
+  ports: ListingPorts,
+  listing: Listing,
+  start: Start,
+): Promise<Found> {
+  const fingerprint = `${listing.fingerprint}.${plan.shape}`;
+  const { cursor, skip } = start;
+  if (cursor && (cursor.mode !== 'plan' || cursor.listing !== fingerprint)) throw otherListing();
+  const position = cursor?.mode === 'plan' ? cursor : undefined;
+  const [first] = plan.phases;
+  if (first?.source.kind === 'people') {
+    return fromPeople(request, first, first.source, ports, listing, position, skip, fingerprint);
+  }
+  let phase = position?.phase ?? 0;
+  let after = position?.after;
+  const listed: Person[] = [];
+  let skipped = 0;
+  let examined = 0;
+  let round = 0;
+  const budget = MAX_CANDIDATES + skip;
+  let hasMore: boolean | undefined;
+  for (;;) {
+    const current = plan.phases[phase];
+    if (hasMore !== undefined || !current) break;
+    const needed = Math.max(1, skip - skipped + request.limit - listed.length);
+    const count = Math.min(budget - examined, MAX_BATCH, needed * 2 ** Math.min(round, 8));
+    round += 1;
+    const page = await sourcePage(current.source, request, ports, listing.instanceId, after, count);
+    const people = await ports.listing.getPeople(listing.instanceId, [
+      ...new Set(page.keys.map(idOf)),
+    ]);
+    for (const [index, key] of page.keys.entries()) {
+      examined += 1;
+      after = key;
+      const person = people.get(idOf(key));
+      if (person && accepts(listing, current, key, person)) {
+        if (skipped < skip) skipped += 1;
+        else listed.push(person);
+      }
+      if (listed.length >= request.limit || examined >= budget) {
+        const rest = index < page.keys.length - 1 || page.hasMore;
+        hasMore = rest || phase < plan.phases.length - 1;
+        break;
+      }
+    }
+    if (hasMore === undefined && !page.hasMore) {
+      phase += 1;
+      after = undefined;
+    }
+  }
+  const found = (position?.found ?? 0) + skipped + listed.length;
+  const everyone =
+    !listing.predicate &&
+    listing.q === undefined &&
+    plan.phases.every((p) => p.source.kind !== 'audience');
+  return {
+    ids: listed.map((person) => person.id),
+    hasMore: hasMore ?? false,
+    // Without a filter every person matches: the counters say how many.
+    ...(everyone ? {} : { matches: found }),
+    people: new Map(listed.map((person) => [person.id, person])),
+    cursor: {
+      v: 3,
+      mode: 'plan',
+      listing: fingerprint,
+      phase,
+      ...(after === undefined ? {} : { after }),
+      found,
+    },
+  };
+}
 
 /** `POST /v1/person/get-by-ids` (DESIGN: our addition). */
 export const PersonGetByIdsRequest = z.object({

@@ -1,0 +1,150 @@
+import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import {
+  compareKeys,
+  entrySortKey,
+  indexEntriesOf,
+  type EntryRange,
+  type IndexEntry,
+} from '../domain/people/field-index.js';
+import type { FieldIndexReader } from '../domain/people/person-get.js';
+import { batchWrite, ExpressionBuilder, type WriteRequest } from './dynamo-helpers.js';
+import { runBounded } from '../lib/bounded.js';
+import { LIST_SHARDS, listShard, type DynamoPeopleStore } from './people-store.js';
+
+/**
+ * The field index in the indexes table (docs/data-model.md): an entry is the item
+ * `<inst>#F#<field>#<shard>` / `<value>\u0001<person>` (keys only), the shard from the
+ * person's ID. Entries are written by the people table's stream (the audience worker), one
+ * `BatchWriteItem` entry per value that changed, and read by listings, one query per shard,
+ * merged.
+ */
+export const entryPk = (instanceId: string, field: string, shard: number) =>
+  `${instanceId}#F#${field}#${shard}`;
+
+const maxKey = (a: string, b: string) => (compareKeys(a, b) >= 0 ? a : b);
+const minKey = (a: string, b: string) => (compareKeys(a, b) <= 0 ? a : b);
+
+export class DynamoFieldIndex implements FieldIndexReader {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** Deletes the entries a person lost and puts those they gained (idempotent). */
+  async apply(
+    instanceId: string,
+    personId: string,
+    removed: readonly IndexEntry[],
+    added: readonly IndexEntry[],
+  ): Promise<void> {
+    const shard = listShard(personId);
+    const key = (entry: IndexEntry) => ({
+      pk: entryPk(instanceId, entry.field, shard),
+      sk: entrySortKey(entry.value, personId),
+    });
+    const writes: WriteRequest[] = [
+      ...removed.map((entry) => ({ DeleteRequest: { Key: key(entry) } })),
+      ...added.map((entry) => ({ PutRequest: { Item: key(entry) } })),
+    ];
+    if (writes.length > 0) await batchWrite(this.db, this.table, writes, undefined, 4);
+  }
+
+  /**
+   * The next `count` entries of a range after `after`, in order: each shard is queried from
+   * the position on (the position itself, at the edge of the key condition, is dropped) for
+   * at most `count + 1` entries, and the shards merged.
+   */
+  async fieldPage(
+    instanceId: string,
+    range: EntryRange,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ) {
+    let { from, to } = range;
+    if (after !== undefined) {
+      if (order === 'asc') from = maxKey(from, after);
+      else to = minKey(to, after);
+    }
+    if (compareKeys(from, to) > 0) return { keys: [], hasMore: false };
+    const perShard = await Promise.all(
+      Array.from({ length: LIST_SHARDS }, (_, shard) =>
+        this.queryShard(entryPk(instanceId, range.field, shard), from, to, order, after, count + 1),
+      ),
+    );
+    const keys = perShard.flat().sort(compareKeys);
+    if (order === 'desc') keys.reverse();
+    return { keys: keys.slice(0, count), hasMore: keys.length > count };
+  }
+
+  private async queryShard(
+    pk: string,
+    from: string,
+    to: string,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ): Promise<string[]> {
+    const x = new ExpressionBuilder();
+    // A key condition cannot hold the empty string: a range from '' has no lower bound.
+    const sortKey =
+      from === ''
+        ? `${x.name('sk')} <= ${x.value(to)}`
+        : `${x.name('sk')} BETWEEN ${x.value(from)} AND ${x.value(to)}`;
+    const keys: string[] = [];
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: `${x.name('pk')} = ${x.value(pk)} AND ${sortKey}`,
+          ExpressionAttributeNames: x.names,
+          ExpressionAttributeValues: x.values,
+          ScanIndexForward: order === 'asc',
+          Limit: Math.min(count - keys.length + 1, 1000),
+          ExclusiveStartKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const key = String(item.sk);
+        if (key !== after) keys.push(key);
+      }
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey && keys.length < count);
+    return keys.slice(0, count);
+  }
+}
+
+/** What rebuilding an instance's field index did. */
+export interface IndexRebuild {
+  people: number;
+  entries: number;
+}
+
+/**
+ * Puts the entries of every person of an instance (not archived), a page of the listing index
+ * at a time: for a deployment whose people were written before the field index existed, or
+ * after a stream batch was given up. Puts are idempotent; an entry a person no longer holds
+ * stays until their next change (listings never trust one).
+ */
+export async function rebuildFieldIndex(
+  people: Pick<DynamoPeopleStore, 'indexPage' | 'getPeople'>,
+  index: DynamoFieldIndex,
+  instanceId: string,
+  pageSize = 500,
+): Promise<IndexRebuild> {
+  const done: IndexRebuild = { people: 0, entries: 0 };
+  let after: string | undefined;
+  for (;;) {
+    const page = await people.indexPage(instanceId, 'list', 'asc', after, pageSize);
+    const read = await people.getPeople(instanceId, page.keys);
+    await runBounded([...read.values()], 8, async (person) => {
+      const entries = indexEntriesOf(person);
+      await index.apply(instanceId, person.id, [], entries);
+      done.people += 1;
+      done.entries += entries.length;
+    });
+    after = page.keys.at(-1);
+    if (!page.hasMore || after === undefined) return done;
+  }
+}
