@@ -11,9 +11,15 @@ const { http, db } = createApiRuntime();
 const { PEOPLE_TABLE } = readEnv(PeopleEnv.pick({ PEOPLE_TABLE: true }));
 const tags = new DynamoTagStore(db, PEOPLE_TABLE, new TransactionBatcher(db));
 
-/** `POST /v1/tags/get`: the instance's tags with their counts (`q`: names containing it). */
+/** `POST /v1/tags/get`: the instance's tags with their counts, a page at a time (tags.ts). */
 export const handler = apiHandler(
   findRoute('POST /v1/tags/get'),
   { ...http, body: TagsGetRequest, response: TagsResponse },
-  async ({ body, tenant }) => ({ body: await getTags(body, tenant, tags) }),
+  async ({ body, tenant }) => {
+    const page = await getTags(body, tenant, tags);
+    return {
+      body: page.tags,
+      ...(page.next === undefined ? {} : { headers: { 'x-next-cursor': page.next } }),
+    };
+  },
 );

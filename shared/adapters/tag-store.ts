@@ -1,13 +1,20 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
-import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { z } from 'zod';
 import type { TagCountDelta } from '../domain/people/tag-counts.js';
-import type { TagListing, TagView } from '../domain/people/tags.js';
+import type { TagListing, TagPage } from '../domain/people/tags.js';
+import { compareKeys } from '../domain/people/field-index.js';
 import { logger } from '../lib/logger.js';
-import { batchGet, cancellationCodes, queryPartition, type Item } from './dynamo-helpers.js';
+import {
+  batchGet,
+  cancellationCodes,
+  ExpressionBuilder,
+  queryPartition,
+  type Item,
+} from './dynamo-helpers.js';
 import type { TransactItem } from './record-writes.js';
 import { TtlCache } from '../lib/ttl-cache.js';
-import { queryShard } from './sharded-index.js';
+import { mergedKeys, type ShardRead } from './sharded-index.js';
 import type { CounterAdd, TransactionBatcher } from './transaction-batcher.js';
 
 /**
@@ -27,6 +34,8 @@ export const TAG_SHARDS = 16;
 export const MAX_TAGS_IN_TRANSACTION = 25;
 /** Tags per outbox item (its application is one transaction: the item and a count per tag). */
 const OUTBOX_CHUNK = 90;
+/** Up to this many tags, their counts are read by key (16 a tag); more, by range. */
+const FEW_TAGS = 25;
 
 const tagKey = (instanceId: string, name: string) => ({ pk: `${instanceId}#T#${name}`, sk: 'T' });
 const tagIdKey = (instanceId: string, id: number) => ({
@@ -162,6 +171,8 @@ const REGISTERED_TTL_MS = 60 * 60_000;
 export class DynamoTagStore implements TagListing {
   /** Tags this container has seen with their IDs (`<inst>#<name>`): not read again. */
   private readonly registered = new TtlCache<true>(10_000);
+  /** Tags' IDs and creation times, as `tags/get` shows them (they never change). */
+  private readonly kept = new TtlCache<{ id: number; created_at: string }>(20_000);
 
   constructor(
     private readonly db: DynamoDBDocumentClient,
@@ -327,72 +338,152 @@ export class DynamoTagStore implements TagListing {
     );
   }
 
-  /** Every tag of the instance with its counts, pending count changes applied first. */
-  async listTags(instanceId: string): Promise<TagView[]> {
+  /**
+   * A page of the instance's tags in name order, pending count changes applied first: the
+   * names after `after` from the 16 shards of the `list` index, merged and read lazily,
+   * `keep` tried on each until `limit` are kept or `scan` were read; then those tags' items
+   * (kept in the container: a tag's ID and creation never change) and their counts. The cost
+   * is bounded by `scan` and `limit`, whatever the number of tags.
+   */
+  async tagsPage(
+    instanceId: string,
+    options: { after?: string; limit: number; scan: number; keep: (name: string) => boolean },
+  ): Promise<TagPage> {
     await this.sweep(instanceId);
-    const listed = await Promise.all(
-      Array.from({ length: TAG_SHARDS }, (_, shard) =>
-        queryShard(
-          this.db,
-          {
-            table: this.table,
-            index: 'list',
-            partitionKey: 'lpk',
-            sortKey: 'lsk',
-            partition: (n) => listPk(instanceId, n),
-            order: 'asc',
-            count: Number.POSITIVE_INFINITY,
-          },
-          shard,
-        ),
-      ),
-    );
-    const names = listed.flat().map((item) => String(item.lsk));
-    const [tags, counts] = await Promise.all([
-      batchGet(
-        this.db,
-        this.table,
-        names.map((name) => tagKey(instanceId, name)),
-        true,
-      ),
-      this.counts(instanceId),
+    const names: string[] = [];
+    let scanned = 0;
+    let last: string | undefined;
+    let more = false;
+    const read: ShardRead = async (shard, after, count) => {
+      const x = new ExpressionBuilder();
+      let condition = `${x.name('lpk')} = ${x.value(listPk(instanceId, shard))}`;
+      if (after !== undefined) condition += ` AND ${x.name('lsk')} > ${x.value(after)}`;
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'list',
+          KeyConditionExpression: condition,
+          ExpressionAttributeNames: x.names,
+          ExpressionAttributeValues: x.values,
+          Limit: count,
+        }),
+      );
+      return {
+        keys: (page.Items ?? []).map((item) => String(item.lsk)),
+        more: page.LastEvaluatedKey !== undefined,
+      };
+    };
+    for await (const name of mergedKeys(read, TAG_SHARDS, options.after, compareKeys)) {
+      if (names.length >= options.limit || scanned >= options.scan) {
+        more = true;
+        break;
+      }
+      scanned += 1;
+      last = name;
+      if (options.keep(name)) names.push(name);
+    }
+    const [details, counts] = await Promise.all([
+      this.details(instanceId, names),
+      this.countsOf(instanceId, names),
     ]);
-    return tags
-      .map((item: Item) => TagItem.parse(item))
-      .filter(
-        (tag): tag is z.infer<typeof TagItem> & { tag_id: number } => tag.tag_id !== undefined,
-      )
-      .map((tag) => {
-        const count = counts.get(tag.name);
-        return {
-          id: tag.tag_id,
-          name: tag.name,
+    const tags = names.flatMap((name) => {
+      const tag = details.get(name);
+      if (!tag) return [];
+      const count = counts.get(name);
+      return [
+        {
+          id: tag.id,
+          name,
           created_at: tag.created_at,
           last_used: count?.last_used ?? tag.created_at,
           count: count?.count ?? 0,
           subscribers: count?.subscribers ?? 0,
           sms_opted_in: count?.sms_opted_in ?? 0,
-        };
-      })
-      .sort((a, b) => a.id - b.id);
+        },
+      ];
+    });
+    return more && last !== undefined ? { tags, after: last } : { tags };
   }
 
-  /** Each tag's counts, summed over their shards (16 strongly consistent queries). */
-  private async counts(instanceId: string) {
+  /** Tags' IDs and creation times: from the container, or read (strongly consistent). */
+  private async details(instanceId: string, names: string[]) {
+    const found = new Map<string, { id: number; created_at: string }>();
+    const unknown: string[] = [];
+    for (const name of names) {
+      const kept = this.kept.get(`${instanceId}#${name}`);
+      if (kept) found.set(name, kept);
+      else unknown.push(name);
+    }
+    if (unknown.length > 0) {
+      const items = await batchGet(
+        this.db,
+        this.table,
+        unknown.map((name) => tagKey(instanceId, name)),
+        true,
+      );
+      for (const item of items) {
+        const tag = TagItem.parse(item);
+        if (tag.tag_id === undefined) continue;
+        const view = { id: tag.tag_id, created_at: tag.created_at };
+        found.set(tag.name, view);
+        this.kept.set(`${instanceId}#${tag.name}`, view, REGISTERED_TTL_MS);
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The counts of some tags, summed over their shards (strongly consistent): a few tags'
+   * count items by key; more, the range of the 16 count partitions from the first to the
+   * last name.
+   */
+  private async countsOf(instanceId: string, names: string[]) {
     const totals = new Map<string, TagCountDelta & { last_used?: string }>();
+    const [first, last] = [names[0], names.at(-1)];
+    if (first === undefined || last === undefined) return totals;
+    const wanted = new Set(names);
+    const add = (raw: Item) => {
+      const item = CountItem.parse(raw);
+      if (!wanted.has(item.sk)) return;
+      const total = totals.get(item.sk) ?? { count: 0, subscribers: 0, sms_opted_in: 0 };
+      total.count += item.count ?? 0;
+      total.subscribers += item.subscribers ?? 0;
+      total.sms_opted_in += item.sms_opted_in ?? 0;
+      if (item.last_used && (!total.last_used || item.last_used > total.last_used)) {
+        total.last_used = item.last_used;
+      }
+      totals.set(item.sk, total);
+    };
+    if (names.length <= FEW_TAGS) {
+      const keys = names.flatMap((name) =>
+        Array.from({ length: TAG_SHARDS }, (_, shard) => ({
+          pk: countPk(instanceId, shard),
+          sk: name,
+        })),
+      );
+      for (const item of await batchGet(this.db, this.table, keys, true)) add(item);
+      return totals;
+    }
     await Promise.all(
       Array.from({ length: TAG_SHARDS }, async (_, shard) => {
-        for (const raw of await queryPartition(this.db, this.table, countPk(instanceId, shard))) {
-          const item = CountItem.parse(raw);
-          const total = totals.get(item.sk) ?? { count: 0, subscribers: 0, sms_opted_in: 0 };
-          total.count += item.count ?? 0;
-          total.subscribers += item.subscribers ?? 0;
-          total.sms_opted_in += item.sms_opted_in ?? 0;
-          if (item.last_used && (!total.last_used || item.last_used > total.last_used)) {
-            total.last_used = item.last_used;
-          }
-          totals.set(item.sk, total);
-        }
+        let ExclusiveStartKey: Record<string, unknown> | undefined;
+        do {
+          const page = await this.db.send(
+            new QueryCommand({
+              TableName: this.table,
+              KeyConditionExpression: 'pk = :pk AND sk BETWEEN :first AND :last',
+              ExpressionAttributeValues: {
+                ':pk': countPk(instanceId, shard),
+                ':first': first,
+                ':last': last,
+              },
+              ConsistentRead: true,
+              ExclusiveStartKey,
+            }),
+          );
+          for (const item of page.Items ?? []) add(item);
+          ExclusiveStartKey = page.LastEvaluatedKey;
+        } while (ExclusiveStartKey);
       }),
     );
     return totals;

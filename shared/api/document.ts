@@ -86,7 +86,7 @@ const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 function answer(route: RouteDefinition, success: Answer): ZodOpenApiResponseObject {
   const headers: Record<string, { $ref: string }> = { 'X-Request-Id': header('RequestId') };
   if (idempotent(route)) headers['Idempotent-Replayed'] = header('IdempotentReplayed');
-  for (const name of success.headers ?? []) headers[name] = header(name.replace('-', ''));
+  for (const name of success.headers ?? []) headers[name] = header(name.replaceAll('-', ''));
   if (success.schema) {
     return {
       description: success.description,
@@ -260,6 +260,11 @@ export function buildDocument(baseUrls: Record<Region, string>) {
           },
           Location: { description: 'Where the link leads', schema: { type: 'string' } },
           CacheControl: { description: 'Not to be cached', schema: { type: 'string' } },
+          XNextCursor: {
+            description:
+              'Present when more may follow: the `cursor_id` of the next page (our addition)',
+            schema: { type: 'string' },
+          },
         },
         responses,
       },

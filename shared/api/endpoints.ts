@@ -127,7 +127,7 @@ export interface Answer {
   /** A body of another media type (HTML pages, images, scripts). */
   content?: { type: string; description: string };
   /** Response headers beyond `X-Request-Id` (documented in `document.ts`). */
-  headers?: readonly ('Location' | 'Cache-Control')[];
+  headers?: readonly ('Location' | 'Cache-Control' | 'X-Next-Cursor')[];
 }
 
 export interface Endpoint {
@@ -732,12 +732,13 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'People',
     summary: 'List tags',
     description:
-      'The instance’s person tags as the real API answers them (a bare array): a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing it (case-insensitive). The body may be left out.',
+      'The instance’s person tags as the real API answers them (a bare array), in name order: a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing each of its words (case-insensitive). An answer holds at most `limit` tags (1,000) and reads at most 10,000 names: when more may follow, the `X-Next-Cursor` header is the `cursor_id` of the next page. The body may be left out.',
     request: TagsGetRequest,
     requestExample: { q: 'vip' },
     responses: {
       200: {
         description: 'The tags',
+        headers: ['X-Next-Cursor'],
         schema: TagsResponse,
         example: [
           {

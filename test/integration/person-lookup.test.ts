@@ -292,3 +292,42 @@ describe('at any size', () => {
     }
   });
 });
+
+describe('tags/get at any number of tags', () => {
+  it('answers pages in name order, the next one named by X-Next-Cursor, q by its words', async () => {
+    const names = Array.from({ length: 23 }, (_, n) => `Page ${run} ${String(n).padStart(2, '0')}`);
+    await mergeRepeating(key, {
+      people: [{ fields: { 'str::email': `tagged-${run}@lookup.test` }, tags: names }],
+    });
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page += 1) {
+      const response = await call('/v1/tags/get', {
+        key,
+        body: { q: `page ${run}`, limit: 5, ...(cursor ? { cursor_id: cursor } : {}) },
+      });
+      expect(response.status).toBe(200);
+      const tags = response.body as unknown as { name: string; count: number }[];
+      expect(tags.length).toBeLessThanOrEqual(5);
+      expect(tags.every((tag) => tag.count === 1)).toBe(true);
+      listed.push(...tags.map((tag) => tag.name));
+      cursor = response.headers.get('x-next-cursor') ?? undefined;
+      if (!cursor) break;
+    }
+    expect(listed).toEqual(names);
+    // Each word of q, in any case and order.
+    const words = await call('/v1/tags/get', { key, body: { q: `17 PAGE ${run}` } });
+    expect((words.body as unknown as { name: string }[]).map((tag) => tag.name)).toEqual([
+      names[17],
+    ]);
+    // What real clients send: no body at all, and q alone.
+    const everything = await call('/v1/tags/get', { key });
+    expect(everything.status).toBe(200);
+    const all = (everything.body as unknown as { name: string }[]).map((tag) => tag.name);
+    expect(all).toEqual(expect.arrayContaining(names));
+    expect([...all].sort()).toEqual(all);
+    const forged = await call('/v1/tags/get', { key, body: { cursor_id: 'not-a-cursor' } });
+    expect(forged.status).toBe(400);
+    expect(forged.body.error).toMatch(/^cursor_id: /);
+  });
+});

@@ -431,7 +431,7 @@ export interface paths {
         put?: never;
         /**
          * List tags
-         * @description The instance’s person tags as the real API answers them (a bare array): a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing it (case-insensitive). The body may be left out. Bodies over 1,048,576 bytes are refused (413).
+         * @description The instance’s person tags as the real API answers them (a bare array), in name order: a stable `id` per tag, `count` the people holding it (archived people aside), `subscribers` those of them subscribed to email, `sms_opted_in` to SMS, kept by counters as people are tagged, untagged, archived, restored and erased. `q` keeps the names containing each of its words (case-insensitive). An answer holds at most `limit` tags (1,000) and reads at most 10,000 names: when more may follow, the `X-Next-Cursor` header is the `cursor_id` of the next page. The body may be left out. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["tagsGet"];
         delete?: never;
@@ -2440,6 +2440,8 @@ export interface components {
         Location: string;
         /** @description Not to be cached */
         CacheControl: string;
+        /** @description Present when more may follow: the `cursor_id` of the next page (our addition) */
+        XNextCursor: string;
     };
     pathItems: never;
 }
@@ -3816,6 +3818,9 @@ export interface operations {
                  */
                 "application/json": {
                     q?: string;
+                    /** @default 1000 */
+                    limit?: number;
+                    cursor_id?: string;
                 };
             };
         };
@@ -3825,6 +3830,7 @@ export interface operations {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
                     [name: string]: unknown;
                 };
                 content: {
