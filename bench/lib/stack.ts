@@ -1,3 +1,4 @@
+import { DescribeTableCommand, UpdateTableCommand } from '@aws-sdk/client-dynamodb';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { pathToFileURL } from 'node:url';
@@ -346,4 +347,37 @@ export function benchDb() {
 /** Whether the module is the script node was started with. */
 export function isMain(moduleUrl: string): boolean {
   return process.argv[1] !== undefined && pathToFileURL(process.argv[1]).href === moduleUrl;
+}
+
+/**
+ * Turns a table's stream off and returns what turns it on again (a new stream, which the
+ * stream poller finds by describing the table, as a mapping would be re-pointed on AWS).
+ */
+export async function pauseStream(TableName: string): Promise<() => Promise<void>> {
+  const client = createDynamoDbClient();
+  const { Table } = await client.send(new DescribeTableCommand({ TableName }));
+  const view = Table?.StreamSpecification?.StreamViewType;
+  if (!Table?.StreamSpecification?.StreamEnabled || !view) return () => Promise.resolve();
+  const enable = new UpdateTableCommand({
+    TableName,
+    StreamSpecification: { StreamEnabled: true, StreamViewType: view },
+  });
+  await client.send(
+    new UpdateTableCommand({ TableName, StreamSpecification: { StreamEnabled: false } }),
+  );
+  const paused = Date.now();
+  // LocalStack keeps a table's one kinesis-mock stream when its stream is turned off (it
+  // forwards no records meanwhile), so turning it on again answers a 500 naming
+  // ResourceInUseException after the table is marked enabled: the stream is back then.
+  return async () => {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, paused + 2_000 - Date.now())));
+    try {
+      await client.send(enable);
+    } catch (error) {
+      const { Table: after } = await client.send(new DescribeTableCommand({ TableName }));
+      if (!/already exists/.test(String(error)) || !after?.StreamSpecification?.StreamEnabled) {
+        throw error;
+      }
+    }
+  };
 }

@@ -8,6 +8,7 @@ import {
 } from '../domain/people/field-index.js';
 import type { FieldIndexReader } from '../domain/people/person-get.js';
 import { batchWrite, ExpressionBuilder, type WriteRequest } from './dynamo-helpers.js';
+import { mergedKeys, type ShardRead } from './sharded-index.js';
 import { runBounded } from '../lib/bounded.js';
 import { LIST_SHARDS, listShard, type DynamoPeopleStore } from './people-store.js';
 
@@ -50,9 +51,10 @@ export class DynamoFieldIndex implements FieldIndexReader {
   }
 
   /**
-   * The next `count` entries of a range after `after`, in order: each shard is queried from
-   * the position on (the position itself, at the edge of the key condition, is dropped) for
-   * at most `count + 1` entries, and the shards merged.
+   * The next `count` entries of a range after `after`, in order: the 16 shards' entries from
+   * the position on, merged as they are read (a few from each shard at first, more from those
+   * that run out: mergedKeys), so a page reads about its own entries whatever the instance's
+   * size.
    */
   async fieldPage(
     instanceId: string,
@@ -61,30 +63,47 @@ export class DynamoFieldIndex implements FieldIndexReader {
     after: string | undefined,
     count: number,
   ) {
+    const compare = order === 'asc' ? compareKeys : (a: string, b: string) => compareKeys(b, a);
+    const read: ShardRead = async (shard, position, size) => {
+      const keys = await this.queryShard(
+        entryPk(instanceId, range.field, shard),
+        range,
+        order,
+        position,
+        size + 1,
+      );
+      return { keys: keys.slice(0, size), more: keys.length > size };
+    };
+    const keys: string[] = [];
+    let hasMore = false;
+    const first = Math.ceil(count / LIST_SHARDS) + 1;
+    for await (const key of mergedKeys(read, LIST_SHARDS, after, compare, first)) {
+      if (keys.length === count) {
+        hasMore = true;
+        break;
+      }
+      keys.push(key);
+    }
+    return { keys, hasMore };
+  }
+
+  /**
+   * One shard's entries of a range after `after` (exclusive), at most `count`: the key
+   * condition's range starts (or, descending, ends) at the position, which is dropped.
+   */
+  private async queryShard(
+    pk: string,
+    range: EntryRange,
+    order: 'asc' | 'desc',
+    after: string | undefined,
+    count: number,
+  ): Promise<string[]> {
     let { from, to } = range;
     if (after !== undefined) {
       if (order === 'asc') from = maxKey(from, after);
       else to = minKey(to, after);
     }
-    if (compareKeys(from, to) > 0) return { keys: [], hasMore: false };
-    const perShard = await Promise.all(
-      Array.from({ length: LIST_SHARDS }, (_, shard) =>
-        this.queryShard(entryPk(instanceId, range.field, shard), from, to, order, after, count + 1),
-      ),
-    );
-    const keys = perShard.flat().sort(compareKeys);
-    if (order === 'desc') keys.reverse();
-    return { keys: keys.slice(0, count), hasMore: keys.length > count };
-  }
-
-  private async queryShard(
-    pk: string,
-    from: string,
-    to: string,
-    order: 'asc' | 'desc',
-    after: string | undefined,
-    count: number,
-  ): Promise<string[]> {
+    if (compareKeys(from, to) > 0) return [];
     const x = new ExpressionBuilder();
     // A key condition cannot hold the empty string: a range from '' has no lower bound.
     const sortKey =

@@ -30,6 +30,7 @@ import {
   type SearchTokens,
 } from '../domain/people/person-index.js';
 import type { Person, RecordedActivity } from '../domain/people/person.js';
+import { compareKeys } from '../domain/people/field-index.js';
 import {
   batchGet,
   cancellationCodes,
@@ -38,7 +39,13 @@ import {
   sumCounters,
   type Item,
 } from './dynamo-helpers.js';
-import { countRange, queryShard, type ShardQuery } from './sharded-index.js';
+import {
+  countRange,
+  mergedKeys,
+  queryShard,
+  type ShardQuery,
+  type ShardRead,
+} from './sharded-index.js';
 import { DynamoTagStore, tagCountWrites } from './tag-store.js';
 import { holderOf, tagCountDeltas } from '../domain/people/tag-counts.js';
 import { EMAIL_PERMISSION, SMS_PERMISSION } from '../domain/people/person.js';
@@ -454,9 +461,10 @@ export class DynamoPeopleStore
   }
 
   /**
-   * The next `count` sort keys of an index after `after`: one query per shard (each reads at
-   * most `count + 1` keys from the position on), merged. Sort keys are unique (they end in
-   * the ID), so one key is a complete cursor.
+   * The next `count` sort keys of an index after `after`: the shards read from the position
+   * on and merged as they are read (a few keys from each at first, more from those that run
+   * out: `mergedKeys`), so a page reads about its own keys whatever the instance's size. Sort
+   * keys are unique (they end in the ID), so one key is a complete cursor.
    */
   async indexPage(
     instanceId: string,
@@ -466,18 +474,27 @@ export class DynamoPeopleStore
     count: number,
   ) {
     const { sortKey } = INDEX_ATTRIBUTES[index];
-    const perShard = await Promise.all(
-      Array.from({ length: LIST_SHARDS }, (_, shard) =>
-        this.queryShard(instanceId, index, shard, {
-          order,
-          ...(after === undefined ? {} : { after }),
-          count: count + 1,
-        }).then((items) => items.map((item) => String(item[sortKey]))),
-      ),
-    );
-    const keys = perShard.flat().sort();
-    if (order === 'desc') keys.reverse();
-    return { keys: keys.slice(0, count), hasMore: keys.length > count };
+    const read: ShardRead = async (shard, position, size) => {
+      const items = await this.queryShard(instanceId, index, shard, {
+        order,
+        ...(position === undefined ? {} : { after: position }),
+        count: size + 1,
+      });
+      const keys = items.map((item) => String(item[sortKey]));
+      return { keys: keys.slice(0, size), more: keys.length > size };
+    };
+    const compare = order === 'asc' ? compareKeys : (a: string, b: string) => compareKeys(b, a);
+    const keys: string[] = [];
+    let hasMore = false;
+    const first = Math.ceil(count / LIST_SHARDS) + 1;
+    for await (const key of mergedKeys(read, LIST_SHARDS, after, compare, first)) {
+      if (keys.length === count) {
+        hasMore = true;
+        break;
+      }
+      keys.push(key);
+    }
+    return { keys, hasMore };
   }
 
   /**
@@ -488,23 +505,35 @@ export class DynamoPeopleStore
    */
   async searchPage(instanceId: string, q: string, after: string | undefined, count: number) {
     const range = searchRange(q);
-    const from = after === undefined ? range.from : `${after} `;
-    // A cursor at (or past) the end of the matches: nothing follows.
-    if (from > range.to) return { keys: [], hasMore: false };
-    const streams = await Promise.all(
-      SEARCH_INDEXES.flatMap((index) =>
-        Array.from({ length: LIST_SHARDS }, (_, shard) =>
-          this.queryShard(instanceId, index, shard, {
-            order: 'asc',
-            between: [from, range.to],
-            count: count + 1,
-            keep: (item) => isPrimaryMatch(index, searchKeysOf(item), range.from),
-          }).then((items) => items.map((item) => String(item[INDEX_ATTRIBUTES[index].sortKey]))),
-        ),
-      ),
-    );
-    const keys = [...new Set(streams.flat())].sort();
-    return { keys: keys.slice(0, count), hasMore: keys.length > count };
+    // The 48 streams (3 indexes × 16 shards) merged as they are read: see `indexPage`.
+    const read: ShardRead = async (stream, position, size) => {
+      const index = SEARCH_INDEXES[Math.floor(stream / LIST_SHARDS)] ?? 'email';
+      const from = position === undefined ? range.from : `${position} `;
+      // A position at (or past) the end of the matches: nothing follows.
+      if (from > range.to) return { keys: [], more: false };
+      const items = await this.queryShard(instanceId, index, stream % LIST_SHARDS, {
+        order: 'asc',
+        between: [from, range.to],
+        count: size + 1,
+        keep: (item) => isPrimaryMatch(index, searchKeysOf(item), range.from),
+      });
+      const keys = items.map((item) => String(item[INDEX_ATTRIBUTES[index].sortKey]));
+      return { keys: keys.slice(0, size), more: keys.length > size };
+    };
+    const keys: string[] = [];
+    let hasMore = false;
+    const streams = SEARCH_INDEXES.length * LIST_SHARDS;
+    const first = Math.ceil(count / streams) + 1;
+    for await (const key of mergedKeys(read, streams, after, compareKeys, first)) {
+      // A person whose tokens are equal in two indexes is found in both: once.
+      if (key === keys.at(-1)) continue;
+      if (keys.length === count) {
+        hasMore = true;
+        break;
+      }
+      keys.push(key);
+    }
+    return { keys, hasMore };
   }
 
   /**

@@ -83,8 +83,9 @@ export async function shardedPage(db: DynamoDBDocumentClient, query: ShardQuery,
 
 /**
  * Counts the entries of a sort-key range across shards (`Select: COUNT`, so only numbers come
- * back), optionally narrowed by a filter, and stops once `cap` is reached: the cost of a
- * count is bounded whatever the size of the instance.
+ * back), optionally narrowed by a filter, and stops once `cap` is reached: each query reads a
+ * shard's share of the cap at most, so a count reads about `cap` entries whatever the size of
+ * the instance.
  */
 export async function countRange(
   db: DynamoDBDocumentClient,
@@ -111,6 +112,8 @@ export async function countRange(
             ExpressionAttributeNames: x.names,
             ExpressionAttributeValues: x.values,
             Select: 'COUNT',
+            // A page reads at most a shard's share of the cap (without it, up to 1 MB of keys).
+            Limit: Math.ceil(cap / shards) + 1,
             ExclusiveStartKey,
           }),
         );

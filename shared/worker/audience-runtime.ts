@@ -253,6 +253,29 @@ export function createAudienceWorker() {
   return async (...args: Parameters<ReturnType<typeof streamWorker>>) => {
     // Audiences are checked for each batch: every change in it came after they were.
     const perInstance = new Map<string, Promise<LiveAudience[]>>();
+    const evaluate = async (
+      person: { instanceId: string; personId: string },
+      changes: StreamChange[],
+    ) => {
+      let audiences = perInstance.get(person.instanceId);
+      if (!audiences) {
+        audiences = currentAudiences(person.instanceId, kept, store, config, tags);
+        perInstance.set(person.instanceId, audiences);
+      }
+      // Most instances have no audience: their people's changes cost nothing here. An
+      // erasure is still evaluated (memberships of a deleted audience may remain).
+      const erased = changes.some(
+        (change) => change.eventName === 'REMOVE' && change.keys.sk === 'P',
+      );
+      if ((await audiences).length === 0 && !erased) return;
+      await evaluatePerson(
+        person.instanceId,
+        person.personId,
+        await audiences,
+        buildsOf(changes),
+        memberships,
+      );
+    };
     const handle = streamWorker({
       subjectOf: (change) => {
         const sk = change.keys.sk;
@@ -261,29 +284,15 @@ export function createAudienceWorker() {
       process: async (subject, changes) => {
         const person = personOf(subject);
         if (!person) return;
+        // The person's field index entries move beside the evaluation (neither reads the other).
         const changed = changes.filter((change) => change.keys.sk === 'P');
-        if (changed.length > 0) {
-          const { removed, added } = entryChangesOf(changed);
-          await fieldIndex.apply(person.instanceId, person.personId, removed, added);
-        }
-        let audiences = perInstance.get(person.instanceId);
-        if (!audiences) {
-          audiences = currentAudiences(person.instanceId, kept, store, config, tags);
-          perInstance.set(person.instanceId, audiences);
-        }
-        // Most instances have no audience: their people's changes cost nothing here. An
-        // erasure is still evaluated (memberships of a deleted audience may remain).
-        const erased = changes.some(
-          (change) => change.eventName === 'REMOVE' && change.keys.sk === 'P',
-        );
-        if ((await audiences).length === 0 && !erased) return;
-        await evaluatePerson(
-          person.instanceId,
-          person.personId,
-          await audiences,
-          buildsOf(changes),
-          memberships,
-        );
+        const { removed, added } = entryChangesOf(changed);
+        await Promise.all([
+          changed.length > 0
+            ? fieldIndex.apply(person.instanceId, person.personId, removed, added)
+            : undefined,
+          evaluate(person, changes),
+        ]);
       },
     });
     return handle(...args);

@@ -295,7 +295,10 @@ describe('at any size', () => {
 
 describe('tags/get at any number of tags', () => {
   it('answers pages in name order, the next one named by X-Next-Cursor, q by its words', async () => {
-    const names = Array.from({ length: 23 }, (_, n) => `Page ${run} ${String(n).padStart(2, '0')}`);
+    const names = Array.from(
+      { length: 23 },
+      (_, n) => `Page ${run} #${String(n).padStart(2, '0')}`,
+    );
     await mergeRepeating(key, {
       people: [{ fields: { 'str::email': `tagged-${run}@lookup.test` }, tags: names }],
     });
@@ -316,7 +319,7 @@ describe('tags/get at any number of tags', () => {
     }
     expect(listed).toEqual(names);
     // Each word of q, in any case and order.
-    const words = await call('/v1/tags/get', { key, body: { q: `17 PAGE ${run}` } });
+    const words = await call('/v1/tags/get', { key, body: { q: `#17 PAGE ${run}` } });
     expect((words.body as unknown as { name: string }[]).map((tag) => tag.name)).toEqual([
       names[17],
     ]);

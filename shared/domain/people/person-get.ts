@@ -142,10 +142,10 @@ export const MAX_CANDIDATES = 1_000;
 
 /**
  * `total_matches` of a `q` search is counted on its first page, at most this far (beyond,
- * it reports this number), and carried in the cursor: a later page costs the same whatever
+ * it reports this number), and carried in the cursor: a page costs about the same whatever
  * the number of people.
  */
-export const MAX_COUNTED_MATCHES = 10_000;
+export const MAX_COUNTED_MATCHES = 1_000;
 
 const Order = z.enum(['asc', 'desc']);
 
