@@ -17,6 +17,8 @@ import type { KeyWrapper } from '../shared/domain/signing-keys.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
 import { repairCounts } from '../shared/adapters/counter-repair.js';
 import { DynamoFieldIndex, rebuildFieldIndex } from '../shared/adapters/field-index-store.js';
+import { FieldCatalog } from '../shared/domain/fields/field-catalog.js';
+import { TAGS_FIELD_ID } from '../shared/domain/people/system-fields.js';
 import { DynamoRequestStore } from '../shared/adapters/request-store.js';
 import { GetQueueUrlCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { configAudienceApplier, recheckAllJob } from '../shared/worker/audience-runtime.js';
@@ -303,14 +305,27 @@ async function repair(instanceId: string | undefined, region: Region): Promise<v
   console.log(`Counters corrected: ${drift}.`);
 }
 
-/** Puts every person's field index entries (people written before the index, or missed). */
+/**
+ * Rebuilds the field index of an instance (or every instance of the region): every person's
+ * entries put, then the entries no person holds removed (field-index-store.ts).
+ */
 async function repairIndexes(instanceId: string | undefined, region: Region): Promise<void> {
-  const ids = instanceId ? [instanceId] : await configStore(region).listInstanceIds();
+  const store = configStore(region);
+  const ids = instanceId ? [instanceId] : await store.listInstanceIds();
   const people = peopleStore(region);
   const index = new DynamoFieldIndex(documents(region), tableName(region, 'indexes'));
   for (const id of ids) {
-    const done = await rebuildFieldIndex(people, index, id);
-    console.log(`${id}: ${done.people} people, ${done.entries} entries put.`);
+    const instance = await store.getInstance(id);
+    if (!instance) continue;
+    const catalog = FieldCatalog.forPerson(instance.person_fields);
+    const fields = [
+      ...[...catalog.fields].filter((field) => field.stored).map((field) => field.id),
+      TAGS_FIELD_ID,
+    ];
+    const done = await rebuildFieldIndex(people, index, id, [...new Set(fields)]);
+    console.log(
+      `${id}: ${done.people} people, ${done.entries} entries put, ${done.removed} removed.`,
+    );
   }
 }
 

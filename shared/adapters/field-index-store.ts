@@ -2,7 +2,10 @@ import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb
 import {
   compareKeys,
   entrySortKey,
+  holdsEntry,
   indexEntriesOf,
+  parseEntrySortKey,
+  wholeField,
   type EntryRange,
   type IndexEntry,
 } from '../domain/people/field-index.js';
@@ -76,7 +79,8 @@ export class DynamoFieldIndex implements FieldIndexReader {
     };
     const keys: string[] = [];
     let hasMore = false;
-    const first = Math.ceil(count / LIST_SHARDS) + 1;
+    // Twice a shard's even share at first: few shards need a second read.
+    const first = Math.ceil((2 * count) / LIST_SHARDS) + 1;
     for await (const key of mergedKeys(read, LIST_SHARDS, after, compare, first)) {
       if (keys.length === count) {
         hasMore = true;
@@ -85,6 +89,45 @@ export class DynamoFieldIndex implements FieldIndexReader {
       keys.push(key);
     }
     return { keys, hasMore };
+  }
+
+  /**
+   * Removes a field's entries whose person does not hold them (gone, archived, or changed
+   * since), shard by shard, 100 people read a time. How many it removed.
+   */
+  async sweep(
+    people: Pick<DynamoPeopleStore, 'getPeople'>,
+    instanceId: string,
+    field: string,
+  ): Promise<number> {
+    let removed = 0;
+    for (let shard = 0; shard < LIST_SHARDS; shard += 1) {
+      const pk = entryPk(instanceId, field, shard);
+      let after: string | undefined;
+      for (;;) {
+        const keys = await this.queryShard(pk, wholeField(field), 'asc', after, 100);
+        if (keys.length === 0) break;
+        const held = await people.getPeople(
+          instanceId,
+          keys.map((key) => parseEntrySortKey(key).personId),
+        );
+        const stale = keys.filter((key) => {
+          const { value, personId } = parseEntrySortKey(key);
+          const person = held.get(personId);
+          return !person || !holdsEntry(person, field, value);
+        });
+        if (stale.length > 0) {
+          await batchWrite(
+            this.db,
+            this.table,
+            stale.map((sk) => ({ DeleteRequest: { Key: { pk, sk } } })),
+          );
+        }
+        removed += stale.length;
+        after = keys.at(-1);
+      }
+    }
+    return removed;
   }
 
   /**
@@ -138,21 +181,28 @@ export class DynamoFieldIndex implements FieldIndexReader {
 export interface IndexRebuild {
   people: number;
   entries: number;
+  /** Entries removed: their person no longer held them (or was gone). */
+  removed: number;
 }
 
+type RebuildPeople = Pick<DynamoPeopleStore, 'indexPage' | 'getPeople'>;
+
 /**
- * Puts the entries of every person of an instance (not archived), a page of the listing index
- * at a time: for a deployment whose people were written before the field index existed, or
- * after a stream batch was given up. Puts are idempotent; an entry a person no longer holds
- * stays until their next change (listings never trust one).
+ * Rebuilds an instance's field index: puts the entries of every person (not archived), a page
+ * of the listing index at a time, then reads each person written again and removes what they
+ * no longer hold (a change or an erasure meanwhile, which the stream may have applied before
+ * these puts); then sweeps every entry of `fields` and removes those whose person does not
+ * hold them (a stream batch given up, an erased person's values). Idempotent: run it again
+ * after an interruption. For a deployment whose people were written before the field index.
  */
 export async function rebuildFieldIndex(
-  people: Pick<DynamoPeopleStore, 'indexPage' | 'getPeople'>,
+  people: RebuildPeople,
   index: DynamoFieldIndex,
   instanceId: string,
+  fields: readonly string[],
   pageSize = 500,
 ): Promise<IndexRebuild> {
-  const done: IndexRebuild = { people: 0, entries: 0 };
+  const done: IndexRebuild = { people: 0, entries: 0, removed: 0 };
   let after: string | undefined;
   for (;;) {
     const page = await people.indexPage(instanceId, 'list', 'asc', after, pageSize);
@@ -163,7 +213,18 @@ export async function rebuildFieldIndex(
       done.people += 1;
       done.entries += entries.length;
     });
+    const again = await people.getPeople(instanceId, [...read.keys()]);
+    for (const [id, person] of read) {
+      const now = again.get(id);
+      const stale = indexEntriesOf(person).filter(
+        (entry) => !now || !holdsEntry(now, entry.field, entry.value),
+      );
+      if (stale.length > 0) await index.apply(instanceId, id, stale, []);
+      done.removed += stale.length;
+    }
     after = page.keys.at(-1);
-    if (!page.hasMore || after === undefined) return done;
+    if (!page.hasMore || after === undefined) break;
   }
+  for (const field of fields) done.removed += await index.sweep(people, instanceId, field);
+  return done;
 }

@@ -486,7 +486,8 @@ export class DynamoPeopleStore
     const compare = order === 'asc' ? compareKeys : (a: string, b: string) => compareKeys(b, a);
     const keys: string[] = [];
     let hasMore = false;
-    const first = Math.ceil(count / LIST_SHARDS) + 1;
+    // Twice a shard's even share at first: few shards need a second read.
+    const first = Math.ceil((2 * count) / LIST_SHARDS) + 1;
     for await (const key of mergedKeys(read, LIST_SHARDS, after, compare, first)) {
       if (keys.length === count) {
         hasMore = true;
@@ -510,7 +511,7 @@ export class DynamoPeopleStore
       const index = SEARCH_INDEXES[Math.floor(stream / LIST_SHARDS)] ?? 'email';
       const from = position === undefined ? range.from : `${position} `;
       // A position at (or past) the end of the matches: nothing follows.
-      if (from > range.to) return { keys: [], more: false };
+      if (compareKeys(from, range.to) > 0) return { keys: [], more: false };
       const items = await this.queryShard(instanceId, index, stream % LIST_SHARDS, {
         order: 'asc',
         between: [from, range.to],
@@ -523,7 +524,8 @@ export class DynamoPeopleStore
     const keys: string[] = [];
     let hasMore = false;
     const streams = SEARCH_INDEXES.length * LIST_SHARDS;
-    const first = Math.ceil(count / streams) + 1;
+    // As `indexPage` reads a shard at first, each stream: the matches may all be one index's.
+    const first = Math.ceil((2 * count) / LIST_SHARDS) + 1;
     for await (const key of mergedKeys(read, streams, after, compareKeys, first)) {
       // A person whose tokens are equal in two indexes is found in both: once.
       if (key === keys.at(-1)) continue;

@@ -1,4 +1,5 @@
 import { QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { compareKeys } from '../domain/people/field-index.js';
 import { ExpressionBuilder, type Item } from './dynamo-helpers.js';
 
 /**
@@ -40,7 +41,7 @@ export async function queryShard(
   shard: number,
 ): Promise<Item[]> {
   // A range that ends before it starts (a position past its end) holds nothing.
-  if (query.between && query.between[0] > query.between[1]) return [];
+  if (query.between && compareKeys(query.between[0], query.between[1]) > 0) return [];
   const x = new ExpressionBuilder();
   let condition = keyCondition(x, query, shard, query.between);
   if (!query.between && query.after !== undefined) {
@@ -94,7 +95,7 @@ export async function countRange(
   cap: number,
   filter?: (x: ExpressionBuilder) => string,
 ): Promise<number> {
-  if (query.between[0] > query.between[1]) return 0;
+  if (compareKeys(query.between[0], query.between[1]) > 0) return 0;
   let total = 0;
   await Promise.all(
     Array.from({ length: shards }, async (_, shard) => {

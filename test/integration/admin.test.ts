@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { listShard } from '../../shared/adapters/people-store.js';
 import { entrySortKey } from '../../shared/domain/people/field-index.js';
 import { tableName } from '../../shared/resources.js';
@@ -446,9 +446,19 @@ describe('npm run admin -- repair indexes', () => {
       }),
     );
     expect(await listAll(KEYS.repair, byFirst)).toEqual([]);
+    // And an entry nobody holds (a stream batch given up after an erasure, say).
+    const stale = {
+      pk: `repair#F#str::first#${listShard(id)}`,
+      sk: entrySortKey('nobody-holds-this', id),
+    };
+    await db.send(new PutCommand({ TableName: tableName('default', 'indexes'), Item: stale }));
     const result = await admin('repair', 'indexes', '--instance', 'repair');
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^repair: \d+ people, \d+ entries put\.$/m);
+    expect(result.stdout).toMatch(/^repair: \d+ people, \d+ entries put, \d+ removed\.$/m);
     expect((await listAll(KEYS.repair, byFirst)).map((c) => c.id)).toEqual([id]);
+    const { Item } = await db.send(
+      new GetCommand({ TableName: tableName('default', 'indexes'), Key: stale }),
+    );
+    expect(Item).toBeUndefined();
   });
 });

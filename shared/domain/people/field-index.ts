@@ -1,3 +1,4 @@
+import { PERSON_BUILT_INS } from '../fields/field-catalog.js';
 import type { FieldValue } from '../fields/field-values.js';
 import { textOf } from '../fields/field-values.js';
 import { phoneOf, timeOf } from '../filters/filter.js';
@@ -81,6 +82,14 @@ export interface IndexedPerson {
 }
 
 /**
+ * Values a person keeps that no filter or sort reads (the context messages of permission
+ * changes): they have no entries.
+ */
+const UNLISTED = new Set(
+  PERSON_BUILT_INS.filter((field) => !field.stored).map((field) => field.id),
+);
+
+/**
  * The entries of a person: one per stored field that has a value, one per tag, and the
  * organization. An archived person has none (archived people are never listed).
  */
@@ -88,7 +97,7 @@ export function indexEntriesOf(person: IndexedPerson | undefined): IndexEntry[] 
   if (!person || person.archived_at !== undefined) return [];
   const entries: IndexEntry[] = [];
   for (const [field, value] of Object.entries(person.fields)) {
-    if (value === undefined || value === null) continue;
+    if (value === undefined || value === null || UNLISTED.has(field)) continue;
     const indexed = indexedValue(field.slice(0, 3), value as FieldValue);
     if (indexed !== undefined) entries.push({ field, value: indexed });
   }

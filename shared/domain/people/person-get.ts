@@ -210,9 +210,16 @@ export function projectPerson(person: Person, fields: string[]) {
 export interface Start {
   cursor?: Cursor;
   skip: number;
+  /** The offset the position stands at (the cursor's, or 0 from the start). */
+  at: number;
 }
 
 export type Found = {
+  /**
+   * The offset the cursor stands at, where it is not `offset` + the page (a planned listing
+   * that ran out of its budget while skipping to the offset).
+   */
+  position?: number;
   ids: string[];
   hasMore: boolean;
   cursor: Cursor;
@@ -255,6 +262,8 @@ export async function getPeople(
   const fields = selectableFields(request.fields, tenant);
   const instanceId = tenant.instance.id;
   const { listing: people } = ports;
+  // One moment for the whole request: relative time conditions and their index ranges agree.
+  const now = Date.now();
   const q = request.q?.trim() ? request.q : undefined;
   // `c` (created) is the order of the listing index itself.
   const sortField =
@@ -277,7 +286,7 @@ export async function getPeople(
   const tagName = (idOrName: number | string) =>
     typeof idOrName === 'number' ? tagNames?.get(idOrName) : idOrName;
   const predicate: PersonPredicate | undefined = hasFilter
-    ? personPredicate(request.filter, tenant, tagName)
+    ? personPredicate(request.filter, tenant, tagName, now)
     : undefined;
   const sortIndex = sortField === undefined ? 'list' : SORT_INDEXES[sortField];
   const totals = people.counters(instanceId);
@@ -322,7 +331,7 @@ export async function getPeople(
       {
         fieldType: (id) => (tenant.personFields.get(id)?.stored ? id.slice(0, 3) : undefined),
         tagName,
-        now: Date.now(),
+        now,
       },
     );
     found = await fromPlan(request, plan, ports, listing, start);
@@ -337,7 +346,8 @@ export async function getPeople(
   const cursorId = cursors.encode(found.cursor);
   const nextOffset = request.offset + found.ids.length;
   if (found.hasMore && request.cursor_id === undefined && ports.checkpoints) {
-    await ports.checkpoints.save(instanceId, listing.fingerprint, nextOffset, cursorId);
+    const at = found.position ?? nextOffset;
+    await ports.checkpoints.save(instanceId, listing.fingerprint, at, cursorId);
   }
   return {
     contacts,
@@ -367,9 +377,9 @@ async function startOf(
   cursors: CursorCodec,
 ): Promise<Start> {
   if (request.cursor_id !== undefined) {
-    return { cursor: cursors.decode(Cursor, request.cursor_id), skip: 0 };
+    return { cursor: cursors.decode(Cursor, request.cursor_id), skip: 0, at: request.offset };
   }
-  if (request.offset === 0) return { skip: 0 };
+  if (request.offset === 0) return { skip: 0, at: 0 };
   const known = await checkpoints?.nearest(listing.instanceId, listing.fingerprint, request.offset);
   let cursor: Cursor | undefined;
   try {
@@ -385,7 +395,7 @@ async function startOf(
       [{ field: 'offset', error: `over ${MAX_OFFSET} past the nearest known position` }],
     );
   }
-  return cursor ? { cursor, skip } : { skip };
+  return cursor ? { cursor, skip, at: from } : { skip, at: 0 };
 }
 
 /** `filter` in the one filter language (audiences' too), read at the time of the request. */
@@ -393,9 +403,9 @@ function personPredicate(
   filter: unknown,
   tenant: Tenant,
   tagName: (idOrName: number | string) => string | undefined,
+  now: number,
 ): PersonPredicate {
   const compiled = compileFilter(filter, { fields: tenant.personFields, tagName });
-  const now = Date.now();
   return (person) => compiled({ person }, now).matches;
 }
 

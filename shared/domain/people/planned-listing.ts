@@ -1,4 +1,4 @@
-import { compareKeys, holdsEntry, indexedValue, parseEntrySortKey } from './field-index.js';
+import { compareKeys, holdsEntry, indexEntriesOf, parseEntrySortKey } from './field-index.js';
 import type { ListingPlan, Phase, Source } from './listing-plan.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type {
@@ -84,6 +84,11 @@ async function fromPeople(
   };
 }
 
+/** A person's value of a field as the field index holds it (the first, for tags), if any. */
+function indexedValueOf(person: Person, field: string): string | undefined {
+  return indexEntriesOf(person).find((entry) => entry.field === field)?.value;
+}
+
 /** The order of a listing, for people sorted in memory (as its index would have them). */
 function comparatorOf(sortField: string | undefined, order: 'asc' | 'desc') {
   const direction = order === 'asc' ? 1 : -1;
@@ -95,11 +100,9 @@ function comparatorOf(sortField: string | undefined, order: 'asc' | 'desc') {
       direction * compareKeys(searchTokens(a.fields)[index], searchTokens(b.fields)[index]) ||
       byId(a, b);
   }
+  // The value as the field index orders it (`idt::o`, the organization, is not in `fields`).
   const field = sortField === LAST_SEEN_FIELD ? 'tme::last-seen' : sortField;
-  const valueOf = (person: Person) => {
-    const value = person.fields[field];
-    return value === undefined ? undefined : indexedValue(field.slice(0, 3), value);
-  };
+  const valueOf = (person: Person) => indexedValueOf(person, field);
   return (a: Person, b: Person) => {
     const [x, y] = [valueOf(a), valueOf(b)];
     // People without a value come last either way.
@@ -148,7 +151,9 @@ function accepts(listing: Listing, phase: Phase, key: string, person: Person): b
     const { field } = phase.source.range;
     if (!holdsEntry(person, field, parseEntrySortKey(key).value)) return false;
   }
-  if (phase.lacking !== undefined && person.fields[phase.lacking] !== undefined) return false;
+  if (phase.lacking !== undefined && indexedValueOf(person, phase.lacking) !== undefined) {
+    return false;
+  }
   if (listing.predicate && !listing.predicate(person)) return false;
   if (listing.q === undefined || phase.source.kind === 'search') return true;
   const prefix = searchRange(listing.q).from;
@@ -215,6 +220,8 @@ export async function fromPlan(
     }
   }
   const found = (position?.found ?? 0) + skipped + listed.length;
+  // Short of the offset (the budget spent skipping), the cursor stands where it got to.
+  const reached = start.at + skipped + listed.length;
   const everyone =
     !listing.predicate &&
     listing.q === undefined &&
@@ -222,6 +229,7 @@ export async function fromPlan(
   return {
     ids: listed.map((person) => person.id),
     hasMore: hasMore ?? false,
+    ...(skipped < skip ? { position: reached } : {}),
     // Without a filter every person matches: the counters say how many.
     ...(everyone ? {} : { matches: found }),
     people: new Map(listed.map((person) => [person.id, person])),

@@ -389,3 +389,31 @@ describe('offsets', () => {
     expect(near.contacts).toHaveLength(5);
   });
 });
+
+describe('the review’s cases', () => {
+  it('saves where a budget spent skipping to an offset got to, so a retry reaches it', async () => {
+    const listing = population(20_000);
+    const checkpoints = new MemoryCheckpoints();
+    // One person in 50 matches: 300 matches lie beyond the first request's budget.
+    const filter = { '$str::ends': { field_id: 'str::last', value: '7' } };
+    const rare = { $and: [filter, { '$str::is': { field_id: 'str:cm:plan', value: 'gold' } }] };
+    const { ids } = await walk(listing, { limit: 10, filter: rare });
+    const wanted = ids.slice(300, 310);
+    expect(wanted).toHaveLength(10);
+    let page = await ask(listing, { limit: 10, offset: 300, filter: rare }, checkpoints);
+    for (let n = 0; n < 20 && page.contacts.length === 0 && page.has_more; n += 1) {
+      expect(page.next_offset).toBe(300);
+      page = await ask(listing, { limit: 10, offset: 300, filter: rare }, checkpoints);
+    }
+    expect(page.contacts.map((c) => c.id)).toEqual(wanted);
+  });
+
+  it('sorts by the organization once each, people without one last', async () => {
+    const listing = population(60);
+    const { ids } = await walk(listing, { limit: 7, sort_by_field_id: 'idt::o' });
+    expect(ids).toHaveLength(60);
+    expect(new Set(ids).size).toBe(60);
+    const members = [...listing.people.values()].filter((p) => p.organization_id);
+    expect(new Set(ids.slice(0, members.length))).toEqual(new Set(members.map((p) => p.id)));
+  });
+});
