@@ -37,6 +37,7 @@ import { newId } from '../shared/domain/ids.js';
 import {
   getPeople,
   MAX_CANDIDATES,
+  MAX_COUNTED_MATCHES,
   PersonGetRequest,
   type PersonListing,
 } from '../shared/domain/people/person-get.js';
@@ -353,7 +354,7 @@ export async function listingFigure(stack: BenchStack): Promise<FigureResult> {
   return {
     rows,
     notes: [
-      `Reads at scale: two instances of ${at} people written straight to the store with what merges and the people stream's worker leave (person, email claim, field index entries, tags and counts). Read units of one request counted in-process with the domain and a metering client (ReturnConsumedCapacity), times over HTTP (median of ${REPEATS} asks, the two sizes asked in turn). The offset page is asked after pages 1 to ${OFFSET_PAGE - 1}, each at the previous answer's next_offset: its position was saved by the page before (its WRU is the position it saves for the next). The range filter is answered from the listing index with the filter checked on each candidate, at most ${MAX_CANDIDATES.toLocaleString('en')} a request (docs/api.md, Listing). q counts its matches on its first page up to 1,000, so its units grow until the count reaches that cap.`,
+      `Reads at scale: two instances of ${at} people written straight to the store with what merges and the people stream's worker leave (person, email claim, field index entries, tags and counts). Read units of one request counted in-process with the domain and a metering client (ReturnConsumedCapacity), times over HTTP (median of ${REPEATS} asks, the two sizes asked in turn). The offset page is asked after pages 1 to ${OFFSET_PAGE - 1}, each at the previous answer's next_offset: its position was saved by the page before (its WRU is the position it saves for the next). The range filter is answered from the listing index with the filter checked on each candidate, at most ${MAX_CANDIDATES.toLocaleString('en')} a request (docs/api.md, Listing). q counts its matches on its first page up to ${MAX_COUNTED_MATCHES} (125 at 1,000 people), so its units grow until the count reaches that cap.`,
     ],
   };
 }

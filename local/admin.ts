@@ -8,10 +8,13 @@ import {
 } from '../shared/adapters/aws-clients.js';
 import { KMSClient } from '@aws-sdk/client-kms';
 import { DynamoConfigStore } from '../shared/adapters/config-store.js';
+import { DynamoWebhookStore } from '../shared/adapters/webhook-store.js';
+import { bindWebhookSecrets } from '../shared/domain/webhooks/webhook.js';
 import {
   KmsKeyWrapper,
   LocalKeyWrapper,
   signingKeyAlias,
+  WEBHOOK_SECRET_PURPOSE,
 } from '../shared/adapters/key-wrappers.js';
 import type { KeyWrapper } from '../shared/domain/signing-keys.js';
 import { DynamoPeopleStore } from '../shared/adapters/people-store.js';
@@ -187,11 +190,12 @@ async function recheckAudiences(region: Region): Promise<void> {
 }
 
 /** The deployment's key wrapper: the region's KMS key on AWS, the local one otherwise. */
-function keyWrapper(region: Region): KeyWrapper {
+function keyWrapper(region: Region, purpose?: string): KeyWrapper {
   if (!TARGETS_AWS) return new LocalKeyWrapper();
   return new KmsKeyWrapper(
     new KMSClient({ region: process.env.AWS_REGION ?? awsRegionOf(region) }),
     signingKeyAlias(region),
+    purpose,
   );
 }
 
@@ -281,6 +285,13 @@ async function apply(file: string | undefined, region: Region, settleMs: number)
   }
   for (const { instance, field, claims } of summary.released) {
     console.log(`${instance}: ${field} is no longer unique: ${claims} claim(s) given back.`);
+  }
+  // Webhook secrets wrapped before they were bound to their webhook: wrapped again, bound.
+  const webhooks = new DynamoWebhookStore(documents(region), tableName(region, 'config'));
+  const wrapper = keyWrapper(region, WEBHOOK_SECRET_PURPOSE);
+  for (const instanceId of summary.instances) {
+    const bound = await bindWebhookSecrets(instanceId, webhooks, wrapper);
+    if (bound > 0) console.log(`${instanceId}: ${bound} webhook secret(s) bound to their webhook.`);
   }
 }
 

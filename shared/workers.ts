@@ -1,3 +1,4 @@
+import { AUDIENCE_HELD_MESSAGE } from './domain/audiences/audience.js';
 import type { QueueName, TableName } from './resources.js';
 import type { Access } from './routes.js';
 
@@ -20,6 +21,14 @@ export interface WorkerDefinition {
   readonly memoryMb: number;
   readonly timeoutSeconds: number;
   readonly access: readonly Access[];
+}
+
+/** An alarm on a message a function logs (docs/operations.md has the `runbook` section). */
+export interface LogAlarm {
+  readonly id: string;
+  readonly message: string;
+  readonly description: string;
+  readonly runbook: string;
 }
 
 export const WORKERS: readonly WorkerDefinition[] = [
@@ -182,6 +191,11 @@ export interface StreamWorkerDefinition {
   readonly memoryMb: number;
   readonly timeoutSeconds: number;
   readonly access: readonly Access[];
+  /**
+   * Messages of its log that alarm (a metric filter of its log group on the message, an
+   * alarm `cdp-<region>-<id>` when it is logged at all in 5 minutes).
+   */
+  readonly logAlarms?: readonly LogAlarm[];
 }
 
 /** A webhook fan-out worker of one table (they differ only in what they are fed). */
@@ -223,6 +237,15 @@ export const STREAM_WORKERS: readonly StreamWorkerDefinition[] = [
     // it keeps the field index from the same changes (the stream's second reader is the
     // webhook fan-out; AWS advises at most two a shard).
     access: ['config:read', 'people', 'audiences', 'activities', 'indexes'],
+    logAlarms: [
+      {
+        id: 'audiences-held',
+        message: AUDIENCE_HELD_MESSAGE,
+        description:
+          'An audience is held: its filter names a field its instance no longer has, so its members are not evaluated (they keep their memberships).',
+        runbook: 'audiences-held',
+      },
+    ],
   },
   // The webhook fan-out workers (docs/webhooks.md): every change of a table's records makes
   // its events, queued once per subscribed webhook of its instance. They read webhooks and

@@ -136,6 +136,7 @@ export interface CdpFunctionProps {
  */
 export class CdpFunction extends Construct {
   readonly fn: NodejsFunction;
+  readonly logGroup: LogGroup;
 
   constructor(scope: Construct, id: string, props: CdpFunctionProps) {
     super(scope, id);
@@ -143,6 +144,7 @@ export class CdpFunction extends Construct {
       retention: RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    this.logGroup = logGroup;
     this.fn = new NodejsFunction(this, 'function', {
       entry: props.entry ?? join(root, 'functions', props.function, 'handler.ts'),
       handler: 'handler',

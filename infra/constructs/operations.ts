@@ -22,6 +22,8 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic, type ITopic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { FilterPattern, MetricFilter, type ILogGroup } from 'aws-cdk-lib/aws-logs';
+import type { LogAlarm } from '../../shared/workers.js';
 import { Construct } from 'constructs';
 import type { Region } from '../../shared/domain/regions.js';
 import type { QueueName, TableName } from '../../shared/resources.js';
@@ -38,6 +40,8 @@ export interface MonitoredFunction {
   fn: IFunction;
   /** Fed by a table's stream: it has an iterator-age alarm too. */
   streamWorker?: boolean;
+  /** Alarms on messages of its log. */
+  logAlarms?: readonly LogAlarm[];
 }
 
 export interface MonitoredQueue {
@@ -137,6 +141,8 @@ export const alarmName = {
     `cdp-${region}-${table}-table-throttles${part > 1 ? `-${part}` : ''}`,
   sesBounceRate: (region: Region) => `cdp-${region}-ses-bounce-rate`,
   sesComplaintRate: (region: Region) => `cdp-${region}-ses-complaint-rate`,
+  /** An alarm on a message a function logs (`LogAlarm`). */
+  logged: (region: Region, id: string) => `cdp-${region}-${id}`,
 };
 
 /** The read and write throttle events of a table and of each of its indexes. */
@@ -175,11 +181,17 @@ function throttleGroups(table: MonitoredTable): { key: string; metric: Metric }[
 }
 
 /** The alarms `FunctionAlarms` creates for one function. */
-export function functionAlarmNames(region: Region, fn: string, streamWorker = false): string[] {
+export function functionAlarmNames(
+  region: Region,
+  fn: string,
+  streamWorker = false,
+  logAlarms: readonly LogAlarm[] = [],
+): string[] {
   return [
     alarmName.functionErrors(region, fn),
     alarmName.functionThrottles(region, fn),
     ...(streamWorker ? [alarmName.streamIteratorAge(region, fn)] : []),
+    ...logAlarms.map((alarm) => alarmName.logged(region, alarm.id)),
   ];
 }
 
@@ -264,6 +276,9 @@ export interface FunctionAlarmsProps {
   topic: ITopic;
   /** Fed by a table's stream: alarms when it reads far behind it too. */
   streamWorker?: boolean;
+  /** Its log group, and the messages of it that alarm. */
+  logGroup?: ILogGroup;
+  logAlarms?: readonly LogAlarm[];
 }
 
 /**
@@ -275,9 +290,25 @@ export class FunctionAlarms extends Construct {
   constructor(
     scope: Construct,
     id: string,
-    { region, name, fn, topic, streamWorker }: FunctionAlarmsProps,
+    { region, name, fn, topic, streamWorker, logGroup, logAlarms = [] }: FunctionAlarmsProps,
   ) {
     super(scope, id);
+    for (const alarm of logGroup ? logAlarms : []) {
+      const filter = new MetricFilter(this, `${alarm.id}-filter`, {
+        logGroup: logGroup as ILogGroup,
+        filterPattern: FilterPattern.stringValue('$.message', '=', alarm.message),
+        metricNamespace: 'CDP',
+        metricName: alarm.id,
+        metricValue: '1',
+      });
+      notifyingAlarm(this, alarm.id, alarmName.logged(region, alarm.id), topic, {
+        metric: filter.metric({ statistic: 'Sum', period: FIVE_MINUTES }),
+        threshold: 0,
+        description: alarm.description,
+        runbook: alarm.runbook,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      });
+    }
     // HTTP handlers turn every error into a response and workers report failed messages
     // instead of throwing, so Errors counts crashes: timeouts, out of memory, init failures.
     notifyingAlarm(this, 'errors', alarmName.functionErrors(region, name), topic, {
@@ -574,8 +605,8 @@ export class Operations extends Construct {
   private alarmStatusWidgets(functions: readonly MonitoredFunction[]): IWidget[] {
     const all: IAlarm[] = [
       ...this.alarms,
-      ...functions.flatMap(({ name, streamWorker }) =>
-        functionAlarmNames(this.region, name, streamWorker).map((alarm) =>
+      ...functions.flatMap(({ name, streamWorker, logAlarms }) =>
+        functionAlarmNames(this.region, name, streamWorker, logAlarms).map((alarm) =>
           Alarm.fromAlarmName(this, `function-alarm-${alarm}`, alarm),
         ),
       ),

@@ -170,7 +170,12 @@ export class ApiStack extends Stack {
       this.functionStacks.push(stack);
       for (const [name, fn] of stack.functions) {
         deployed.set(name, fn);
-        this.functions.push({ name, fn, streamWorker: stack.streamWorkers.has(name) });
+        this.functions.push({
+          name,
+          fn,
+          streamWorker: stack.streamWorkers.has(name),
+          logAlarms: stack.logAlarms.get(name) ?? [],
+        });
       }
     }
     // Nothing refers to the dashboard, so the LocalStack deploy can leave it out whole.

@@ -1,3 +1,4 @@
+import type { LogAlarm } from '../../shared/workers.js';
 import { NestedStack, type NestedStackProps } from 'aws-cdk-lib';
 import type { IRestApi } from 'aws-cdk-lib/aws-apigateway';
 import { ServicePrincipal } from 'aws-cdk-lib/aws-iam';
@@ -41,6 +42,8 @@ export class FunctionStack extends NestedStack {
   readonly functions = new Map<string, IFunction>();
   /** The functions fed by a table's stream. */
   readonly streamWorkers = new Set<string>();
+  /** The alarms on messages of the functions' logs, by function. */
+  readonly logAlarms = new Map<string, readonly LogAlarm[]>();
 
   constructor(scope: Construct, id: string, props: FunctionStackProps) {
     super(scope, id, {
@@ -50,7 +53,7 @@ export class FunctionStack extends NestedStack {
     const apiGateway = new ServicePrincipal('apigateway.amazonaws.com');
     for (const spec of props.specs) {
       const entry = props.entryOf?.(spec);
-      const { fn } = new CdpFunction(this, spec.name, {
+      const { fn, logGroup } = new CdpFunction(this, spec.name, {
         function: spec.name,
         memoryMb: spec.memoryMb,
         timeoutSeconds: spec.timeoutSeconds,
@@ -68,7 +71,10 @@ export class FunctionStack extends NestedStack {
         fn,
         topic: props.alarmTopic,
         streamWorker: spec.streamWorker !== undefined,
+        logGroup,
+        logAlarms: spec.streamWorker?.logAlarms ?? [],
       });
+      if (spec.streamWorker?.logAlarms) this.logAlarms.set(spec.name, spec.streamWorker.logAlarms);
       for (const route of spec.routes) {
         fn.addPermission(`invoke-${route.method}-${route.path}`, {
           principal: apiGateway,

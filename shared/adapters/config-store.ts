@@ -253,7 +253,15 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
             UpdateExpression:
               `SET ${set.join(', ')} ADD ${x.name('config_version')} ${x.value(1)}` +
               (remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : ''),
-            ConditionExpression: decided.conditions.join(' AND '),
+            // Conditioned on the whole configuration as read (its version), besides the
+            // plan's own conditions: a change decided on a read another change overtook (two
+            // option lists merged, a flag turned back) is decided again on a fresh read.
+            ConditionExpression: [
+              typeof item.config_version === 'number'
+                ? `${x.name('config_version')} = ${x.value(item.config_version)}`
+                : `attribute_not_exists(${x.name('config_version')})`,
+              ...decided.conditions,
+            ].join(' AND '),
             ExpressionAttributeNames: x.names,
             ExpressionAttributeValues: x.values,
             ReturnValues: 'UPDATED_NEW',

@@ -27,19 +27,19 @@ export class KmsKeyWrapper implements KeyWrapper {
     private readonly purpose: string = SIGNING_PURPOSE,
   ) {}
 
-  async wrap(secret: string): Promise<string> {
+  async wrap(secret: string, context: Readonly<Record<string, string>> = {}): Promise<string> {
     const { CiphertextBlob } = await this.kms.send(
       new EncryptCommand({
         KeyId: this.keyId,
         Plaintext: Buffer.from(secret, 'utf8'),
-        EncryptionContext: { purpose: this.purpose },
+        EncryptionContext: { ...context, purpose: this.purpose },
       }),
     );
     if (!CiphertextBlob) throw new Error('KMS returned no ciphertext');
     return `kms:${Buffer.from(CiphertextBlob).toString('base64')}`;
   }
 
-  async unwrap(wrapped: string): Promise<string> {
+  async unwrap(wrapped: string, context: Readonly<Record<string, string>> = {}): Promise<string> {
     if (!wrapped.startsWith('kms:')) {
       throw new Error('This signing key was not wrapped with KMS (a local keyring on AWS?)');
     }
@@ -47,7 +47,7 @@ export class KmsKeyWrapper implements KeyWrapper {
       new DecryptCommand({
         CiphertextBlob: Buffer.from(wrapped.slice(4), 'base64'),
         KeyId: this.keyId,
-        EncryptionContext: { purpose: this.purpose },
+        EncryptionContext: { ...context, purpose: this.purpose },
       }),
     );
     if (!Plaintext) throw new Error('KMS returned no plaintext');
@@ -55,29 +55,50 @@ export class KmsKeyWrapper implements KeyWrapper {
   }
 }
 
-/** The local stack's wrapper: AES-256-GCM under a fixed key (see above: no secrecy). */
+/** A context as additional authenticated data: its entries in key order (none: nothing). */
+function associatedData(context: Readonly<Record<string, string>>): Buffer | undefined {
+  const entries = Object.entries(context).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return entries.length === 0 ? undefined : Buffer.from(JSON.stringify(entries), 'utf8');
+}
+
+/**
+ * The local stack's wrapper: AES-256-GCM under a fixed key (see above: no secrecy), the
+ * context bound as additional authenticated data as KMS binds its encryption context.
+ */
 export class LocalKeyWrapper implements KeyWrapper {
   private readonly key = createHash('sha256').update('cdp local signing keyring').digest();
 
-  wrap(secret: string): Promise<string> {
+  wrap(secret: string, context: Readonly<Record<string, string>> = {}): Promise<string> {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const aad = associatedData(context);
+    if (aad) cipher.setAAD(aad);
     const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
     return Promise.resolve(
       `local:${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64')}`,
     );
   }
 
-  unwrap(wrapped: string): Promise<string> {
+  unwrap(wrapped: string, context: Readonly<Record<string, string>> = {}): Promise<string> {
     if (!wrapped.startsWith('local:')) {
       return Promise.reject(new Error('This signing key was not wrapped by the local stack'));
     }
-    const bytes = Buffer.from(wrapped.slice(6), 'base64');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, 12));
-    decipher.setAuthTag(bytes.subarray(12, 28));
-    return Promise.resolve(
-      Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8'),
-    );
+    try {
+      const bytes = Buffer.from(wrapped.slice(6), 'base64');
+      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, 12));
+      decipher.setAuthTag(bytes.subarray(12, 28));
+      const aad = associatedData(context);
+      if (aad) decipher.setAAD(aad);
+      return Promise.resolve(
+        Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8'),
+      );
+    } catch (error) {
+      return Promise.reject(
+        new Error('This secret cannot be unwrapped with this context (wrapped for another?)', {
+          cause: error,
+        }),
+      );
+    }
   }
 }
 

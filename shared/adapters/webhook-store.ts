@@ -38,7 +38,15 @@ const StoredWebhook = z.object({
   disabled_reason: z.string().optional(),
   created_at: z.string(),
   updated_at: z.string(),
-  secrets: z.array(z.object({ wrapped: z.string(), expires_at: z.string().optional() })).min(1),
+  secrets: z
+    .array(
+      z.object({
+        wrapped: z.string(),
+        bound: z.boolean().optional(),
+        expires_at: z.string().optional(),
+      }),
+    )
+    .min(1),
 });
 
 /** The endpoint's record while it fails, beside the webhook (deliveries write it alone). */
@@ -57,8 +65,9 @@ function webhookOf(item: Item): Webhook {
     ...rest,
     ...(description !== undefined ? { description } : {}),
     ...(disabled_reason !== undefined ? { disabled_reason } : {}),
-    secrets: secrets.map(({ wrapped, expires_at }) => ({
+    secrets: secrets.map(({ wrapped, bound, expires_at }) => ({
       wrapped,
+      ...(bound ? { bound } : {}),
       ...(expires_at !== undefined ? { expires_at } : {}),
     })),
     ...(health
@@ -186,8 +195,8 @@ export class DynamoWebhookStore implements WebhookStore {
     webhookId: string,
     seen: WebhookHealth | undefined,
     next: WebhookHealth,
-  ): Promise<void> {
-    await conditionally(
+  ): Promise<boolean> {
+    return conditionally(
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
@@ -196,14 +205,14 @@ export class DynamoWebhookStore implements WebhookStore {
           'SET failing_since = :since, failures = :failures, paused_until = :until, last_failure = :why',
         // Another attempt recorded a failure meanwhile: its record stands.
         ConditionExpression: seen
-          ? 'failures = :seen'
+          ? 'failures = :seen AND failing_since = :seenSince'
           : 'attribute_exists(pk) AND attribute_not_exists(failures)',
         ExpressionAttributeValues: {
           ':since': next.failing_since,
           ':failures': next.failures,
           ':until': next.paused_until,
           ':why': next.last_failure ?? '',
-          ...(seen ? { ':seen': seen.failures } : {}),
+          ...(seen ? { ':seen': seen.failures, ':seenSince': seen.failing_since } : {}),
         },
       }),
     );
@@ -239,16 +248,32 @@ export class DynamoWebhookStore implements WebhookStore {
     );
   }
 
-  async disable(instanceId: string, webhookId: string, reason: string, at: string): Promise<void> {
-    await conditionally(
+  async disable(
+    instanceId: string,
+    webhookId: string,
+    seen: { health: WebhookHealth; updated_at: string },
+    reason: string,
+    at: string,
+  ): Promise<boolean> {
+    return conditionally(
       this.db,
       new UpdateCommand({
         TableName: this.configTable,
         Key: webhookKey(instanceId, webhookId),
         UpdateExpression:
           'SET webhook.enabled = :false, webhook.disabled_reason = :reason, webhook.updated_at = :at',
-        ConditionExpression: 'webhook.enabled = :true',
-        ExpressionAttributeValues: { ':false': false, ':true': true, ':reason': reason, ':at': at },
+        // Still failing as the attempt recorded it, and not changed by its owner since.
+        ConditionExpression:
+          'webhook.enabled = :true AND webhook.updated_at = :updated AND failures = :failures AND failing_since = :since',
+        ExpressionAttributeValues: {
+          ':false': false,
+          ':true': true,
+          ':reason': reason,
+          ':at': at,
+          ':updated': seen.updated_at,
+          ':failures': seen.health.failures,
+          ':since': seen.health.failing_since,
+        },
       }),
     );
   }

@@ -736,6 +736,10 @@ export const AudienceEntrySchema = z
     created_by_name: z.string(),
     edited_at: Time,
     archived_at: Time.optional().meta({ description: 'Only on archived audiences' }),
+    held_reason: z.string().optional().meta({
+      description:
+        'Only on a held audience: why it is not evaluated (its filter names a field the instance no longer has). Its members and counters stay as they are until the field is back or the filter is changed',
+    }),
     name: z.string(),
     public_name: z.string(),
     public_description: z.string(),
@@ -819,12 +823,19 @@ export const WebhookEntrySchema = z
   })
   .meta({ id: 'Webhook' });
 
-export const WebhookCreatedSchema = WebhookEntrySchema.extend({
-  secret: z.string().meta({
+const shownOnce = {
+  secret: z.string().optional().meta({
     description:
-      'The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation',
+      'The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation. A repeat of the request with the same `Idempotency-Key` answers without it (`secret_note` says why): it is kept nowhere in plain form',
   }),
-}).meta({ id: 'WebhookCreated' });
+  secret_note: z.string().optional().meta({
+    description: 'In a repeat with the same `Idempotency-Key` only: why `secret` is absent',
+  }),
+};
+
+export const WebhookCreatedSchema = WebhookEntrySchema.extend(shownOnce).meta({
+  id: 'WebhookCreated',
+});
 
 export const WebhooksGetResponse = z
   .object({ webhooks: z.array(WebhookEntrySchema) })
@@ -837,7 +848,7 @@ export const WebhookDeleteResponse = z
 export const WebhookSecretResponse = z
   .object({
     id: z.string(),
-    secret: z.string(),
+    ...shownOnce,
     previous_secret_expires_at: z.string(),
   })
   .meta({ id: 'WebhookSecretResponse' });

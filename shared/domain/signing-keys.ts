@@ -54,9 +54,14 @@ export interface Keyring {
 }
 
 /** Wraps and unwraps secrets with a key the deployment holds (KMS on AWS). */
+/**
+ * Wraps and unwraps secrets. `context` binds a wrapped secret to what it belongs to (KMS
+ * encryption context; additional authenticated data locally): it unwraps only with the
+ * same context, so a wrapped value copied elsewhere is useless.
+ */
 export interface KeyWrapper {
-  wrap(secret: string): Promise<string>;
-  unwrap(wrapped: string): Promise<string>;
+  wrap(secret: string, context?: Readonly<Record<string, string>>): Promise<string>;
+  unwrap(wrapped: string, context?: Readonly<Record<string, string>>): Promise<string>;
 }
 
 /** A new secret: 256 random bits. */

@@ -248,6 +248,11 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
     idempotency?: IdempotencyStore;
     /** Charges the tenant's key for the time its request took (rate-limit.ts, `charge`). */
     charge?: (tenant: Tenant, elapsedMs: number) => Promise<void>;
+    /**
+     * What a repeat with the same `Idempotency-Key` answers instead of the answer itself (an
+     * answer that shows a secret once: the secret is never kept).
+     */
+    keptAnswer?: (body: Record<string, unknown>) => Record<string, unknown>;
   },
   run: (input: ApiInput<z.infer<S>>) => Promise<HandlerResult<z.infer<R>>>,
 ): HttpHandler {
@@ -289,6 +294,12 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
         requestId,
         secret: event.headers['x-api-key'] ?? undefined,
         leaseUntil: currentDeadline() + ANSWER_MARGIN_MS,
+        ...(options.keptAnswer
+          ? {
+              keep: (text: string) =>
+                JSON.stringify(options.keptAnswer?.(JSON.parse(text) as Record<string, unknown>)),
+            }
+          : {}),
       },
       answer,
     );

@@ -104,6 +104,11 @@ export interface IdempotentCall {
   secret?: string;
   /** Until when the key is held for this request if it never answers. */
   leaseUntil: number;
+  /**
+   * What of a successful answer's body is kept for repeats (all of it by default): an answer
+   * that shows a secret once keeps it without the secret.
+   */
+  keep?: (body: string) => string;
 }
 
 const REPLAYED = 'idempotent-replayed';
@@ -201,6 +206,9 @@ export async function runIdempotent(
     await settle(kept ? { statusCode: kept.statusCode, body: kept.body } : undefined);
     throw error;
   }
-  await settle({ statusCode: response.statusCode, body: response.body });
+  await settle({
+    statusCode: response.statusCode,
+    body: call.keep && response.statusCode < 300 ? call.keep(response.body) : response.body,
+  });
   return response;
 }

@@ -10,7 +10,8 @@ import { DynamoTagStore } from '../adapters/tag-store.js';
 import { TransactionBatcher } from '../adapters/transaction-batcher.js';
 import {
   applyAudienceDefinitions,
-  liveAudience,
+  AUDIENCE_HELD_MESSAGE,
+  liveOrHeld,
   type Audience,
   type AudienceJobs,
   type AudienceServices,
@@ -177,7 +178,7 @@ async function audiencesOf(
   return compiled(instanceId, audiences, instance, tags);
 }
 
-/** Audiences compiled against their instance's fields and tags (those that compile). */
+/** Audiences compiled against their instance's fields and tags (held, those that do not). */
 async function compiled(
   instanceId: string,
   audiences: readonly Audience[],
@@ -195,18 +196,18 @@ async function compiled(
     ...filterContextOf({ personFields: FieldCatalog.forPerson(instance.person_fields) }),
     tagName: (idOrName) => (typeof idOrName === 'number' ? names.get(idOrName) : idOrName),
   };
-  return audiences.flatMap((audience) => {
-    try {
-      return [liveAudience(audience, context)];
-    } catch (error) {
-      // A filter that no longer compiles (a custom field removed since): skipped, and said.
-      logger.error('An audience filter does not compile; the audience is not evaluated', {
+  return audiences.map((audience) => {
+    const live = liveOrHeld(audience, context);
+    if (live.held !== undefined && !audience.archived_at) {
+      // Its members stay as they are; the operators hear of it (the metric filter of the
+      // audience worker's log group alarms on this message).
+      logger.error(AUDIENCE_HELD_MESSAGE, {
         instance: instanceId,
         audience: audience.id,
-        error: error as Error,
+        why: live.held,
       });
-      return [];
     }
+    return live;
   });
 }
 

@@ -1,3 +1,4 @@
+import { AUDIENCE_HELD_MESSAGE } from '../../shared/domain/audiences/audience.js';
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { App, Stack } from 'aws-cdk-lib';
@@ -686,7 +687,7 @@ describe('the CDK app', () => {
       data.hasResource('AWS::KMS::Key', { DeletionPolicy: 'Retain' });
     });
 
-    it('alarms on dead letters, queue age, 5xx, function errors and throttles, the iterator age of stream workers, table throttles and SES rates, on a dashboard', () => {
+    it('alarms on dead letters, queue age, 5xx, function errors and throttles, the iterator age of stream workers, held audiences, table throttles and SES rates, on a dashboard', () => {
       const names = Object.values(functions.findResources('AWS::CloudWatch::Alarm')).map(
         (alarm) => (alarm as { Properties: { AlarmName: string } }).Properties.AlarmName,
       );
@@ -704,11 +705,22 @@ describe('the CDK app', () => {
           ]),
           // Every stream worker alarms when it reads its stream far behind the writes.
           ...STREAM_WORKERS.map((worker) => alarmName.streamIteratorAge(region, worker.function)),
+          // And on the messages of its log that say something is wrong (a held audience).
+          ...STREAM_WORKERS.flatMap((worker) =>
+            (worker.logAlarms ?? []).map((alarm) => alarmName.logged(region, alarm.id)),
+          ),
           ...TABLES.map((table) => alarmName.tableThrottles(region, table.name)),
           alarmName.sesBounceRate(region),
           alarmName.sesComplaintRate(region),
         ].sort(),
       );
+      // The held-audience alarm counts the audience worker's log message that says so.
+      functions.hasResourceProperties('AWS::Logs::MetricFilter', {
+        FilterPattern: `{ $.message = "${AUDIENCE_HELD_MESSAGE}" }`,
+        MetricTransformations: [
+          Match.objectLike({ MetricNamespace: 'CDP', MetricName: 'audiences-held' }),
+        ],
+      });
       // Every alarm notifies the region's topic: directly in this stack, through the
       // parameter this stack hands it in a nested one.
       const [topicId, ...otherTopics] = Object.keys(api.findResources('AWS::SNS::Topic'));

@@ -2086,6 +2086,8 @@ export interface components {
             edited_at: string;
             /** @description Only on archived audiences */
             archived_at?: string;
+            /** @description Only on a held audience: why it is not evaluated (its filter names a field the instance no longer has). Its members and counters stay as they are until the field is back or the filter is changed */
+            held_reason?: string;
             name: string;
             public_name: string;
             public_description: string;
@@ -2154,8 +2156,10 @@ export interface components {
             failing_since?: string;
             created_at: string;
             updated_at: string;
-            /** @description The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation */
-            secret: string;
+            /** @description The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation. A repeat of the request with the same `Idempotency-Key` answers without it (`secret_note` says why): it is kept nowhere in plain form */
+            secret?: string;
+            /** @description In a repeat with the same `Idempotency-Key` only: why `secret` is absent */
+            secret_note?: string;
         };
         WebhooksGetResponse: {
             webhooks: components["schemas"]["Webhook"][];
@@ -2175,7 +2179,10 @@ export interface components {
         };
         WebhookSecretResponse: {
             id: string;
-            secret: string;
+            /** @description The signing secret, `whsec_<base64>` (Standard Webhooks): shown once, here and on rotation. A repeat of the request with the same `Idempotency-Key` answers without it (`secret_note` says why): it is kept nowhere in plain form */
+            secret?: string;
+            /** @description In a repeat with the same `Idempotency-Key` only: why `secret` is absent */
+            secret_note?: string;
             previous_secret_expires_at: string;
         };
         WebhookDeleteResponse: {

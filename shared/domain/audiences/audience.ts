@@ -183,6 +183,30 @@ export function liveAudience(audience: Audience, context: FilterContext): LiveAu
   };
 }
 
+/**
+ * An audience whose filter no longer compiles against its instance (a field the filter names
+ * was removed by a configuration applied since): it is held, not evaluated. Its members keep
+ * their memberships as they are (subscriptions included) and its counters stay, until the
+ * filter compiles again (the field is back) or the audience is changed or deleted. Answers
+ * the live audience, held when it does not compile (`held` says why).
+ */
+export function liveOrHeld(audience: Audience, context: FilterContext): LiveAudience {
+  try {
+    return liveAudience(audience, context);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return { audience, entry: HELD, held: `its filter no longer compiles: ${why}` };
+  }
+}
+
+/** What the audience worker logs for a held audience (an alarm's metric filter matches it). */
+export const AUDIENCE_HELD_MESSAGE = 'An audience is held: its filter does not compile';
+
+/** The entry filter of a held audience: never asked (`decideMemberships` skips it). */
+const HELD: LiveAudience['entry'] = () => {
+  throw new Error('a held audience is not evaluated');
+};
+
 /** Shards of the people listing a build walks (`LIST_SHARDS` of the people store). */
 export const BUILD_SHARDS = 16;
 
@@ -223,6 +247,7 @@ export function audienceEntry(
   instanceId: string,
   counters: AudienceCounters,
   withFilter: boolean,
+  held?: string,
 ) {
   const building = !isBuilt(audience, counters);
   return {
@@ -249,6 +274,7 @@ export function audienceEntry(
     created_by_name: '',
     edited_at: audience.edited_at,
     ...(audience.archived_at ? { archived_at: audience.archived_at } : {}),
+    ...(held !== undefined ? { held_reason: held } : {}),
     name: audience.name,
     public_name: audience.public_name,
     public_description: audience.public_description,
@@ -482,6 +508,7 @@ export async function getAudiences(
       instanceId,
       counters.get(audience.id) ?? ZERO,
       request.with_filter ?? false,
+      liveOrHeld(audience, { fields: tenant.personFields }).held,
     ),
   );
 }

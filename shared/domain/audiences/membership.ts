@@ -51,6 +51,11 @@ export interface LiveAudience {
   audience: Audience;
   entry: CompiledFilter;
   exit?: CompiledFilter;
+  /**
+   * Why the audience is not evaluated (its filter no longer compiles: `liveOrHeld`): its
+   * memberships and counters stay as they are.
+   */
+  held?: string;
 }
 
 export interface MembershipChange {
@@ -136,8 +141,8 @@ function belongs(live: LiveAudience, subject: Person, member: boolean, now: numb
 
 /**
  * What changes of one person's memberships. `person` is undefined once erased; `audiences`
- * are the instance's audiences that are not deleted (archived ones included, left as they
- * are); memberships of audiences no longer there go.
+ * are the instance's audiences that are not deleted (archived and held ones included, left as
+ * they are); memberships of audiences no longer there go.
  */
 export function decideMemberships(
   person: Person | undefined,
@@ -170,7 +175,7 @@ export function decideMemberships(
 
   for (const live of audiences) {
     const { audience } = live;
-    if (audience.archived_at) continue;
+    if (audience.archived_at || live.held !== undefined) continue;
     const before = memberships.get(audience.id);
     const wasMember = before?.member ?? false;
     const outcome = person.archived_at

@@ -129,7 +129,7 @@ export interface ListingPorts {
  * it reports this number), and carried in the cursor: a page costs about the same whatever
  * the number of people.
  */
-export const MAX_COUNTED_MATCHES = 1_000;
+export const MAX_COUNTED_MATCHES = 250;
 
 const Order = z.enum(['asc', 'desc']);
 

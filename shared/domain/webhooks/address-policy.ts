@@ -42,34 +42,62 @@ for (const [network, prefix] of [
 ] as const) {
   refused.addSubnet(network, prefix, 'ipv4');
 }
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['64:ff9b::', 96], // NAT64: an IPv4 address behind it is not checked
-  ['100::', 64], // discard
-  ['2001:db8::', 32], // documentation
-  ['fc00::', 7], // unique local, with the metadata service fd00:ec2::254
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
-] as const) {
-  refused.addSubnet(network, prefix, 'ipv6');
+/**
+ * IPv6: only global unicast (2000::/3) is delivered to, less the parts of it that are not a
+ * host of the public internet or that carry an IPv4 address inside (which a relay or
+ * translator would then reach: 6to4 and Teredo). Everything outside 2000::/3 is refused too:
+ * loopback, unspecified, IPv4-compatible (::/96), IPv4-mapped (::ffff:0:0/96) and
+ * IPv4-translated (::ffff:0:0:0/96) forms, NAT64 (64:ff9b::/96, 64:ff9b:1::/48), discard,
+ * unique local (with the metadata service fd00:ec2::254), link-local, site-local and
+ * multicast.
+ */
+const globalUnicast = new BlockList();
+globalUnicast.addSubnet('2000::', 3, 'ipv6');
+
+const refusedGlobal = (
+  [
+    ['2001::', 32, 'Teredo (it embeds an IPv4 address)'],
+    ['2001::', 23, 'an IETF protocol assignment'],
+    ['2001:db8::', 32, 'a documentation address'],
+    ['2002::', 16, '6to4 (it embeds an IPv4 address)'],
+    ['3fff::', 20, 'a documentation address'],
+  ] as const
+).map(([network, prefix, what]) => {
+  const block = new BlockList();
+  block.addSubnet(network, prefix, 'ipv6');
+  return { block, what };
+});
+
+function refusedIpv6(address: string): string | undefined {
+  if (!globalUnicast.check(address, 'ipv6')) {
+    const v4 = embeddedIpv4(address);
+    return v4 === undefined
+      ? `${address} is not a global unicast address (loopback, private, link-local, multicast, reserved or metadata)`
+      : `${address} embeds the IPv4 address ${v4}: IPv4-mapped, -compatible, -translated and NAT64 forms are refused`;
+  }
+  const refusal = refusedGlobal.find(({ block }) => block.check(address, 'ipv6'));
+  return refusal && `${address} is ${refusal.what}`;
 }
 
-/** `::ffff:10.0.0.1` and the like: the IPv4 address they stand for. */
-function mappedIpv4(address: string): string | undefined {
-  const match = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  return match?.[1];
+/** `::ffff:10.0.0.1`, `::ffff:a00:1`, `::a00:1`: the IPv4 address the last 32 bits stand for. */
+function embeddedIpv4(address: string): string | undefined {
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(address);
+  if (dotted) return dotted[1];
+  const hextets = /:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
+  if (!hextets || !/^(::|::ffff:|::ffff:0:|64:ff9b:)/i.test(address)) return undefined;
+  const high = parseInt(hextets[1] ?? '0', 16);
+  const low = parseInt(hextets[2] ?? '0', 16);
+  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
 /** Why an address may not be delivered to, or `undefined` when it may. */
 export function refusedAddress(address: string, policy: AddressPolicy): string | undefined {
   const bare = address.replace(/^\[|\]$/g, '');
-  const v4 = mappedIpv4(bare);
-  if (v4 !== undefined) return refusedAddress(v4, policy);
   const family = isIP(bare);
   if (family === 0) return `${address} is not an IP address`;
+  if (family === 6) return refusedIpv6(bare);
   if (policy.allowLoopback && bare === LOOPBACK) return undefined;
-  if (refused.check(bare, family === 4 ? 'ipv4' : 'ipv6')) {
+  if (refused.check(bare, 'ipv4')) {
     return `${bare} is a loopback, private, link-local, multicast, reserved or metadata address`;
   }
   return undefined;

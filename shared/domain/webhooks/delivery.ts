@@ -6,6 +6,7 @@ import {
   secretKey,
   signingSecrets,
   subscribesTo,
+  unwrapSecret,
   type Webhook,
   type WebhookHealth,
   type WebhookStore,
@@ -265,7 +266,9 @@ async function attemptDelivery(
     return { failure: { why: 'its address is refused', cause: error }, latencyMs: null };
   }
   const secrets = await Promise.all(
-    signingSecrets(webhook, now).map((secret) => ports.secrets.unwrap(secret.wrapped)),
+    signingSecrets(webhook, now).map((secret) =>
+      unwrapSecret(ports.secrets, message.instance_id, webhook.id, secret),
+    ),
   );
   const { id, type, timestamp, data } = message.event;
   const body = JSON.stringify({ type, timestamp, data });
@@ -378,11 +381,13 @@ async function recordFailure(
     paused_until: now + pauseSeconds(failures) * 1000,
     last_failure: why.slice(0, 200),
   };
-  await ports.store.recordFailure(instanceId, webhook.id, seen, next);
-  if (now - Date.parse(next.failing_since) >= DISABLE_AFTER_MS) {
+  const recorded = await ports.store.recordFailure(instanceId, webhook.id, seen, next);
+  // A failure another attempt, a success or the owner's change overtook decides nothing.
+  if (recorded && now - Date.parse(next.failing_since) >= DISABLE_AFTER_MS) {
     await ports.store.disable(
       instanceId,
       webhook.id,
+      { health: next, updated_at: webhook.updated_at },
       `its deliveries failed for 5 days (since ${next.failing_since}; the last: ${next.last_failure ?? why})`,
       new Date(now).toISOString(),
     );

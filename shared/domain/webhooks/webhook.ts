@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { ID_PATTERN, newId } from '../ids.js';
 import type { KeyWrapper } from '../signing-keys.js';
 import type { Tenant } from '../tenancy.js';
@@ -96,8 +96,10 @@ export const WebhooksGetRequest = z.strictObject({ webhook_id: webhookId.optiona
 export type WebhooksGetRequest = z.infer<typeof WebhooksGetRequest>;
 
 export interface WebhookSecret {
-  /** `whsec_<base64>`, wrapped. */
+  /** `whsec_<base64>`, wrapped: bound to its instance and webhook when `bound`. */
   wrapped: string;
+  /** Wrapped with `secretContext` (every secret wrapped since; older ones until rebound). */
+  bound?: boolean;
   /** A rotated-out secret signs until then. */
   expires_at?: string;
 }
@@ -144,14 +146,15 @@ export interface WebhookStore {
   remove(instanceId: string, webhookId: string): Promise<boolean>;
   /**
    * Records a failed attempt: `health` as the attempt read it becomes `next` (or nothing
-   * changes, when another attempt recorded one meanwhile).
+   * changes, when another attempt recorded one meanwhile, a success cleared it or the owner
+   * changed the webhook: then `false`).
    */
   recordFailure(
     instanceId: string,
     webhookId: string,
     seen: WebhookHealth | undefined,
     next: WebhookHealth,
-  ): Promise<void>;
+  ): Promise<boolean>;
   /** The endpoint answers again: its failing state goes. */
   recordSuccess(instanceId: string, webhookId: string): Promise<void>;
   /**
@@ -159,8 +162,18 @@ export interface WebhookStore {
    * `until`; false when another attempt took it.
    */
   takeProbe(instanceId: string, webhookId: string, seen: number, until: number): Promise<boolean>;
-  /** The platform disables the webhook (its deliveries failed for days), saying why. */
-  disable(instanceId: string, webhookId: string, reason: string, at: string): Promise<void>;
+  /**
+   * The platform disables the webhook (its deliveries failed for days), saying why: only
+   * while its failing state is still `seen` and the webhook is as read (`updated_at`), so that
+   * a late attempt never disables an endpoint its owner has changed or that answered since.
+   */
+  disable(
+    instanceId: string,
+    webhookId: string,
+    seen: { health: WebhookHealth; updated_at: string },
+    reason: string,
+    at: string,
+  ): Promise<boolean>;
 }
 
 export interface WebhookServices {
@@ -174,6 +187,36 @@ export interface WebhookServices {
 /** A new secret in the Standard Webhooks form: `whsec_` and 32 random bytes in base64. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** What a webhook's secrets are wrapped with: they unwrap for that webhook only. */
+export function secretContext(instanceId: string, webhookId: string): Record<string, string> {
+  return { instance: instanceId, webhook: webhookId };
+}
+
+/** A secret of a webhook in plain form. */
+export function unwrapSecret(
+  wrapper: KeyWrapper,
+  instanceId: string,
+  webhookId: string,
+  secret: WebhookSecret,
+): Promise<string> {
+  return secret.bound
+    ? wrapper.unwrap(secret.wrapped, secretContext(instanceId, webhookId))
+    : wrapper.unwrap(secret.wrapped);
+}
+
+/** What a repeat of a request that showed a secret answers in its place (never the secret). */
+export const SECRET_SHOWN_ONCE =
+  'The secret is shown once, in the first answer to this request, and is not kept anywhere in plain form; rotate it (PUT /v1/webhooks/rotate-secret) for a new one';
+
+/**
+ * The answer of `webhooks/create` or `webhooks/rotate-secret` as its idempotency record keeps
+ * it: without `secret`, with `secret_note` saying why.
+ */
+export function withoutSecret(answer: Record<string, unknown>): Record<string, unknown> {
+  const { secret: _secret, ...rest } = answer;
+  return { ...rest, secret_note: SECRET_SHOWN_ONCE };
 }
 
 /** The HMAC key of a `whsec_<base64>` secret. */
@@ -211,15 +254,21 @@ export async function createWebhook(
   const checked = await checkWebhookUrl(request.url, services.addresses, services.resolve);
   const now = new Date((services.now ?? Date.now)()).toISOString();
   const secret = newWebhookSecret();
+  const id = newId();
   const webhook: Webhook = {
-    id: newId(),
+    id,
     url: checked.toString(),
     events: [...new Set(request.events)],
     ...(request.description !== undefined ? { description: request.description } : {}),
     enabled: request.enabled ?? true,
     created_at: now,
     updated_at: now,
-    secrets: [{ wrapped: await services.secrets.wrap(secret) }],
+    secrets: [
+      {
+        wrapped: await services.secrets.wrap(secret, secretContext(tenant.instance.id, id)),
+        bound: true,
+      },
+    ],
   };
   await services.store.create(tenant.instance.id, webhook);
   return { ...webhookEntry(webhook), secret };
@@ -306,8 +355,14 @@ export async function rotateWebhookSecret(
     {
       ...previous,
       secrets: [
-        { wrapped: await services.secrets.wrap(secret) },
-        { wrapped: current.wrapped, expires_at: expiresAt },
+        {
+          wrapped: await services.secrets.wrap(
+            secret,
+            secretContext(tenant.instance.id, previous.id),
+          ),
+          bound: true,
+        },
+        { ...current, expires_at: expiresAt },
       ],
       updated_at: new Date(now).toISOString(),
     },
@@ -321,4 +376,43 @@ export function signingSecrets(webhook: Webhook, now: number): WebhookSecret[] {
   return webhook.secrets.filter(
     (secret) => secret.expires_at === undefined || Date.parse(secret.expires_at) > now,
   );
+}
+
+/**
+ * Wraps again, bound to their webhook, the secrets of an instance's webhooks wrapped before
+ * secrets were bound (`admin apply` runs it). Each webhook's change is conditioned on the
+ * webhook as read: one changed meanwhile is left for the next run. Answers how many secrets
+ * were bound.
+ */
+export async function bindWebhookSecrets(
+  instanceId: string,
+  store: Pick<WebhookStore, 'list' | 'update'>,
+  wrapper: KeyWrapper,
+): Promise<number> {
+  let bound = 0;
+  for (const webhook of await store.list(instanceId)) {
+    const unbound = webhook.secrets.filter((secret) => !secret.bound).length;
+    if (unbound === 0) continue;
+    const secrets = await Promise.all(
+      webhook.secrets.map(async (secret) =>
+        secret.bound
+          ? secret
+          : {
+              ...secret,
+              wrapped: await wrapper.wrap(
+                await wrapper.unwrap(secret.wrapped),
+                secretContext(instanceId, webhook.id),
+              ),
+              bound: true,
+            },
+      ),
+    );
+    try {
+      await store.update(instanceId, { ...webhook, secrets }, webhook);
+      bound += unbound;
+    } catch (error) {
+      if (!(error instanceof ConflictError)) throw error;
+    }
+  }
+  return bound;
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import {
   applyAudienceDefinitions,
   liveAudience,
+  liveOrHeld,
   type Audience,
   type AudienceJobs,
   type AudienceStore,
@@ -133,6 +134,39 @@ describe('deciding memberships', () => {
         delta: { members: 0, subscribers: 0, sms_opted_in: 0 },
       }),
     ]);
+  });
+
+  it('holds an audience whose filter no longer compiles: memberships, choices and counts stay', () => {
+    const memberships = applied(
+      new Map(),
+      decideMemberships(person({ 'str:cm:plan': 'gold' }), new Map(), [gold], NOW),
+    );
+    // The member unsubscribed from the audience in the preference center.
+    const chosen = new Map<string, Membership>(
+      [...memberships].map(([id, membership]) => [
+        id,
+        { ...membership, subscribed: false, counted: { ...membership.counted, subscribers: 0 } },
+      ]),
+    );
+    // A configuration applied since has no str:cm:plan: the filter does not compile.
+    const withoutPlan = { fields: FieldCatalog.forPerson([]) };
+    const held = liveOrHeld(testAudience('a1', plan('gold')), withoutPlan);
+    expect(held.held).toMatch(/^its filter no longer compiles: .*str:cm:plan/);
+    for (const who of [person({ 'str:cm:plan': 'silver' }), person({})]) {
+      const decision = decideMemberships(who, chosen, [held], NOW);
+      expect(decision.changes).toEqual([]);
+      expect(decision.activities).toEqual([]);
+    }
+    // Erased meanwhile: the membership goes with what it counted (the audience is not deleted).
+    expect(decideMemberships(undefined, chosen, [held], NOW).changes).toEqual([
+      expect.objectContaining({
+        after: null,
+        delta: { members: -1, subscribers: 0, sms_opted_in: -1 },
+      }),
+    ]);
+    // The field is back: the member is decided again from where they were, still unsubscribed.
+    const back = decideMemberships(person({ 'str:cm:plan': 'gold' }), chosen, [gold], NOW);
+    expect(back.changes).toEqual([]);
   });
 
   it('leaves archived audiences as they were', () => {

@@ -34,19 +34,54 @@ describe('refusedAddress', () => {
     'fc00::1',
     'fe80::1',
     'ff02::1',
-    '::ffff:127.0.0.1',
-    '::ffff:169.254.169.254',
     '[::1]',
   ])('refuses %s on a deployment', (address) => {
     expect(refusedAddress(address, deployment)).toMatch(/loopback, private/);
   });
 
-  it.each(['93.184.215.14', '8.8.8.8', '172.32.0.1', '2606:4700:4700::1111'])(
-    'allows the public address %s',
-    (address) => {
-      expect(refusedAddress(address, deployment)).toBeUndefined();
-    },
-  );
+  it.each([
+    ['::ffff:127.0.0.1', 'IPv4-mapped, dotted', /embeds the IPv4 address 127\.0\.0\.1/],
+    ['::ffff:169.254.169.254', 'IPv4-mapped, the metadata service', /169\.254\.169\.254/],
+    [
+      '::ffff:8.8.8.8',
+      'IPv4-mapped, even of a public address',
+      /embeds the IPv4 address 8\.8\.8\.8/,
+    ],
+    ['::ffff:7f00:1', 'IPv4-mapped, in hextets', /embeds the IPv4 address 127\.0\.0\.1/],
+    ['::ffff:0:a9fe:a9fe', 'IPv4-translated (SIIT)', /embeds the IPv4 address 169\.254\.169\.254/],
+    ['::7f00:1', 'IPv4-compatible', /embeds the IPv4 address 127\.0\.0\.1/],
+    ['::127.0.0.1', 'IPv4-compatible, dotted', /embeds the IPv4 address 127\.0\.0\.1/],
+    [
+      '64:ff9b::a9fe:a9fe',
+      'NAT64, well-known prefix',
+      /embeds the IPv4 address 169\.254\.169\.254/,
+    ],
+    ['64:ff9b:1::a00:1', 'NAT64, local-use prefix', /embeds the IPv4 address 10\.0\.0\.1/],
+    ['2002:a9fe:a9fe::1', '6to4', /6to4/],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo', /Teredo/],
+    ['2001:2::1', 'benchmarking (IETF assignments)', /IETF protocol assignment/],
+    ['2001:db8::1', 'documentation', /documentation/],
+    ['3fff::1', 'documentation (2024)', /documentation/],
+    ['fec0::1', 'site-local', /not a global unicast address/],
+    ['fd00:ec2::254', 'the metadata service', /not a global unicast address/],
+    ['100::1', 'discard', /not a global unicast address/],
+    ['4000::1', 'outside 2000::/3', /not a global unicast address/],
+    ['[::ffff:0:a9fe:a9fe]', 'bracketed, as in a URL', /169\.254\.169\.254/],
+  ])('refuses %s (%s)', (address, _form, why) => {
+    expect(refusedAddress(address, deployment)).toMatch(why);
+    expect(refusedAddress(address, localStack)).toMatch(why);
+  });
+
+  it.each([
+    '93.184.215.14',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001:82b::200e',
+    '2001:4860:4860::8888',
+  ])('allows the public address %s', (address) => {
+    expect(refusedAddress(address, deployment)).toBeUndefined();
+  });
 
   it('allows 127.0.0.1 only where the local stack says so, and no other loopback address', () => {
     expect(refusedAddress('127.0.0.1', localStack)).toBeUndefined();

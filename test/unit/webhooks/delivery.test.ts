@@ -71,8 +71,9 @@ class OneWebhook {
   ) => {
     if (this.webhook && this.webhook.health?.failures === seen?.failures) {
       this.webhook.health = next;
+      return Promise.resolve(true);
     }
-    return Promise.resolve();
+    return Promise.resolve(false);
   };
 
   recordSuccess = () => {
@@ -87,9 +88,22 @@ class OneWebhook {
     return Promise.resolve(true);
   };
 
-  disable = (_i: string, _w: string, reason: string) => {
-    if (this.webhook) Object.assign(this.webhook, { enabled: false, disabled_reason: reason });
-    return Promise.resolve();
+  disable = (
+    _i: string,
+    _w: string,
+    seen: { health: WebhookHealth; updated_at: string },
+    reason: string,
+  ) => {
+    const { webhook } = this;
+    if (
+      !webhook?.enabled ||
+      webhook.updated_at !== seen.updated_at ||
+      webhook.health?.failures !== seen.health.failures
+    ) {
+      return Promise.resolve(false);
+    }
+    Object.assign(webhook, { enabled: false, disabled_reason: reason });
+    return Promise.resolve(true);
   };
 }
 
