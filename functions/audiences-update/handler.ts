@@ -5,8 +5,8 @@ import { createAudienceServices } from '../../shared/worker/audience-runtime.js'
 import { findRoute } from '../../shared/routes.js';
 import { AudienceEntrySchema } from '../../shared/api/schemas.js';
 
-const { http, db } = createApiRuntime();
-const { services } = createAudienceServices(db);
+const { http, db, chargeTokens } = createApiRuntime();
+const services = { ...createAudienceServices(db).services, charge: chargeTokens };
 
 /** `PUT /v1/audiences/update`: change an audience's name, filters or presentation (docs/audiences.md). */
 export const handler = apiHandler(

@@ -186,6 +186,8 @@ export const AudiencesEnv = z.object({
   ACTIVITIES_TABLE: tableName.optional(),
   /** Where builds and deletions are queued (functions that start them). */
   AUDIENCE_JOBS_QUEUE_URL: z.url().optional(),
+  /** How long after a change of an audience its rebuild starts (changes meanwhile: one). */
+  AUDIENCE_BUILD_DEBOUNCE_SECONDS: z.coerce.number().int().min(0).max(900).default(20),
 });
 
 /** The audience worker (the people table's stream): people read, activities written. */

@@ -84,8 +84,8 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const idempotency = env.REQUESTS_TABLE
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
     : undefined;
-  const charge = async (tenant: Tenant, elapsedMs: number) => {
-    const extra = extraCost(elapsedMs, env.CDP_REQUEST_COST_MS);
+  const charge = async (tenant: Tenant, elapsedMs: number, tokens = 0) => {
+    const extra = extraCost(elapsedMs, env.CDP_REQUEST_COST_MS) + tokens;
     if (!limiter || extra === 0) return;
     const { bucket, limit } = rateLimitOf(tenant);
     logger.info('Request cost', {
@@ -103,6 +103,8 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     db,
     authenticate: authenticator,
     http: { authenticate: authenticator, charge, ...(idempotency ? { idempotency } : {}) },
+    /** Charges the tenant's key `tokens` requests more (work a request starts beyond itself). */
+    chargeTokens: (tenant: Tenant, tokens: number) => charge(tenant, 0, tokens),
     config,
     signingKeys,
     cursors: async (instanceId: string): Promise<CursorCodec> =>

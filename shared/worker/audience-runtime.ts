@@ -22,6 +22,7 @@ import {
   AudienceJob,
   runAudienceJob,
   startBuild,
+  BUILD_DEBOUNCE_SECONDS,
   startDisposal,
   type AudienceJobPorts,
 } from '../domain/audiences/jobs.js';
@@ -54,6 +55,7 @@ export class SqsAudienceQueue implements AudienceJobs {
   constructor(
     private readonly sqs: SQSClient,
     private readonly queueUrl: string,
+    private readonly debounceSeconds = BUILD_DEBOUNCE_SECONDS,
   ) {}
 
   async send(job: AudienceJob, delaySeconds = 0): Promise<void> {
@@ -66,8 +68,19 @@ export class SqsAudienceQueue implements AudienceJobs {
     );
   }
 
-  build(instanceId: string, audienceId: string, version: number): Promise<void> {
-    return startBuild(instanceId, audienceId, version, this);
+  build(
+    instanceId: string,
+    audienceId: string,
+    version: number,
+    options: { debounced?: boolean } = {},
+  ): Promise<void> {
+    return startBuild(
+      instanceId,
+      audienceId,
+      version,
+      this,
+      options.debounced ? this.debounceSeconds : 0,
+    );
   }
 
   dispose(instanceId: string, audienceId: string): Promise<void> {
@@ -94,7 +107,7 @@ export function createAudienceServices(db: DynamoDBDocumentClient = createDocume
   });
   const queueUrl = env.AUDIENCE_JOBS_QUEUE_URL;
   const jobs: AudienceJobs = queueUrl
-    ? new SqsAudienceQueue(createSqsClient(), queueUrl)
+    ? new SqsAudienceQueue(createSqsClient(), queueUrl, env.AUDIENCE_BUILD_DEBOUNCE_SECONDS)
     : {
         build: () => Promise.reject(new Error('This function cannot queue audience builds')),
         dispose: () => Promise.reject(new Error('This function cannot queue audience deletions')),
@@ -320,6 +333,7 @@ export function createAudienceJobsWorker() {
   const ports: AudienceJobPorts = {
     audiences: {
       get: (...args) => store.get(...args),
+      list: (...args) => store.list(...args),
       counters: (...args) => store.counters(...args),
       advanceBuild: (...args) => store.advanceBuild(...args),
       finishBuild: (...args) => store.finishBuild(...args),

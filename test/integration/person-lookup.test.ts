@@ -333,4 +333,55 @@ describe('tags/get at any number of tags', () => {
     expect(forged.status).toBe(400);
     expect(forged.body.error).toMatch(/^cursor_id: /);
   });
+
+  it('pages every tag once while merges add tags concurrently, with exact counts at the end', async () => {
+    const prefix = `Busy ${run}`;
+    const tagOf = (n: number) => `${prefix} #${String(n).padStart(2, '0')}`;
+    const pageAll = async () => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < 30; page += 1) {
+        const response = await call('/v1/tags/get', {
+          key,
+          body: { q: prefix, limit: 4, ...(cursor ? { cursor_id: cursor } : {}) },
+        });
+        expect(response.status).toBe(200);
+        seen.push(...(response.body as unknown as { name: string }[]).map((tag) => tag.name));
+        cursor = response.headers.get('x-next-cursor') ?? undefined;
+        if (!cursor) break;
+      }
+      return seen;
+    };
+    // 20 people merged at once, person n holding tags 0..n % 5 and n: counts known.
+    const merging = Promise.all(
+      Array.from({ length: 20 }, (_, n) =>
+        mergeRepeating(key, {
+          people: [
+            {
+              fields: { 'str::email': `busy-${n}-${run}@lookup.test` },
+              tags: [...new Set([tagOf(20 + (n % 5)), tagOf(n)])],
+            },
+          ],
+        }),
+      ),
+    );
+    // Paged meanwhile: whatever it sees is in order, each tag once.
+    const during = await pageAll();
+    expect(new Set(during).size).toBe(during.length);
+    expect([...during].sort()).toEqual(during);
+    await merging;
+    const after = await call('/v1/tags/get', { key, body: { q: prefix } });
+    const counts = Object.fromEntries(
+      (after.body as unknown as { name: string; count: number }[]).map((tag) => [
+        tag.name,
+        tag.count,
+      ]),
+    );
+    const expected = Object.fromEntries([
+      ...Array.from({ length: 20 }, (_, n) => [tagOf(n), 1]),
+      ...Array.from({ length: 5 }, (_, n) => [tagOf(20 + n), 4]),
+    ]);
+    expect(counts).toEqual(expected);
+    expect(await pageAll()).toEqual(Object.keys(expected).sort());
+  });
 });

@@ -184,6 +184,8 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     CDP_CONFIG_CACHE_MS: '0',
     // A failing queued message comes back after 0.5, 1, 2, 4 s (then the dead-letter queue).
     INGEST_RETRY_BASE_SECONDS: '0.5',
+    // Rebuilds after an audience's change start after a second, not twenty.
+    AUDIENCE_BUILD_DEBOUNCE_SECONDS: '1',
     EMAIL_RETRY_BASE_SECONDS: '0.5',
     // SES events retried after 0.5 … 4 s, all within a confirmation window of 10 s.
     EMAIL_EVENTS_RETRY_BASE_SECONDS: '0.5',

@@ -149,8 +149,16 @@ export interface AudienceStore {
 
 /** The background work of audiences (the ingest queue on AWS and locally). */
 export interface AudienceJobs {
-  /** Evaluates every person of the instance for a new filter version. */
-  build(instanceId: string, audienceId: string, version: number): Promise<void>;
+  /**
+   * Evaluates every person of the instance for a new filter version; `debounced` (a change of
+   * an existing audience) starts it after `BUILD_DEBOUNCE_SECONDS` (jobs.ts).
+   */
+  build(
+    instanceId: string,
+    audienceId: string,
+    version: number,
+    options?: { debounced?: boolean },
+  ): Promise<void>;
   /** Removes the memberships and counters of a deleted audience. */
   dispose(instanceId: string, audienceId: string): Promise<void>;
 }
@@ -324,7 +332,16 @@ export interface AudienceServices {
   jobs: AudienceJobs;
   filterContext(tenant: Tenant): Promise<FilterContext>;
   now?: () => number;
+  /** Charges the key `tokens` requests more: a rebuild costs `BUILD_TOKENS` (rate-limit.ts). */
+  charge?: (tenant: Tenant, tokens: number) => Promise<void>;
 }
+
+/**
+ * What a rebuild (a changed filter, a restore) costs the key that asked for it, in requests
+ * of its rate limit: a build reads every person of the instance, so changing filters at the
+ * key's rate cannot keep the people stream busy.
+ */
+export const BUILD_TOKENS = 50;
 
 export async function createAudience(
   request: AudienceCreateRequest,
@@ -341,6 +358,7 @@ async function createIn(
   request: AudienceCreateRequest,
   context: FilterContext,
   services: Writes,
+  chargeBuild?: () => Promise<void> | undefined,
 ): Promise<AudienceEntry> {
   checkFilters(request, context);
   const now = new Date(services.now?.() ?? Date.now()).toISOString();
@@ -389,7 +407,13 @@ export async function updateAudience(
   tenant: Tenant,
   services: AudienceServices,
 ): Promise<AudienceEntry> {
-  return updateIn(tenant.instance.id, request, await services.filterContext(tenant), services);
+  return updateIn(
+    tenant.instance.id,
+    request,
+    await services.filterContext(tenant),
+    services,
+    services.charge && (() => services.charge?.(tenant, BUILD_TOKENS)),
+  );
 }
 
 async function updateIn(
@@ -397,6 +421,7 @@ async function updateIn(
   request: AudienceUpdateRequest,
   context: FilterContext,
   services: Writes,
+  chargeBuild?: () => Promise<void> | undefined,
 ): Promise<AudienceEntry> {
   checkFilters(request, context);
   const before = await existing(instanceId, request.audience_id, services.store);
@@ -428,8 +453,9 @@ async function updateIn(
   // A build is resumable and its pages count once: kicking an unfinished one again (after an
   // update whose enqueue failed, say) is safe.
   if (!after.build.finished_at && !after.archived_at) {
-    await services.jobs.build(instanceId, after.id, after.version);
+    await services.jobs.build(instanceId, after.id, after.version, { debounced: true });
   }
+  if (rebuild) await chargeBuild?.();
   const counters = await services.store.counters(instanceId, [after], Date.parse(now));
   return audienceEntry(after, instanceId, counters.get(after.id) ?? ZERO, true);
 }
@@ -457,7 +483,10 @@ export async function setAudienceArchived(
     after.build = newBuild(after.version, now);
   }
   await services.store.update(instanceId, after, before);
-  if (!archived) await services.jobs.build(instanceId, after.id, after.version);
+  if (!archived) {
+    await services.jobs.build(instanceId, after.id, after.version, { debounced: true });
+    await services.charge?.(tenant, BUILD_TOKENS);
+  }
   const counters = await services.store.counters(instanceId, [after], Date.parse(now));
   return audienceEntry(after, instanceId, counters.get(after.id) ?? ZERO, false);
 }

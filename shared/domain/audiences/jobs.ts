@@ -85,7 +85,7 @@ export const AudienceJob = z.discriminatedUnion('kind', [
 export type AudienceJob = z.infer<typeof AudienceJob>;
 
 export interface AudienceJobPorts {
-  audiences: Pick<AudienceStore, 'get' | 'counters'> & {
+  audiences: Pick<AudienceStore, 'get' | 'counters' | 'list'> & {
     /**
      * Moves a build's shard cursor from `from` to `to` and adds `queued`, if the build is still
      * `version` and the cursor still `from`; false otherwise (a repeat, or a newer build).
@@ -188,24 +188,60 @@ export async function runAudienceJob(job: AudienceJob, ports: AudienceJobPorts):
   }
 }
 
+/**
+ * A rebuild (a changed filter, a restore) starts this long after the change: a build whose
+ * audience changed again meanwhile finds itself replaced before reading anybody, so that a
+ * burst of changes costs one build, the last one's.
+ */
+export const BUILD_DEBOUNCE_SECONDS = 20;
+
+/**
+ * Builds of one instance that walk its people at once; a build behind them waits, checking
+ * again every `BUILD_WAIT_SECONDS`. In order of start (then ID), so none waits forever.
+ */
+export const MAX_CONCURRENT_BUILDS = 2;
+export const BUILD_WAIT_SECONDS = 30;
+
 /** Every shard of a new build, queued at once (the shards are walked in parallel). */
 export async function startBuild(
   instanceId: string,
   audienceId: string,
   version: number,
   queue: AudienceJobPorts['queue'],
+  delaySeconds = 0,
 ): Promise<void> {
   await Promise.all(
     Array.from({ length: BUILD_SHARDS }, (_, shard) =>
-      queue.send({
-        kind: 'build',
-        instance_id: instanceId,
-        audience_id: audienceId,
-        version,
-        shard,
-      }),
+      queue.send(
+        {
+          kind: 'build',
+          instance_id: instanceId,
+          audience_id: audienceId,
+          version,
+          shard,
+        },
+        delaySeconds,
+      ),
     ),
   );
+}
+
+/** Whether `audience`'s build waits for other builds of its instance (at most two run). */
+async function waitsForOthers(
+  instanceId: string,
+  audience: Audience,
+  ports: AudienceJobPorts,
+): Promise<boolean> {
+  const key = (a: Audience) => `${a.build.started_at}\u0000${a.id}`;
+  const mine = key(audience);
+  const ahead = (await ports.audiences.list(instanceId)).filter(
+    (other) =>
+      other.id !== audience.id &&
+      !other.archived_at &&
+      other.build.finished_at === undefined &&
+      key(other) < mine,
+  );
+  return ahead.length >= MAX_CONCURRENT_BUILDS;
 }
 
 export async function startDisposal(
@@ -227,6 +263,13 @@ async function build(
   const started = ports.now();
   let live: Promise<LiveAudience | undefined> | undefined;
   let longestPage = 0;
+  const current = await ports.audiences.get(job.instance_id, job.audience_id);
+  // Deleted, archived or changed again since it was queued (debounced): nothing to do.
+  if (!current || current.archived_at || current.build.version !== job.version) return;
+  if (await waitsForOthers(job.instance_id, current, ports)) {
+    await ports.queue.send(job, BUILD_WAIT_SECONDS);
+    return;
+  }
   for (;;) {
     // A page that would end past the slice is left to the next message: a slow store makes
     // pages slow, and a message that outlives its function's time is tried again from where

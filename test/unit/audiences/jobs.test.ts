@@ -3,12 +3,17 @@ import {
   BUILD_SHARDS,
   isBuilt,
   liveAudience,
+  newBuild,
   SHARD_DONE,
   type Audience,
 } from '../../../shared/domain/audiences/audience.js';
 import {
+  BUILD_DEBOUNCE_SECONDS,
+  BUILD_WAIT_SECONDS,
   FINISH_PATIENCE_ATTEMPTS,
+  MAX_CONCURRENT_BUILDS,
   runAudienceJob,
+  startBuild,
   type AudienceJob,
   type AudienceJobPorts,
 } from '../../../shared/domain/audiences/jobs.js';
@@ -71,15 +76,18 @@ const PEOPLE = new Map<string, { person?: Person; membership?: Membership }>([
   [id(7), { person: person(7, 'gold', { archived_at: '2026-11-02T00:00:00Z' }) }],
 ]);
 
-function ports(audience: Audience, compiles = true) {
+function ports(audience: Audience, compiles = true, others: Audience[] = []) {
   const asked: string[][] = [];
+  let pages = 0;
   const advances: { queued: number; decided: number; to: string }[] = [];
   const reads: string[][] = [];
   const sent: AudienceJob[] = [];
+  const delays: number[] = [];
   const stored = structuredClone(audience);
   const value: AudienceJobPorts = {
     audiences: {
       get: () => Promise.resolve(structuredClone(stored)),
+      list: () => Promise.resolve([structuredClone(stored), ...others]),
       counters: () => Promise.resolve(new Map()),
       advanceBuild: (_instance, _audience, shard, from, to, queued, decided) => {
         if (stored.build.cursors[String(shard)] !== from) return Promise.resolve(false);
@@ -96,7 +104,10 @@ function ports(audience: Audience, compiles = true) {
         Promise.resolve(compiles ? liveAudience(found, context) : undefined),
     },
     people: {
-      listPage: () => Promise.resolve({ ids: [...PEOPLE.keys()], hasMore: false }),
+      listPage: () => {
+        pages += 1;
+        return Promise.resolve({ ids: [...PEOPLE.keys()], hasMore: false });
+      },
     },
     memberships: {
       readForBuild: (_instance, personIds) => {
@@ -113,15 +124,16 @@ function ports(audience: Audience, compiles = true) {
       disposeMembers: () => Promise.resolve(0),
     },
     queue: {
-      send: (job) => {
+      send: (job, delaySeconds = 0) => {
         sent.push(job);
+        delays.push(delaySeconds);
         return Promise.resolve();
       },
     },
     now: () => NOW,
     sliceMs: 20_000,
   };
-  return { value, asked, advances, reads, sent, stored };
+  return { value, asked, advances, reads, sent, delays, stored, pages: () => pages };
 }
 
 const buildJob = (audience: Audience): AudienceJob => ({
@@ -133,6 +145,46 @@ const buildJob = (audience: Audience): AudienceJob => ({
 });
 
 describe('audience builds', () => {
+  it('ten rapid changes of a filter cost one build: the last one’s', async () => {
+    const audience = definition(gold, 2);
+    const run = ports(audience);
+    // Ten changes, each queuing its build's shards, debounced.
+    for (let version = 2; version <= 11; version += 1) {
+      run.stored.version = version;
+      run.stored.build = newBuild(version, new Date(NOW).toISOString());
+      await startBuild('inst', audience.id, version, run.value.queue, BUILD_DEBOUNCE_SECONDS);
+    }
+    expect(run.sent).toHaveLength(10 * BUILD_SHARDS);
+    expect(new Set(run.delays)).toEqual(new Set([BUILD_DEBOUNCE_SECONDS]));
+    // When the messages come, the audience is at its last version: the others do nothing.
+    const queued = run.sent.splice(0);
+    for (const job of queued) await runAudienceJob(job, run.value);
+    expect(run.pages()).toBe(BUILD_SHARDS);
+    expect(run.asked).toHaveLength(BUILD_SHARDS);
+    expect(run.stored.build.queued).toBe(BUILD_SHARDS * PEOPLE.size);
+  });
+
+  it('walks at most two builds of an instance at once, the earliest first', async () => {
+    const audience = definition(gold, 2);
+    audience.build.started_at = '2026-11-27T12:00:10.000Z';
+    const earlier = (n: number, finished?: string) => {
+      const other = testAudience(n.toString(16).padStart(24, 'b'), gold, { version: 2 });
+      other.build.started_at = `2026-11-27T12:00:0${n}.000Z`;
+      if (finished) other.build.finished_at = finished;
+      return other;
+    };
+    const busy = ports(audience, true, [earlier(1), earlier(2)]);
+    await runAudienceJob(buildJob(audience), busy.value);
+    expect(busy.pages()).toBe(0);
+    expect(busy.sent).toEqual([buildJob(audience)]);
+    expect(busy.delays).toEqual([BUILD_WAIT_SECONDS]);
+    expect(MAX_CONCURRENT_BUILDS).toBe(2);
+    // One of them finished (or was archived): this one goes.
+    const free = ports(audience, true, [earlier(1), earlier(2, '2026-11-27T12:05:00.000Z')]);
+    await runAudienceJob(buildJob(audience), free.value);
+    expect(free.pages()).toBe(1);
+  });
+
   it('settles the people a first build leaves as they are and asks the worker for the rest', async () => {
     const audience = definition(gold);
     const run = ports(audience);

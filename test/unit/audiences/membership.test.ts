@@ -1,8 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   applyAudienceDefinitions,
+  BUILD_TOKENS,
   liveAudience,
   liveOrHeld,
+  updateAudience,
   type Audience,
   type AudienceJobs,
   type AudienceStore,
@@ -15,7 +17,7 @@ import {
 } from '../../../shared/domain/audiences/membership.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import type { Person } from '../../../shared/domain/people/person.js';
-import { testAudience } from '../fixtures.js';
+import { testAudience, testTenant } from '../fixtures.js';
 
 const NOW = Date.parse('2026-11-24T12:00:00Z');
 const context = { fields: FieldCatalog.forPerson([{ id: 'str:cm:plan', name: 'Plan' }]) };
@@ -202,14 +204,35 @@ describe('the configuration file’s audiences', () => {
       counters: () => Promise.resolve(new Map()),
     } satisfies AudienceStore;
     const jobs: AudienceJobs = {
-      build: (_i, id, version) => {
-        builds.push(`${id}@${version}`);
+      build: (_i, id, version, options) => {
+        builds.push(`${id}@${version}${options?.debounced ? ' debounced' : ''}`);
         return Promise.resolve();
       },
       dispose: () => Promise.resolve(),
     };
     return { stored, builds, services: { store, jobs } };
   }
+
+  it('charges a rebuild to the key that asked for it, debounced; a change of the name alone costs nothing more', async () => {
+    const existing = audience('d'.repeat(24), plan('gold')).audience;
+    existing.build.finished_at = '2026-11-01T00:10:00.000Z';
+    const { builds, services } = fakes([existing]);
+    const charged: number[] = [];
+    const withCharge = {
+      ...services,
+      filterContext: () => Promise.resolve(context),
+      charge: (_tenant: unknown, tokens: number) => {
+        charged.push(tokens);
+        return Promise.resolve();
+      },
+    };
+    const tenant = testTenant({ person_fields: [{ id: 'str:cm:plan', name: 'Plan' }] });
+    await updateAudience({ audience_id: existing.id, name: 'Renamed' }, tenant, withCharge);
+    expect(charged).toEqual([]);
+    await updateAudience({ audience_id: existing.id, filter: plan('silver') }, tenant, withCharge);
+    expect(charged).toEqual([BUILD_TOKENS]);
+    expect(builds).toEqual([`${existing.id}@2 debounced`]);
+  });
 
   it('makes the missing ones, changes nothing on a second apply, rebuilds a changed filter, and never deletes', async () => {
     const api = audience('c'.repeat(24), plan('api')).audience;
@@ -235,7 +258,7 @@ describe('the configuration file’s audiences', () => {
     });
     const gold = [...stored.values()].find((a) => a.name.toLowerCase() === 'gold');
     expect(gold).toMatchObject({ version: 2, filter: plan('platinum') });
-    expect(builds.at(-1)).toBe(`${gold?.id ?? ''}@2`);
+    expect(builds.at(-1)).toBe(`${gold?.id ?? ''}@2 debounced`);
     // Trial left the file, and the API's audience was never in it: both stay.
     expect([...stored.values()].map((a) => a.name).sort()).toEqual([
       'Audience cccccccccccccccccccccccc',
