@@ -377,9 +377,9 @@ describe('tags/get at any number of tags', () => {
         tag.count,
       ]),
     );
-    const expected = Object.fromEntries([
-      ...Array.from({ length: 20 }, (_, n) => [tagOf(n), 1]),
-      ...Array.from({ length: 5 }, (_, n) => [tagOf(20 + n), 4]),
+    const expected: Record<string, number> = Object.fromEntries([
+      ...Array.from({ length: 20 }, (_, n): [string, number] => [tagOf(n), 1]),
+      ...Array.from({ length: 5 }, (_, n): [string, number] => [tagOf(20 + n), 4]),
     ]);
     expect(counts).toEqual(expected);
     expect(await pageAll()).toEqual(Object.keys(expected).sort());

@@ -358,7 +358,6 @@ async function createIn(
   request: AudienceCreateRequest,
   context: FilterContext,
   services: Writes,
-  chargeBuild?: () => Promise<void> | undefined,
 ): Promise<AudienceEntry> {
   checkFilters(request, context);
   const now = new Date(services.now?.() ?? Date.now()).toISOString();
