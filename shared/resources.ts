@@ -147,7 +147,13 @@ export const TABLES: readonly TableDefinition[] = [
 ];
 
 export type QueueName =
-  'ingest' | 'email' | 'email-events' | 'audience-jobs' | 'webhooks' | 'webhook-replays';
+  | 'ingest'
+  | 'email'
+  | 'email-events'
+  | 'audience-jobs'
+  | 'webhooks'
+  | 'webhooks-slow'
+  | 'webhook-replays';
 
 export interface QueueDefinition {
   readonly name: QueueName;
@@ -155,6 +161,8 @@ export interface QueueDefinition {
   readonly visibilityTimeoutSeconds: number;
   /** Receives after which a message goes to the queue's dead-letter queue. */
   readonly maxReceiveCount: number;
+  /** How long a message waits at most (default 4 days; SQS allows 14). */
+  readonly retentionDays?: number;
 }
 
 export const QUEUES: readonly QueueDefinition[] = [
@@ -191,6 +199,16 @@ export const QUEUES: readonly QueueDefinition[] = [
     visibilityTimeoutSeconds: 360,
     // Every attempt of the retry schedule (MAX_ATTEMPTS of delivery.ts), then the DLQ.
     maxReceiveCount: 15,
+    // The schedule spans about 3.3 days: a backlog's late retries must not expire unseen.
+    retentionDays: 14,
+  },
+  {
+    name: 'webhooks-slow',
+    purpose:
+      'deliveries to endpoints that answer slowly, apart from the others (docs/webhooks.md, "Fair shares")',
+    visibilityTimeoutSeconds: 360,
+    maxReceiveCount: 15,
+    retentionDays: 14,
   },
   {
     name: 'webhook-replays',

@@ -80,6 +80,14 @@ export type Access =
   /** Putting a failed delivery back until its next attempt (the delivery worker). */
   | 'queue:webhooks:retry'
   /**
+   * Reading erased people's marks (the delivery workers): `dynamodb:GetItem` on the requests
+   * table, only in mark partitions (`*#ERASED#*`).
+   */
+  | 'erasures:read'
+  /** Moving deliveries to the slow endpoints' queue (the delivery worker). */
+  | 'queue:webhooks-slow'
+  | 'queue:webhooks-slow:retry'
+  /**
    * Recording an endpoint's failures, pausing and disabling it (the delivery worker):
    * `dynamodb:UpdateItem` on the config table, only in webhook partitions (`INST#*#WH`).
    */

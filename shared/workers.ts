@@ -128,10 +128,35 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'config:read',
       'webhook-secrets:unwrap',
       'queue:webhooks:retry',
+      // A message for an endpoint known slow goes to the slow queue, not into an attempt.
+      'queue:webhooks-slow',
       'webhooks:health',
       // The attempt log, events kept by reference (claim check), replays' delivered counts.
       'deliveries',
       'webhook-payloads:get',
+      // An event naming an erased person is not sent, and what is kept of them is erased.
+      'erasures:read',
+      'webhook-events:forget',
+    ],
+  },
+  {
+    // The slow endpoints' deliveries (docs/webhooks.md, "Fair shares"): their own capacity,
+    // so that an endpoint taking seconds to answer holds no other endpoint's messages.
+    function: 'webhook-slow-delivery-worker',
+    queue: 'webhooks-slow',
+    batchSize: 5,
+    maxConcurrency: 2,
+    memoryMb: 512,
+    timeoutSeconds: 60,
+    access: [
+      'config:read',
+      'webhook-secrets:unwrap',
+      'queue:webhooks-slow:retry',
+      'webhooks:health',
+      'deliveries',
+      'webhook-payloads:get',
+      'erasures:read',
+      'webhook-events:forget',
     ],
   },
   {

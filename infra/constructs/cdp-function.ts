@@ -100,6 +100,7 @@ const RETRIES = {
   'queue:email-events:retry': 'email-events',
   'queue:audience-jobs:retry': 'audience-jobs',
   'queue:webhooks:retry': 'webhooks',
+  'queue:webhooks-slow:retry': 'webhooks-slow',
   'queue:webhook-replays:retry': 'webhook-replays',
 } as const;
 
@@ -109,6 +110,7 @@ const SENDS = {
   'queue:email': 'email',
   'queue:audience-jobs': 'audience-jobs',
   'queue:webhooks': 'webhooks',
+  'queue:webhooks-slow': 'webhooks-slow',
   'queue:webhook-replays': 'webhook-replays',
 } as const;
 
@@ -276,6 +278,7 @@ export class CdpFunction extends Construct {
         case 'queue:email':
         case 'queue:audience-jobs':
         case 'queue:webhooks':
+        case 'queue:webhooks-slow':
         case 'queue:webhook-replays': {
           const queue = SENDS[need];
           data.queues[queue].grantSendMessages(this.fn);
@@ -292,6 +295,7 @@ export class CdpFunction extends Construct {
         case 'queue:email-events:retry':
         case 'queue:audience-jobs:retry':
         case 'queue:webhooks:retry':
+        case 'queue:webhooks-slow:retry':
         case 'queue:webhook-replays:retry': {
           const queue = RETRIES[need];
           this.fn.addToRolePolicy(
@@ -336,6 +340,19 @@ export class CdpFunction extends Construct {
           break;
         case 'webhook-secrets:unwrap':
           grantWebhookSecrets(this.fn, data.signingKey, 'unwrap');
+          break;
+        case 'erasures:read':
+          // Erased people's marks only: their partition keys are `<instance>#ERASED#<person>`.
+          this.fn.addToRolePolicy(
+            new PolicyStatement({
+              actions: ['dynamodb:GetItem'],
+              resources: [data.tables.requests.tableArn],
+              conditions: {
+                'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['*#ERASED#*'] },
+              },
+            }),
+          );
+          this.fn.addEnvironment(tableVariable('requests'), data.tables.requests.tableName);
           break;
         case 'webhooks:health':
           // Updates of webhook items only: their partition keys are `INST#<id>#WH`.

@@ -93,6 +93,7 @@ export interface OperationsProps {
  *   the other; a page waiting a quarter of an hour means the worker is not running.
  * - webhooks: 3 days. A delivery to an endpoint that is down legitimately waits on its retry
  *   schedule (docs/webhooks.md) for up to 3.2 days; older means the schedule is not running.
+ * - webhooks-slow: 3 days, as webhooks (the same schedule, for endpoints that answer slowly).
  * - webhook-replays: 15 minutes. Each slice of a replay queues the next as it ends; a slice
  *   waiting a quarter of an hour means the replay worker is not running.
  */
@@ -102,6 +103,7 @@ export const MAX_MESSAGE_AGE: Record<QueueName, Duration> = {
   'email-events': Duration.minutes(5),
   'audience-jobs': Duration.minutes(15),
   webhooks: Duration.days(3),
+  'webhooks-slow': Duration.days(3),
   'webhook-replays': Duration.minutes(15),
 };
 

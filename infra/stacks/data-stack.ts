@@ -110,7 +110,7 @@ export class DataStack extends Stack {
       queues[definition.name] = new Queue(this, `${definition.name}-queue`, {
         queueName: queueName(region, definition.name),
         visibilityTimeout: Duration.seconds(definition.visibilityTimeoutSeconds),
-        retentionPeriod: Duration.days(4),
+        retentionPeriod: Duration.days(definition.retentionDays ?? 4),
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         deadLetterQueue: { queue: deadLetters, maxReceiveCount: definition.maxReceiveCount },

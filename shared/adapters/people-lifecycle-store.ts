@@ -1,3 +1,4 @@
+import { markErased } from './erasure-marks.js';
 import { randomInt, randomUUID } from 'node:crypto';
 import {
   GetCommand,
@@ -327,6 +328,8 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     const item = await this.readItem(instanceId, id);
     const person = item ? personFromItem(item) : undefined;
     if (!person?.archived_at) return false;
+    // The mark first: from now on no webhook delivery or replay sends an event naming them.
+    await markErased(this.db, this.tables.requests, instanceId, id);
     // What names the person goes first: if this stops part-way, the person is still there
     // (archived) and a repeat finds the rest.
     await this.eraseNamedBy(instanceId, id, item?.origin_request);

@@ -61,6 +61,7 @@ const HEALTH_ATTRIBUTES = ['failing_since', 'failures', 'paused_until', 'last_fa
 function webhookOf(item: Item): Webhook {
   const { description, disabled_reason, secrets, ...rest } = StoredWebhook.parse(item.webhook);
   const health = item.failing_since === undefined ? undefined : StoredHealth.parse(item);
+  const slowUntil = typeof item.slow_until === 'number' ? item.slow_until : undefined;
   return {
     ...rest,
     ...(description !== undefined ? { description } : {}),
@@ -80,12 +81,13 @@ function webhookOf(item: Item): Webhook {
           },
         }
       : {}),
+    ...(slowUntil !== undefined ? { slow_until: slowUntil } : {}),
   };
 }
 
-/** The webhook as stored in its `webhook` attribute (its health is kept beside it). */
+/** The webhook as stored in its `webhook` attribute (its health and pace are kept beside it). */
 function storedWebhook(webhook: Webhook) {
-  const { health: _health, ...stored } = webhook;
+  const { health: _health, slow_until: _slow, ...stored } = webhook;
   return stored;
 }
 
@@ -226,6 +228,33 @@ export class DynamoWebhookStore implements WebhookStore {
         Key: webhookKey(instanceId, webhookId),
         UpdateExpression: `REMOVE ${HEALTH_ATTRIBUTES.join(', ')}`,
         ConditionExpression: 'attribute_exists(failing_since)',
+      }),
+    );
+  }
+
+  async markSlow(instanceId: string, webhookId: string, until: number): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: webhookKey(instanceId, webhookId),
+        UpdateExpression: 'SET slow_until = :until',
+        // Never for a webhook deleted meanwhile, never earlier than another attempt set it.
+        ConditionExpression:
+          'attribute_exists(pk) AND (attribute_not_exists(slow_until) OR slow_until < :until)',
+        ExpressionAttributeValues: { ':until': until },
+      }),
+    );
+  }
+
+  async clearSlow(instanceId: string, webhookId: string): Promise<void> {
+    await conditionally(
+      this.db,
+      new UpdateCommand({
+        TableName: this.configTable,
+        Key: webhookKey(instanceId, webhookId),
+        UpdateExpression: 'REMOVE slow_until',
+        ConditionExpression: 'attribute_exists(slow_until)',
       }),
     );
   }

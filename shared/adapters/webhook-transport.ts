@@ -54,7 +54,7 @@ export function httpWebhookTransport(
   policy: AddressPolicy,
   timeoutMs = DELIVERY_TIMEOUT_MS,
 ): WebhookTransport {
-  return ({ url, headers, body }) =>
+  return ({ url, headers, body, timeoutMs: left }) =>
     new Promise<DeliveryAnswer>((resolve, reject) => {
       const target = new URL(url);
       const host = target.hostname.replace(/^\[|\]$/g, '');
@@ -104,9 +104,10 @@ export function httpWebhookTransport(
         });
         response.once('error', fail);
       });
+      const limit = Math.min(left ?? timeoutMs, timeoutMs);
       const timer = setTimeout(() => {
-        request.destroy(new Error(`no answer within ${timeoutMs} ms`));
-      }, timeoutMs);
+        request.destroy(new Error(`no answer within ${limit} ms`));
+      }, limit);
       function fail(error: Error) {
         if (settled) return;
         settled = true;

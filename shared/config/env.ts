@@ -213,6 +213,8 @@ export const AudienceJobsEnv = AudienceWorkerEnv.extend({
 /** Functions that read or change webhooks (docs/webhooks.md). */
 export const WebhooksEnv = z.object({
   CONFIG_TABLE: tableName,
+  /** Erased people's marks (the delivery workers read them: `erasures:read`). */
+  REQUESTS_TABLE: tableName.optional(),
   /** The region's KMS key wrapping webhook secrets (AWS); absent, the local wrapper. */
   SIGNING_KMS_KEY_ID: z.string().min(1).optional(),
   /**
@@ -225,6 +227,8 @@ export const WebhooksEnv = z.object({
     .transform((value) => value === 'true' || value === '1'),
   /** Where events are queued for delivery (the fan-out worker, the delivery worker). */
   WEBHOOKS_QUEUE_URL: z.url().optional(),
+  /** Deliveries to slow endpoints (the delivery workers: the prompt one moves them there). */
+  WEBHOOKS_SLOW_QUEUE_URL: z.url().optional(),
   /** Kept events, attempts and replays (functions granted the deliveries table). */
   DELIVERIES_TABLE: tableName.optional(),
   /** Large events' bodies (claim check): the fan-out writes them, the delivery worker reads. */
@@ -240,6 +244,11 @@ export const WebhooksEnv = z.object({
     .min(1)
     .max(100)
     .default(MAX_IN_FLIGHT_PER_ENDPOINT),
+  /**
+   * Attempts in flight for one instance at once in a prompt delivery worker: beyond, its
+   * messages go to the slow queue (docs/webhooks.md, "Fair shares").
+   */
+  CDP_WEBHOOK_INSTANCE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100).default(20),
   /** How long one message of a replay works before it queues the rest. */
   WEBHOOK_REPLAY_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
 });

@@ -33,6 +33,56 @@ export class KeyedLimiter {
     }
   }
 
+  /**
+   * `work` when a slot of `key` is free within `waitMs`; `undefined` (and `work` not run)
+   * when none was.
+   */
+  async tryRun<T>(
+    key: string,
+    work: () => Promise<T>,
+    waitMs: number,
+  ): Promise<{ value: T } | undefined> {
+    const state = this.keys.get(key);
+    if (state && state.running >= this.limit) {
+      const queue = state.waiting;
+      let entry: (() => void) | undefined;
+      const got = await new Promise<boolean>((resolve) => {
+        entry = () => {
+          resolve(true);
+        };
+        queue.push(entry);
+        setTimeout(() => {
+          resolve(false);
+        }, waitMs).unref();
+      });
+      if (!got) {
+        const at = queue.indexOf(entry as () => void);
+        if (at >= 0) {
+          queue.splice(at, 1);
+          return undefined;
+        }
+        // Handed a slot as the wait ended: it is ours (`running` was kept for us).
+      }
+      return { value: await this.runHeld(key, work) };
+    }
+    return { value: await this.run(key, work) };
+  }
+
+  /** `work` in a slot already handed over to the caller. */
+  private async runHeld<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const state = this.keys.get(key);
+    try {
+      return await work();
+    } finally {
+      const next = state?.waiting.shift();
+      if (next) next();
+      else if (state) {
+        state.running -= 1;
+        if (state.running === 0) this.keys.delete(key);
+      }
+    }
+  }
+
   /** Calls of a key running now (for tests). */
   running(key: string): number {
     return this.keys.get(key)?.running ?? 0;

@@ -24,6 +24,11 @@ export interface WorkerOptions<Batch = undefined> {
   /** The queue the function reads (to change a failed message's visibility). */
   queueUrl: string;
   maxReceiveCount: number;
+  /**
+   * Receives a message has had elsewhere before this queue (a message moved from another
+   * queue carries them): they count towards `maxReceiveCount`.
+   */
+  receivedBefore?: (record: SQSRecord) => number;
   backoffBaseSeconds: number;
   /** The longest wait before a retry (15 minutes unless given; SQS allows 12 hours). */
   maxBackoffSeconds?: number;
@@ -64,7 +69,9 @@ export function sqsWorker<Batch = undefined>(options: WorkerOptions<Batch>): Sqs
       }
       await options.process(record, batch);
     } catch (error) {
-      const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+      const receives =
+        (Number(record.attributes.ApproximateReceiveCount) || 1) +
+        (options.receivedBefore?.(record) ?? 0);
       const last = receives >= options.maxReceiveCount;
       if (last) {
         const outcome = await options.onLastFailure(record, error).catch((cause: unknown) => {

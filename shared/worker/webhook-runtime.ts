@@ -1,6 +1,8 @@
+import type { SQSRecord } from 'aws-lambda';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
 import { SqsDeliveryQueue, SqsReplayQueue } from '../adapters/delivery-queue.js';
+import { DynamoErasureMarks } from '../adapters/erasure-marks.js';
 import {
   BatchedAttemptLog,
   DynamoDeliveryStore,
@@ -254,11 +256,20 @@ export function createAudienceWebhookWorker() {
 }
 
 /** The delivery worker: one attempt per message, retried on the schedule (delivery.ts). */
-export function createWebhookDeliveryWorker() {
+export function createWebhookDeliveryWorker(lane: 'prompt' | 'slow' = 'prompt') {
   const db = createDocumentClient();
   const { env, store, secrets, addresses } = webhookBasics(db);
-  const queueUrl = required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL');
+  const queueUrl =
+    lane === 'prompt'
+      ? required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL')
+      : required(env.WEBHOOKS_SLOW_QUEUE_URL, 'WEBHOOKS_SLOW_QUEUE_URL');
   const { deliveries } = deliveryStores(db, env);
+  const sqs = createSqsClient();
+  // The prompt queue's workers move a slow endpoint's messages to the slow queue.
+  const slowQueue =
+    lane === 'prompt'
+      ? new SqsDeliveryQueue(sqs, required(env.WEBHOOKS_SLOW_QUEUE_URL, 'WEBHOOKS_SLOW_QUEUE_URL'))
+      : undefined;
   const ports = {
     store,
     secrets,
@@ -275,11 +286,26 @@ export function createWebhookDeliveryWorker() {
   };
   // The whole attempt waits for a slot, the webhook's read included: an attempt let in after
   // the endpoint's first failure reads it paused.
+  const marks = new DynamoErasureMarks(
+    db,
+    required(env.REQUESTS_TABLE, 'REQUESTS_TABLE (erased people’s marks)'),
+  );
+  const erasures = {
+    isErased: (instanceId: string, personId: string) => marks.isErased(instanceId, personId),
+    forget: (instanceId: string, personId: string) => deliveries.forget(instanceId, personId),
+  };
   const endpoints = new KeyedLimiter(env.CDP_WEBHOOK_MAX_IN_FLIGHT);
+  // An instance's share of the prompt workers' attempts (its messages beyond go slow too).
+  const instances = new KeyedLimiter(env.CDP_WEBHOOK_INSTANCE_MAX_IN_FLIGHT);
+  const attemptsBefore = (record: SQSRecord) =>
+    lane === 'slow'
+      ? (QueuedDelivery.safeParse(JSON.parse(record.body)).data?.attempts_before ?? 0)
+      : 0;
   const worker = sqsWorker({
-    sqs: createSqsClient(),
+    sqs,
     queueUrl,
     maxReceiveCount: MAX_ATTEMPTS,
+    receivedBefore: attemptsBefore,
     // The schedule's waits (DeliveryFailedError) are the backoff.
     backoffBaseSeconds: 1,
     maxBackoffSeconds: 43_200,
@@ -287,7 +313,8 @@ export function createWebhookDeliveryWorker() {
     parallel: true,
     process: async (record) => {
       const queued = QueuedDelivery.parse(JSON.parse(record.body));
-      const attempt = Number(record.attributes.ApproximateReceiveCount) || 1;
+      const receives = Number(record.attributes.ApproximateReceiveCount) || 1;
+      const attempt = (queued.attempts_before ?? 0) + receives;
       const message = await openDelivery(queued, deliveries);
       const context = {
         instanceId: queued.instance_id,
@@ -300,16 +327,38 @@ export function createWebhookDeliveryWorker() {
         logger.warn('Webhook event dropped: it is no longer kept', context);
         return;
       }
-      const outcome = await endpoints.run(`${message.instance_id}/${message.webhook_id}`, () =>
-        deliver(message, attempt, ports),
-      );
-      logger.info(outcome.kind === 'delivered' ? 'Webhook delivered' : 'Webhook event dropped', {
+      const divert = slowQueue
+        ? async () => {
+            // That receive made no attempt: the slow queue's first receive is attempt `attempt`.
+            await slowQueue.queue([{ ...queued, attempts_before: attempt - 1 }]);
+          }
+        : undefined;
+      const key = `${message.instance_id}/${message.webhook_id}`;
+      const run = () =>
+        deliver(message, attempt, { ...ports, erasures, ...(divert ? { divert } : {}) });
+      // On the prompt queue a message waits a moment at most for its endpoint's slot: an
+      // endpoint whose attempts all hang holds no batch, its messages go to the slow queue.
+      const ran = divert
+        ? (
+            await instances.tryRun(
+              message.instance_id,
+              () => endpoints.tryRun(key, run, PROMPT_SLOT_WAIT_MS),
+              PROMPT_SLOT_WAIT_MS,
+            )
+          )?.value
+        : { value: await endpoints.run(key, run) };
+      if (!ran) await divert?.();
+      const outcome = ran?.value ?? { kind: 'diverted' as const };
+      logger.info(OUTCOME_MESSAGES[outcome.kind], {
         ...context,
         type: message.event.type,
         ...outcome,
       });
     },
-    onLastFailure: () => Promise.resolve('dead-letter'),
+    // The prompt queue's last failures go to its dead-letter queue. A moved message's last
+    // attempt is made on the slow queue, whose own receive count is lower than the attempts
+    // made: it is given up there, its attempts in the log and its event kept for a replay.
+    onLastFailure: () => Promise.resolve(lane === 'prompt' ? 'dead-letter' : 'settled'),
   });
   // The batch's attempts are written together as it ends, before the function returns (a
   // Lambda container may be frozen after that).
@@ -321,6 +370,15 @@ export function createWebhookDeliveryWorker() {
     }
   };
 }
+
+/** How long a message of the prompt queue waits for its endpoint's slot before it moves. */
+const PROMPT_SLOT_WAIT_MS = 2_000;
+
+const OUTCOME_MESSAGES = {
+  delivered: 'Webhook delivered',
+  dropped: 'Webhook event dropped',
+  diverted: 'Webhook delivery moved to the slow queue',
+} as const;
 
 /** A queued delivery with its event: carried, or read where it is kept (a large one). */
 async function openDelivery(

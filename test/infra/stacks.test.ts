@@ -133,7 +133,7 @@ function touchesOf(statements: Statement[]): string[] {
           text,
         );
       const queue =
-        /FnGetAtt(ingest|emailevents|email|audiencejobs|webhookreplays|webhooks)(queue|dlq)/.exec(
+        /FnGetAtt(ingest|emailevents|email|audiencejobs|webhookreplays|webhooksslow|webhooks)(queue|dlq)/.exec(
           text,
         ) ?? /FnGetAtt(streamfailures)()/.exec(text);
       const kms = /signingkey/.test(text);
@@ -141,6 +141,7 @@ function touchesOf(statements: Statement[]): string[] {
         emailevents: 'email-events',
         audiencejobs: 'audience-jobs',
         webhookreplays: 'webhook-replays',
+        webhooksslow: 'webhooks-slow',
         streamfailures: 'stream-failures',
       };
       const target = kms
@@ -219,6 +220,7 @@ function expectedTouches(
       need === 'queue:email' ||
       need === 'queue:audience-jobs' ||
       need === 'queue:webhooks' ||
+      need === 'queue:webhooks-slow' ||
       need === 'queue:webhook-replays'
     ) {
       for (const action of ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl']) {
@@ -239,6 +241,7 @@ function expectedTouches(
       }
     } else if (need === 'geo') touches.add('geo:SearchPlaceIndexForText geo:place-index');
     else if (need === 'webhooks:health') touches.add('dynamodb:UpdateItem table:config');
+    else if (need === 'erasures:read') touches.add('dynamodb:GetItem table:requests');
   }
   if (consumes) for (const action of CONSUME) touches.add(`${action} queue:${consumes}`);
   if (stream) {

@@ -169,6 +169,8 @@ export const KEYS = {
   audiencesOther: 'test-key-32-characters-or-more-audiences-other',
   hooks: 'test-key-32-characters-or-more-hooks',
   hooksOther: 'test-key-32-characters-or-more-hooks-other',
+  fairness: 'test-key-32-characters-or-more-fairness',
+  fairnessOther: 'test-key-32-characters-or-more-fairness-other',
 } as const;
 
 export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

@@ -1,5 +1,9 @@
-import { describe, expect, it } from '@jest/globals';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { erasureMarkKey } from '../../shared/adapters/erasure-marks.js';
+import { mergeOne, uniqueEmail } from './people.js';
 import { KEYS, call, stackDb } from './stack.js';
 import { LocalKeyWrapper } from '../../shared/adapters/key-wrappers.js';
 import { DynamoWebhookStore } from '../../shared/adapters/webhook-store.js';
@@ -269,5 +273,122 @@ function bind(store: DynamoWebhookStore): DeliveryPorts['store'] {
     recordSuccess: store.recordSuccess.bind(store),
     takeProbe: store.takeProbe.bind(store),
     disable: store.disable.bind(store),
+    markSlow: store.markSlow.bind(store),
+    clearSlow: store.clearSlow.bind(store),
   };
 }
+
+describe('an erased person’s events', () => {
+  const arrivals: { at: number; body: string }[] = [];
+  const refused = new Set<string>();
+  let server: Server | undefined;
+  let port = 0;
+  beforeAll(async () => {
+    const listening = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        arrivals.push({ at: Date.now(), body });
+        // The activity's first attempt fails: its retry comes after the erasure has answered.
+        const first = body.includes('"activity.created"') && !refused.has(body);
+        if (first) refused.add(body);
+        response.writeHead(first ? 503 : 200).end();
+      });
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
+    port = (listening.address() as AddressInfo).port;
+  });
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) =>
+      server?.close(() => {
+        resolve();
+      }),
+    );
+  });
+
+  it('an activity racing the erasure is never delivered, replayed or kept once person/delete answered', async () => {
+    const tracker = KEYS.tracker;
+    const hook = await call('/v1/webhooks/create', {
+      key: tracker,
+      body: {
+        url: `http://127.0.0.1:${port}/erased-race`,
+        events: ['activity.created', 'person.deleted'],
+      },
+    });
+    expect(hook.status).toBe(200);
+    const email = uniqueEmail('raced');
+    try {
+      const personId = String(
+        (await mergeOne(tracker, { fields: { 'str::email': email } })).person_id,
+      );
+      // The activity, then at once the archive and the erasure: its event is fanned out
+      // from the activities stream around the time the person goes.
+      const recorded = await call('/v1/activities/create', {
+        key: tracker,
+        body: { activities: [{ activity_id: 'act:cm:viewed', person_id: personId }] },
+      });
+      expect(recorded.status).toBe(200);
+      await call('/v1/person/archive', {
+        key: tracker,
+        method: 'PUT',
+        body: { inclusion_ids: [personId] },
+      });
+      const erased = await call('/v1/person/delete', {
+        key: tracker,
+        method: 'DELETE',
+        body: { inclusion_ids: [personId] },
+      });
+      expect(erased.status).toBe(200);
+      const answeredAt = Date.now();
+      // The mark is there before the erasure answers.
+      const { db } = stackDb();
+      const mark = await db.send(
+        new GetCommand({
+          TableName: tableName('default', 'requests'),
+          Key: erasureMarkKey('tracker', personId),
+          ConsistentRead: true,
+        }),
+      );
+      expect(mark.Item?.erased_at).toEqual(expect.any(String));
+      // The streams catch up: person.deleted arrives, and the activity's retry is due (the
+      // schedule's first wait, 5 s, after its refused first attempt).
+      const deadline = Date.now() + 60_000;
+      while (
+        !arrivals.some((a) => a.body.includes('"person.deleted"') && a.body.includes(personId))
+      ) {
+        if (Date.now() > deadline) throw new Error('person.deleted did not arrive');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+      // Nothing naming the person but person.deleted came after the erasure answered.
+      const late = arrivals.filter(
+        (a) =>
+          a.at > answeredAt && a.body.includes(personId) && !a.body.includes('"person.deleted"'),
+      );
+      expect(late).toEqual([]);
+      // Nothing kept of them but person.deleted (which names the ID only).
+      let ExclusiveStartKey: Record<string, unknown> | undefined;
+      const kept: string[] = [];
+      do {
+        const page = await db.send(
+          new ScanCommand({ TableName: tableName('default', 'deliveries'), ExclusiveStartKey }),
+        );
+        for (const item of page.Items ?? []) {
+          const text = JSON.stringify(item);
+          if (text.includes(personId) && !text.includes('person.deleted')) kept.push(text);
+        }
+        ExclusiveStartKey = page.LastEvaluatedKey;
+      } while (ExclusiveStartKey);
+      expect(kept).toEqual([]);
+    } finally {
+      await call('/v1/webhooks/delete', {
+        key: tracker,
+        method: 'DELETE',
+        body: { webhook_id: hook.body.id },
+      });
+    }
+  }, 120_000);
+});

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook as Verifier } from 'standardwebhooks';
-import { GetQueueUrlCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { KEYS, WORKER_PATIENCE_MS, call, functionEnv, stackDb } from './stack.js';
 import { createWebhookDeliveryWorker } from '../../shared/worker/webhook-runtime.js';
@@ -1061,7 +1061,8 @@ describe('webhooks: attempts and replays', () => {
   it('caps the attempts in flight to an endpoint before its first failure is known', async () => {
     // A batch of the delivery worker, in this process: ten events for one endpoint that
     // hangs. Without a cap all ten would wait their 15 s; with it, MAX_IN_FLIGHT_PER_ENDPOINT
-    // do, the endpoint is paused when they fail, and the others fail at once without a request.
+    // do and fail, pausing the endpoint, and the others, finding no slot within a moment, move
+    // to the slow endpoints' queue without a request (the batch holds no more than that).
     const BATCH = 10;
     receiver.script(
       '/capped',
@@ -1077,8 +1078,14 @@ describe('webhooks: attempts and replays', () => {
     const { QueueUrl } = await sqs.send(
       new GetQueueUrlCommand({ QueueName: queueName('default', 'webhooks') }),
     );
+    // The moved messages go to a queue of the test's own (the stack's slow worker would
+    // attempt them at once, the endpoint not paused yet).
+    const slow = await sqs.send(
+      new CreateQueueCommand({ QueueName: `capped-slow-${Date.now().toString(36)}` }),
+    );
     functionEnv({
       WEBHOOKS_QUEUE_URL: QueueUrl ?? '',
+      WEBHOOKS_SLOW_QUEUE_URL: slow.QueueUrl ?? '',
       DELIVERIES_TABLE: tableName('default', 'deliveries'),
       CDP_WEBHOOKS_ALLOW_LOOPBACK: 'true',
     });
@@ -1107,7 +1114,7 @@ describe('webhooks: attempts and replays', () => {
     const answer = await worker(batch, {
       getRemainingTimeInMillis: () => 60_000,
     } as unknown as Parameters<typeof worker>[1]);
-    expect(answer.batchItemFailures).toHaveLength(BATCH);
+    expect(answer.batchItemFailures).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT);
     expect(receiver.at('/capped')).toHaveLength(MAX_IN_FLIGHT_PER_ENDPOINT);
     // One wave of timeouts, not two: the messages that waited found the endpoint paused.
     expect(Date.now() - started).toBeLessThan(2 * 15_000);

@@ -53,6 +53,8 @@ export type DeliveryMessage = z.infer<typeof DeliveryMessage>;
 export const QueuedDelivery = DeliveryMessage.extend({
   event: WebhookEvent.optional(),
   event_id: z.string().min(1).optional(),
+  /** Attempts made before it moved to the slow queue (they count towards `MAX_ATTEMPTS`). */
+  attempts_before: z.number().int().min(0).optional(),
 }).refine((message) => message.event !== undefined || message.event_id !== undefined, {
   message: 'expected event or event_id',
   path: ['event'],
@@ -77,6 +79,17 @@ export function queuedDelivery(message: DeliveryMessage): QueuedDelivery {
 }
 
 export const DELIVERY_TIMEOUT_MS = 15_000;
+
+/** The name's lookup gets at most this much of the attempt's time (it is inside it). */
+export const LOOKUP_TIMEOUT_MS = 5_000;
+
+/**
+ * An endpoint that took this long to answer (or did not answer in time) is slow for
+ * `SLOW_FOR_MS` from then: its deliveries go to the slow queue, whose own workers make them
+ * (docs/webhooks.md, "Fair shares"). A prompt answer there makes it prompt again.
+ */
+export const SLOW_ANSWER_MS = 3_000;
+export const SLOW_FOR_MS = 10 * 60_000;
 
 /**
  * Waits after each failed attempt (seconds, before jitter): 15 attempts over 3.2 days. The
@@ -120,6 +133,8 @@ export interface DeliveryRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /** What is left of the attempt's time (`DELIVERY_TIMEOUT_MS` less its lookup). */
+  timeoutMs?: number;
 }
 
 export interface DeliveryAnswer {
@@ -149,7 +164,23 @@ export interface ReplayTally {
 }
 
 export interface DeliveryPorts {
-  store: Pick<WebhookStore, 'get' | 'recordFailure' | 'recordSuccess' | 'takeProbe' | 'disable'>;
+  store: Pick<
+    WebhookStore,
+    'get' | 'recordFailure' | 'recordSuccess' | 'takeProbe' | 'disable' | 'markSlow' | 'clearSlow'
+  >;
+  /**
+   * The prompt queue's workers only: moves a message of a slow endpoint to the slow queue
+   * (that receive was no attempt).
+   */
+  divert?: (message: DeliveryMessage) => Promise<void>;
+  /**
+   * Erased people (their marks, `erasure-marks.ts`), and what is kept of their events: an
+   * event naming an erased person is never sent, and what was kept of them is erased.
+   */
+  erasures?: {
+    isErased(instanceId: string, personId: string): Promise<boolean>;
+    forget(instanceId: string, personId: string): Promise<unknown>;
+  };
   secrets: KeyWrapper;
   addresses: AddressPolicy;
   resolve: HostResolver;
@@ -160,7 +191,9 @@ export interface DeliveryPorts {
 }
 
 export type DeliveryOutcome =
-  { kind: 'delivered'; status: number; latencyMs: number } | { kind: 'dropped'; reason: string };
+  | { kind: 'delivered'; status: number; latencyMs: number }
+  | { kind: 'dropped'; reason: string }
+  | { kind: 'diverted' };
 
 /** An attempt that failed: retried after the schedule's wait. */
 export class DeliveryFailedError extends RetryLaterError {}
@@ -208,7 +241,17 @@ export async function deliver(
   const webhook = await ports.store.get(message.instance_id, message.webhook_id);
   const dropped = whyDropped(webhook, message.event.type);
   if (dropped !== undefined || !webhook) return { kind: 'dropped', reason: dropped ?? '' };
+  const erased = await erasedPerson(message, ports);
+  if (erased !== undefined) {
+    await ports.erasures?.forget(message.instance_id, erased);
+    return { kind: 'dropped', reason: 'the person it names was erased' };
+  }
   const now = (ports.now ?? Date.now)();
+  // A slow endpoint's attempts are made by the slow queue's workers, apart from the others.
+  if (ports.divert && webhook.slow_until !== undefined && now < webhook.slow_until) {
+    await ports.divert(message);
+    return { kind: 'diverted' };
+  }
   const { health } = webhook;
   const failed = (why: string, cause?: unknown) =>
     new DeliveryFailedError(
@@ -232,6 +275,7 @@ export async function deliver(
   }
   const result = await attemptDelivery(webhook, message, now, ports);
   await logAttempt(message, attempt, now, result, ports);
+  await notePace(webhook, message.instance_id, result, ports);
   if (!result.failure && result.answer) {
     if (health) await ports.store.recordSuccess(message.instance_id, webhook.id);
     if (message.replay_id !== undefined) await countReplayed(message, ports);
@@ -241,6 +285,24 @@ export async function deliver(
   // The pause runs from the failure (a timeout comes 15 s after the attempt started).
   await recordFailure(webhook, message.instance_id, why, (ports.now ?? Date.now)(), ports);
   throw failed(why, result.failure?.cause);
+}
+
+/**
+ * Whether the endpoint is slow now: an attempt that took `SLOW_ANSWER_MS` or more (a timeout
+ * included) marks it slow for `SLOW_FOR_MS`; a prompt answer clears the mark.
+ */
+async function notePace(
+  webhook: Webhook,
+  instanceId: string,
+  result: AttemptResult,
+  ports: DeliveryPorts,
+): Promise<void> {
+  if (result.latencyMs === null) return;
+  if (result.latencyMs >= SLOW_ANSWER_MS) {
+    await ports.store.markSlow(instanceId, webhook.id, (ports.now ?? Date.now)() + SLOW_FOR_MS);
+  } else if (webhook.slow_until !== undefined && result.answer) {
+    await ports.store.clearSlow(instanceId, webhook.id);
+  }
 }
 
 /** What one attempt came to: the answer if any, why it failed if it did, how long it took. */
@@ -258,11 +320,17 @@ async function attemptDelivery(
   now: number,
   ports: DeliveryPorts,
 ): Promise<AttemptResult> {
+  const clock = ports.now ?? Date.now;
+  const began = clock();
   try {
     // Again at every attempt: its name may resolve elsewhere now. The transport checks the
-    // addresses it connects to as well (a name may change between the two).
-    await checkWebhookUrl(webhook.url, ports.addresses, ports.resolve);
+    // addresses it connects to as well (a name may change between the two). The lookup is
+    // part of the attempt's time: a resolver that never answers costs `LOOKUP_TIMEOUT_MS`.
+    await checkWebhookUrl(webhook.url, ports.addresses, (host) =>
+      withTimeout(ports.resolve(host), LOOKUP_TIMEOUT_MS, `looking up ${host}`),
+    );
   } catch (error) {
+    // A lookup that timed out is one that did not resolve (`checkWebhookUrl`).
     return { failure: { why: 'its address is refused', cause: error }, latencyMs: null };
   }
   const secrets = await Promise.all(
@@ -273,7 +341,6 @@ async function attemptDelivery(
   const { id, type, timestamp, data } = message.event;
   const body = JSON.stringify({ type, timestamp, data });
   const seconds = Math.floor(now / 1000);
-  const clock = ports.now ?? Date.now;
   const started = clock();
   let answer: DeliveryAnswer;
   try {
@@ -287,6 +354,7 @@ async function attemptDelivery(
         'webhook-signature': signatureHeader(id, seconds, body, secrets),
       },
       body,
+      timeoutMs: Math.max(1, DELIVERY_TIMEOUT_MS - (started - began)),
     });
   } catch (error) {
     const why = error instanceof Error ? error.message : 'no answer';
@@ -394,9 +462,37 @@ async function recordFailure(
   }
 }
 
+/**
+ * The person an event names when they were erased since; `person.deleted` is the exception
+ * (it names the ID only, and it is what receivers erase by).
+ */
+async function erasedPerson(
+  message: DeliveryMessage,
+  ports: DeliveryPorts,
+): Promise<string | undefined> {
+  const personId = message.event.data.person_id;
+  if (!ports.erasures || typeof personId !== 'string' || message.event.type === 'person.deleted') {
+    return undefined;
+  }
+  return (await ports.erasures.isErased(message.instance_id, personId)) ? personId : undefined;
+}
+
 function whyDropped(webhook: Webhook | undefined, type: string): string | undefined {
   if (!webhook) return 'the webhook was deleted';
   if (!webhook.enabled) return 'the webhook is disabled';
   if (!subscribesTo(webhook.events, type)) return `the webhook no longer subscribes to ${type}`;
   return undefined;
+}
+
+/** `work`, or an error after `ms` (the work is left to finish unheeded). */
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`${what}: no answer within ${ms} ms`));
+    }, ms);
+  });
+  return Promise.race([work, late]).finally(() => {
+    clearTimeout(timer);
+  });
 }

@@ -118,6 +118,8 @@ export interface Webhook {
   secrets: WebhookSecret[];
   /** While its deliveries fail: the endpoint's own backoff (delivery.ts). */
   health?: WebhookHealth;
+  /** Until when (epoch ms) its deliveries go to the slow queue (delivery.ts, `SLOW_FOR_MS`). */
+  slow_until?: number;
 }
 
 /**
@@ -157,6 +159,10 @@ export interface WebhookStore {
   ): Promise<boolean>;
   /** The endpoint answers again: its failing state goes. */
   recordSuccess(instanceId: string, webhookId: string): Promise<void>;
+  /** The endpoint answered slowly: its deliveries go to the slow queue until `until`. */
+  markSlow(instanceId: string, webhookId: string, until: number): Promise<void>;
+  /** It answered promptly again. */
+  clearSlow(instanceId: string, webhookId: string): Promise<void>;
   /**
    * Lets one attempt through to a paused endpoint: moves `paused_until` from `seen` to
    * `until`; false when another attempt took it.

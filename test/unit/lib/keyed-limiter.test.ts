@@ -52,4 +52,24 @@ describe('KeyedLimiter', () => {
     await expect(limiter.run('a', () => Promise.resolve('again'))).resolves.toBe('again');
     expect(limiter.running('a')).toBe(0);
   });
+
+  it('tryRun: runs in a slot freed within the wait, gives up (running nothing) past it', async () => {
+    const limiter = new KeyedLimiter(1);
+    const slow = held();
+    const first = limiter.run('a', () => slow.ended);
+    let ran = 0;
+    const work = () => {
+      ran += 1;
+      return Promise.resolve('done');
+    };
+    await expect(limiter.tryRun('a', work, 30)).resolves.toBeUndefined();
+    expect(ran).toBe(0);
+    const waiting = limiter.tryRun('a', work, 5_000);
+    slow.end();
+    await first;
+    await expect(waiting).resolves.toEqual({ value: 'done' });
+    expect(ran).toBe(1);
+    expect(limiter.running('a')).toBe(0);
+    await expect(limiter.tryRun('a', work, 0)).resolves.toEqual({ value: 'done' });
+  });
 });

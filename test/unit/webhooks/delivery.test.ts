@@ -2,8 +2,12 @@ import { describe, expect, it } from '@jest/globals';
 import { Webhook as Verifier } from 'standardwebhooks';
 import {
   deliver,
+  DELIVERY_TIMEOUT_MS,
   DeliveryFailedError,
   DISABLE_AFTER_MS,
+  LOOKUP_TIMEOUT_MS,
+  SLOW_ANSWER_MS,
+  SLOW_FOR_MS,
   MAX_ATTEMPTS,
   MAX_PAUSE_SECONDS,
   pauseSeconds,
@@ -78,6 +82,16 @@ class OneWebhook {
 
   recordSuccess = () => {
     if (this.webhook) delete this.webhook.health;
+    return Promise.resolve();
+  };
+
+  markSlow = (_i: string, _w: string, until: number) => {
+    if (this.webhook && (this.webhook.slow_until ?? 0) < until) this.webhook.slow_until = until;
+    return Promise.resolve();
+  };
+
+  clearSlow = () => {
+    if (this.webhook) delete this.webhook.slow_until;
     return Promise.resolve();
   };
 
@@ -433,6 +447,68 @@ describe("one endpoint's trouble stays its own", () => {
     );
     await failing(ports);
     expect(store.webhook).toMatchObject({ enabled: true, health: { failing_since: since } });
+  });
+});
+
+describe('fair shares: slow endpoints apart', () => {
+  const slowAnswer = (latencyMs: number) => ({ status: 200, latencyMs, body: 'ok' });
+
+  it('marks an endpoint slow when it takes SLOW_ANSWER_MS to answer, and prompt again when it does not', async () => {
+    const { ports, store } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
+    ports.transport = () => Promise.resolve(slowAnswer(SLOW_ANSWER_MS + 1_000));
+    await deliver(message, 1, ports);
+    expect(store.webhook?.slow_until).toBe(NOW + SLOW_FOR_MS);
+    ports.transport = () => Promise.resolve(slowAnswer(40));
+    await deliver(message, 1, ports);
+    expect(store.webhook?.slow_until).toBeUndefined();
+  });
+
+  it('moves a slow endpoint’s message to the slow queue without an attempt, from the prompt queue only', async () => {
+    const webhook = webhookWith([{ secret: newWebhookSecret() }], { slow_until: NOW + 60_000 });
+    const { ports, sent, logged } = portsFor(webhook);
+    const moved: DeliveryMessage[] = [];
+    const prompt = {
+      ...ports,
+      divert: (queued: DeliveryMessage) => {
+        moved.push(queued);
+        return Promise.resolve();
+      },
+    };
+    await expect(deliver(message, 2, prompt)).resolves.toEqual({ kind: 'diverted' });
+    expect(moved).toEqual([message]);
+    expect(sent).toEqual([]);
+    expect(logged).toEqual([]);
+    // The slow queue's workers (no divert) make the attempt.
+    await expect(deliver(message, 2, ports)).resolves.toMatchObject({ kind: 'delivered' });
+    expect(sent).toHaveLength(1);
+  });
+
+  it('counts the name’s lookup in the attempt’s time: a resolver that never answers costs LOOKUP_TIMEOUT_MS', async () => {
+    const { ports, sent, logged } = portsFor(webhookWith([{ secret: newWebhookSecret() }]));
+    ports.resolve = () => new Promise<string[]>(() => undefined);
+    const started = Date.now();
+    await expect(deliver(message, 1, ports)).rejects.toBeInstanceOf(DeliveryFailedError);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(LOOKUP_TIMEOUT_MS - 50);
+    expect(took).toBeLessThan(LOOKUP_TIMEOUT_MS + 2_000);
+    expect(sent).toEqual([]);
+    expect(logged[0]).toMatchObject({ status: 'failed', error: 'its address is refused' });
+  }, 15_000);
+
+  it('gives the transport what is left of DELIVERY_TIMEOUT_MS after the lookup', async () => {
+    const clock = { now: NOW };
+    const { ports, sent } = portsFor(
+      webhookWith([{ secret: newWebhookSecret() }]),
+      200,
+      undefined,
+      clock,
+    );
+    ports.resolve = () => {
+      clock.now += 4_000;
+      return Promise.resolve(['93.184.215.14']);
+    };
+    await deliver(message, 1, ports);
+    expect(sent[0]?.timeoutMs).toBe(DELIVERY_TIMEOUT_MS - 4_000);
   });
 });
 
