@@ -83,7 +83,7 @@ export type Access =
    * Reading erased people's marks (the delivery workers): `dynamodb:GetItem` on the requests
    * table, only in mark partitions (`*#ERASED#*`).
    */
-  | 'erasures:read'
+  | 'erasures:check'
   /** Moving deliveries to the slow endpoints' queue (the delivery worker). */
   | 'queue:webhooks-slow'
   | 'queue:webhooks-slow:retry'

@@ -135,7 +135,7 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'deliveries',
       'webhook-payloads:get',
       // An event naming an erased person is not sent, and what is kept of them is erased.
-      'erasures:read',
+      'erasures:check',
       'webhook-events:forget',
     ],
   },
@@ -155,7 +155,7 @@ export const WORKERS: readonly WorkerDefinition[] = [
       'webhooks:health',
       'deliveries',
       'webhook-payloads:get',
-      'erasures:read',
+      'erasures:check',
       'webhook-events:forget',
     ],
   },

@@ -341,7 +341,7 @@ export class CdpFunction extends Construct {
         case 'webhook-secrets:unwrap':
           grantWebhookSecrets(this.fn, data.signingKey, 'unwrap');
           break;
-        case 'erasures:read':
+        case 'erasures:check':
           // Erased people's marks only: their partition keys are `<instance>#ERASED#<person>`.
           this.fn.addToRolePolicy(
             new PolicyStatement({

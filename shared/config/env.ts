@@ -213,7 +213,7 @@ export const AudienceJobsEnv = AudienceWorkerEnv.extend({
 /** Functions that read or change webhooks (docs/webhooks.md). */
 export const WebhooksEnv = z.object({
   CONFIG_TABLE: tableName,
-  /** Erased people's marks (the delivery workers read them: `erasures:read`). */
+  /** Erased people's marks (the delivery workers read them: `erasures:check`). */
   REQUESTS_TABLE: tableName.optional(),
   /** The region's KMS key wrapping webhook secrets (AWS); absent, the local wrapper. */
   SIGNING_KMS_KEY_ID: z.string().min(1).optional(),

@@ -241,7 +241,7 @@ function expectedTouches(
       }
     } else if (need === 'geo') touches.add('geo:SearchPlaceIndexForText geo:place-index');
     else if (need === 'webhooks:health') touches.add('dynamodb:UpdateItem table:config');
-    else if (need === 'erasures:read') touches.add('dynamodb:GetItem table:requests');
+    else if (need === 'erasures:check') touches.add('dynamodb:GetItem table:requests');
   }
   if (consumes) for (const action of CONSUME) touches.add(`${action} queue:${consumes}`);
   if (stream) {

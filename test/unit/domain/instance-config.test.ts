@@ -24,7 +24,7 @@ function errorOf(input: unknown): ValidationError {
 describe('the instance configuration file', () => {
   it('accepts the shape DESIGN.md gives and fills the defaults', () => {
     const file = parseConfigurationFile(fixture);
-    expect(file.instances).toHaveLength(27);
+    expect(file.instances).toHaveLength(29);
     const globex = file.instances[1];
     expect(globex).toMatchObject({
       id: 'globex',
