@@ -27,6 +27,15 @@ import {
 } from '../shared/adapters/aws-clients.js';
 import { startStack, stopStack, waitForBanner } from '../test/integration/stack-process.js';
 import { checkConsistency, pending, type CheckReport, type Sent } from './soak-check.js';
+import {
+  checkHooksAndAudience,
+  FIRST_POINTS,
+  HOOK_EVENTS,
+  HookReceiver,
+  pointsFilter,
+  SECOND_POINTS,
+  type HookReport,
+} from './soak-hooks.js';
 
 const INSTANCE = 'soak';
 const WEB_KEY = 'soak-key-32-characters-or-more-web';
@@ -428,6 +437,16 @@ function printCheck(report: CheckReport) {
   }
 }
 
+function printHooks(report: HookReport) {
+  console.log(
+    `\nWebhook: ${report.eventsKept} events kept, ${report.received} received (${report.requests} requests, ${report.slowAnswers} answered after 3.5 s)`,
+  );
+  const { members, recounted, matching, subscribers } = report.audience;
+  console.log(
+    `Audience: ${members} members counted, ${recounted} recounted, ${matching} people matching its filter, ${subscribers} subscribers`,
+  );
+}
+
 // --- Main --------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -469,18 +488,59 @@ async function main(): Promise<number> {
     const db = createDocumentClient(createDynamoDbClient(), '');
     const sqs = createSqsClient();
 
+    // Webhooks and audiences in the mix: an endpoint of the soak's own, and an audience
+    // whose filter changes half-way (a rebuild while people change).
+    const receiver = new HookReceiver();
+    await receiver.start();
+    const hook = await post('setup', '/v1/webhooks/create', {
+      url: `http://127.0.0.1:${receiver.port}/soak`,
+      events: HOOK_EVENTS,
+    });
+    const audience = await post('setup', '/v1/audiences/create', {
+      name: `Points ${run}`,
+      filter: pointsFilter(FIRST_POINTS),
+    });
+    if (!hook || !audience) throw new Error('the soak could not create its webhook and audience');
+    const webhookId = String(hook.id);
+    const audienceId = String(audience.id);
+
     console.log(`Driving traffic for ${minutes} min at concurrency ${concurrency}…`);
     const started = Date.now();
+    const halfway = setTimeout(
+      () => {
+        void post(
+          'setup',
+          '/v1/audiences/update',
+          {
+            audience_id: audienceId,
+            filter: pointsFilter(SECOND_POINTS),
+          },
+          WEB_KEY,
+          'PUT',
+        );
+      },
+      (minutes * 60_000) / 2,
+    );
     await traffic(started + minutes * 60_000);
+    clearTimeout(halfway);
     const statuses = printTraffic((Date.now() - started) / 1000);
 
     for (const id of maybeQueued) sent.asyncRequestIds.add(id);
     console.log(`\nWaiting for the queues to drain (at most ${drainMinutes} min)…`);
     const drainStart = Date.now();
-    let left = await pending(db, sqs, INSTANCE);
+    const built = async () => {
+      const listed = await post('drain', '/v1/audiences/get', {});
+      const entry = (listed as unknown as Body[] | undefined)?.find((a) => a.id === audienceId);
+      return entry?.building === false ? entry : undefined;
+    };
+    const stillPending = async () => [
+      ...(await pending(db, sqs, INSTANCE)),
+      ...((await built()) ? [] : ['the audience is still building']),
+    ];
+    let left = await stillPending();
     while (left.length && Date.now() - drainStart < drainMinutes * 60_000) {
       await new Promise((resolve) => setTimeout(resolve, 2000));
-      left = await pending(db, sqs, INSTANCE);
+      left = await stillPending();
     }
     console.log(
       left.length
@@ -490,6 +550,16 @@ async function main(): Promise<number> {
 
     const report = await checkConsistency(db, sqs, INSTANCE, sent);
     printCheck(report);
+    const entry = await built();
+    const hooks = await checkHooksAndAudience(db, INSTANCE, webhookId, receiver, {
+      id: audienceId,
+      members: Number(entry?.members ?? -1),
+      subscribers: Number(entry?.subscribers ?? -1),
+      above: SECOND_POINTS,
+    });
+    await receiver.stop();
+    printHooks(hooks);
+    report.problems.push(...hooks.problems);
 
     const allowed = new Set(['200', '202', '400', ...(faults ? ['503'] : [])]);
     const unexpected = Object.entries(statuses).filter(([status]) => !allowed.has(status));
