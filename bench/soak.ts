@@ -580,6 +580,10 @@ async function main(): Promise<number> {
     return unexpected.length || report.problems.length ? 1 : 0;
   } finally {
     const code = await stopStack(stack.child);
+    // What CDP_FAULTS injected, as each region's process counted it when it stopped.
+    for (const line of stack.output().split('\n')) {
+      if (line.includes('DynamoDB faults injected in')) console.log(line.trim());
+    }
     console.log(`Soak stack stopped (exit ${code ?? 'signal'}).`);
   }
 }
