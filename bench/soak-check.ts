@@ -38,10 +38,19 @@ export interface CheckReport {
   problems: string[];
 }
 
-async function scanInstance(
+function scanInstance(
   db: DynamoDBDocumentClient,
   table: TableName,
   instanceId: string,
+): Promise<Item[]> {
+  return scanPrefix(db, table, `${instanceId}#`);
+}
+
+/** A table's items whose partition key starts with `prefix` (a consistent scan). */
+export async function scanPrefix(
+  db: DynamoDBDocumentClient,
+  table: TableName,
+  prefix: string,
 ): Promise<Item[]> {
   const items: Item[] = [];
   let start: Record<string, unknown> | undefined;
@@ -50,8 +59,8 @@ async function scanInstance(
       new ScanCommand({
         TableName: tableName('default', table),
         ConsistentRead: true,
-        FilterExpression: 'begins_with(pk, :inst)',
-        ExpressionAttributeValues: { ':inst': `${instanceId}#` },
+        FilterExpression: 'begins_with(pk, :prefix)',
+        ExpressionAttributeValues: { ':prefix': prefix },
         ExclusiveStartKey: start,
       }),
     );

@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Item } from '../shared/adapters/dynamo-helpers.js';
-import { tableName, type TableName } from '../shared/resources.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { scanPrefix } from './soak-check.js';
 
 /**
  * The soak's webhooks and audiences (bench/soak.ts): an endpoint of its own that receives
@@ -71,25 +70,6 @@ export class HookReceiver {
   }
 }
 
-async function scan(db: DynamoDBDocumentClient, table: TableName, prefix: string) {
-  const items: Item[] = [];
-  let start: Record<string, unknown> | undefined;
-  do {
-    const page = await db.send(
-      new ScanCommand({
-        TableName: tableName('default', table),
-        ConsistentRead: true,
-        FilterExpression: 'begins_with(pk, :prefix)',
-        ExpressionAttributeValues: { ':prefix': prefix },
-        ExclusiveStartKey: start,
-      }),
-    );
-    items.push(...((page.Items ?? []) as Item[]));
-    start = page.LastEvaluatedKey;
-  } while (start);
-  return items;
-}
-
 export interface HookReport {
   eventsKept: number;
   received: number;
@@ -108,7 +88,7 @@ export async function checkHooksAndAudience(
   audience: { id: string; members: number; subscribers: number; above: number },
 ): Promise<HookReport> {
   const problems: string[] = [];
-  const kept = (await scan(db, 'deliveries', `${instanceId}#WE#${webhookId}#`)).filter(
+  const kept = (await scanPrefix(db, 'deliveries', `${instanceId}#WE#${webhookId}#`)).filter(
     (item) => item.sk === 'E',
   );
   const missing = kept.filter((item) => !receiver.received.has(String(item.event_id)));
@@ -120,10 +100,10 @@ export async function checkHooksAndAudience(
         .join(', ')}`,
     );
   }
-  const memberships = (await scan(db, 'audiences', `${instanceId}#P#`)).filter(
+  const memberships = (await scanPrefix(db, 'audiences', `${instanceId}#P#`)).filter(
     (item) => item.sk === `A#${audience.id}` && item.member === true,
   );
-  const people = (await scan(db, 'people', `${instanceId}#P#`)).filter(
+  const people = (await scanPrefix(db, 'people', `${instanceId}#P#`)).filter(
     (item) => item.sk === 'P' && item.archived_at === undefined,
   );
   const matching = people.filter((item) => {

@@ -189,30 +189,11 @@ describe('disabling a failing webhook', () => {
     delete fixed.health;
     await store.update(instanceId, fixed, stale);
     // ...and the attempt, failing, records it from what it read.
-    const ports: DeliveryPorts = {
-      store: { ...bind(store), get: () => Promise.resolve(structuredClone(stale)) },
-      secrets: wrapper,
-      addresses: { allowLoopback: false },
-      resolve: () => Promise.resolve(['93.184.215.14']),
-      transport: () => Promise.resolve({ status: 503, latencyMs: 2, body: 'down' }),
-      log: { record: () => Promise.resolve() },
-      replays: { delivered: () => Promise.resolve() },
-    };
     await expect(
-      deliver(
-        {
-          instance_id: instanceId,
-          webhook_id: created.id,
-          event: {
-            id: `msg_${newId()}`,
-            type: 'person.created',
-            timestamp: new Date().toISOString(),
-            data: {},
-          },
-        },
-        5,
-        ports,
-      ),
+      failedAttempt(instanceId, created.id, {
+        ...bind(store),
+        get: () => Promise.resolve(structuredClone(stale)),
+      }),
     ).rejects.toThrow(/failed/);
     const after = (await store.get(instanceId, created.id)) as Webhook;
     expect(after.enabled).toBe(true);
@@ -234,36 +215,38 @@ describe('disabling a failing webhook', () => {
       failures: 40,
       paused_until: Date.now() - 1,
     });
-    const ports: DeliveryPorts = {
-      store: bind(store),
-      secrets: wrapper,
-      addresses: { allowLoopback: false },
-      resolve: () => Promise.resolve(['93.184.215.14']),
-      transport: () => Promise.resolve({ status: 503, latencyMs: 2, body: 'down' }),
-      log: { record: () => Promise.resolve() },
-      replays: { delivered: () => Promise.resolve() },
-    };
-    await expect(
-      deliver(
-        {
-          instance_id: instanceId,
-          webhook_id: created.id,
-          event: {
-            id: `msg_${newId()}`,
-            type: 'person.created',
-            timestamp: new Date().toISOString(),
-            data: {},
-          },
-        },
-        5,
-        ports,
-      ),
-    ).rejects.toThrow(/failed/);
+    await expect(failedAttempt(instanceId, created.id, bind(store))).rejects.toThrow(/failed/);
     const after = (await store.get(instanceId, created.id)) as Webhook;
     expect(after.enabled).toBe(false);
     expect(after.disabled_reason).toMatch(/failed for 5 days/);
   });
 });
+
+/** One attempt of an event to a webhook whose endpoint answers 503. */
+function failedAttempt(instanceId: string, webhookId: string, store: DeliveryPorts['store']) {
+  return deliver(
+    {
+      instance_id: instanceId,
+      webhook_id: webhookId,
+      event: {
+        id: `msg_${newId()}`,
+        type: 'person.created',
+        timestamp: new Date().toISOString(),
+        data: {},
+      },
+    },
+    5,
+    {
+      store,
+      secrets: new LocalKeyWrapper(),
+      addresses: { allowLoopback: false },
+      resolve: () => Promise.resolve(['93.184.215.14']),
+      transport: () => Promise.resolve({ status: 503, latencyMs: 2, body: 'down' }),
+      log: { record: () => Promise.resolve() },
+      replays: { delivered: () => Promise.resolve() },
+    },
+  );
+}
 
 /** The store's methods as functions of their own (a port is a plain object). */
 function bind(store: DynamoWebhookStore): DeliveryPorts['store'] {
