@@ -21,7 +21,8 @@ import {
   ActivitiesCreateRequest,
   recordActivities,
 } from '../shared/domain/activities/record-activities.js';
-import { cursorCodec } from '../shared/domain/cursor.js';
+import { issuedCursors } from '../shared/domain/cursor.js';
+import { DynamoCursorStore } from '../shared/adapters/cursor-store.js';
 import { sendTransactional } from '../shared/domain/email/send.js';
 import { mergePeople } from '../shared/domain/people/merge-people.js';
 import { PersonMergeRequest } from '../shared/domain/people/merge-request.js';
@@ -356,7 +357,12 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   } finally {
     await sqs.send(new DeleteQueueCommand({ QueueUrl: ownQueue })).catch(() => undefined);
   }
-  const cursors = cursorCodec(await signingKeys(), tenant.instance.id);
+  const cursors = issuedCursors(
+    await signingKeys(),
+    tenant.instance.id,
+    'person/get',
+    new DynamoCursorStore(db, tableName('default', 'requests')),
+  );
   const ports = {
     listing: store,
     fields: new DynamoFieldIndex(db, tableName('default', 'indexes')),

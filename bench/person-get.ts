@@ -31,7 +31,8 @@ import {
 import { claimKey } from '../shared/adapters/record-writes.js';
 import { DynamoTagStore } from '../shared/adapters/tag-store.js';
 import { TransactionBatcher } from '../shared/adapters/transaction-batcher.js';
-import { cursorCodec } from '../shared/domain/cursor.js';
+import { issuedCursors } from '../shared/domain/cursor.js';
+import { DynamoCursorStore } from '../shared/adapters/cursor-store.js';
 import { entrySortKey, indexEntriesOf } from '../shared/domain/people/field-index.js';
 import { newId } from '../shared/domain/ids.js';
 import {
@@ -273,7 +274,12 @@ async function pageWork(instanceId: string, page: Page): Promise<Work> {
         fields: new DynamoFieldIndex(db, tableName('default', 'indexes')),
         checkpoints: new DynamoOffsetCheckpoints(db, tableName('default', 'requests')),
       },
-      cursorCodec(keyring, instanceId),
+      issuedCursors(
+        keyring,
+        instanceId,
+        'person/get',
+        new DynamoCursorStore(db, tableName('default', 'requests')),
+      ),
     );
   }
   const calls = Object.values(meter.calls).reduce((sum, n) => sum + n, 0);

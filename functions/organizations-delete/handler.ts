@@ -3,18 +3,23 @@ import { LifecycleRequest } from '../../shared/domain/lifecycle/lifecycle.js';
 import { apiHandler, routeHandlers } from '../../shared/http/api-handler.js';
 import { createApiRuntime, createLifecyclePorts } from '../../shared/http/api-runtime.js';
 import { findRoute, type RouteKey } from '../../shared/routes.js';
-import { OrganizationDeleteResponse } from '../../shared/api/schemas.js';
+import { AccountDeleteResponse, OrganizationDeleteResponse } from '../../shared/api/schemas.js';
 
 const { http, db } = createApiRuntime();
 const { store, ingest } = createLifecyclePorts(db, 'organizations');
 
-const route = (key: RouteKey) =>
+/** The organizations names answer `*_organizations`, the accounts names `*_accounts`. */
+const route = (key: RouteKey, subject: 'organizations' | 'accounts') =>
   apiHandler(
     findRoute(key),
-    { ...http, body: LifecycleRequest, response: OrganizationDeleteResponse },
+    {
+      ...http,
+      body: LifecycleRequest,
+      response: subject === 'accounts' ? AccountDeleteResponse : OrganizationDeleteResponse,
+    },
     async ({ body, tenant, requestId }) => ({
       body: await changeLifecycle(body, {
-        subject: 'organizations',
+        subject,
         action: 'delete',
         tenant,
         requestId,
@@ -29,6 +34,6 @@ const route = (key: RouteKey) =>
  * accounts names.
  */
 export const handler = routeHandlers({
-  'DELETE /v1/organizations/delete': route('DELETE /v1/organizations/delete'),
-  'DELETE /v1/accounts/delete': route('DELETE /v1/accounts/delete'),
+  'DELETE /v1/organizations/delete': route('DELETE /v1/organizations/delete', 'organizations'),
+  'DELETE /v1/accounts/delete': route('DELETE /v1/accounts/delete', 'accounts'),
 });

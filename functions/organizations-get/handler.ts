@@ -22,7 +22,12 @@ export const handler = routeHandlers({
     findRoute('POST /v1/organizations/get'),
     { ...http, body: OrganizationGetRequest, response: OrganizationGetResponse },
     async ({ body, tenant }) => ({
-      body: await getOrganizations(body, tenant, store, await cursors(tenant.instance.id)),
+      body: await getOrganizations(
+        body,
+        tenant,
+        store,
+        await cursors(tenant.instance.id, 'organizations/get'),
+      ),
     }),
   ),
   'POST /v1/accounts/get': apiHandler(
@@ -30,7 +35,12 @@ export const handler = routeHandlers({
     { ...http, body: OrganizationGetRequest, response: AccountGetResponse },
     async ({ body, tenant }) => ({
       body: asAccounts(
-        await getOrganizations(body, tenant, store, await cursors(tenant.instance.id)),
+        await getOrganizations(
+          body,
+          tenant,
+          store,
+          await cursors(tenant.instance.id, 'organizations/get'),
+        ),
       ),
     }),
   ),

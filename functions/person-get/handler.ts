@@ -13,6 +13,6 @@ export const handler = apiHandler(
   findRoute('POST /v1/person/get'),
   { ...http, body: PersonGetRequest, response: PersonGetResponse },
   async ({ body, tenant }) => ({
-    body: await getPeople(body, tenant, ports, await cursors(tenant.instance.id)),
+    body: await getPeople(body, tenant, ports, await cursors(tenant.instance.id, 'person/get')),
   }),
 );

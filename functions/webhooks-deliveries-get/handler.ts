@@ -13,6 +13,10 @@ export const handler = apiHandler(
   findRoute('POST /v1/webhooks/deliveries/get'),
   { ...http, body: DeliveriesGetRequest, response: DeliveriesGetResponse },
   async ({ body, tenant }) => ({
-    body: await getDeliveries(body, tenant, services(await cursors(tenant.instance.id))),
+    body: await getDeliveries(
+      body,
+      tenant,
+      services(await cursors(tenant.instance.id, 'webhooks/deliveries/get')),
+    ),
   }),
 );

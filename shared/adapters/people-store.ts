@@ -18,7 +18,11 @@ import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
 import type { ClaimKey, PeopleStore } from '../domain/people/people-store.js';
 import type { GeocodingMeter } from '../domain/location.js';
-import type { ActivityReader, ActivityView } from '../domain/people/person-activities.js';
+import type {
+  ActivityQuery,
+  ActivityReader,
+  ActivityView,
+} from '../domain/people/person-activities.js';
 import type { ListIndex, PersonListing } from '../domain/people/person-get.js';
 import {
   indexSortKey,
@@ -759,36 +763,87 @@ export class DynamoPeopleStore
    * One query on the person's timeline (`sk` = time#id), newest first; with a filter on
    * activity IDs it reads on until the page is full or the timeline ends.
    */
-  async activities(
+  /**
+   * The key condition and filter of a person's activities: the timeline's sort keys are
+   * `<created_at>#<id>`, so a time range and a position are ranges of the key (a position is
+   * exclusive: `<=` it, then the item at it is dropped).
+   */
+  private activityQuery(
     instanceId: string,
     personId: string,
-    options: { limit: number; before?: string; fieldIds?: string[] },
+    options: ActivityQuery & { before?: string },
   ) {
     const x = new ExpressionBuilder();
-    const pk = x.value(`${instanceId}#P#${personId}`);
-    const keyCondition = options.before
-      ? `${x.name('pk')} = ${pk} AND ${x.name('sk')} < ${x.value(options.before)}`
-      : `${x.name('pk')} = ${pk}`;
+    const pk = `${x.name('pk')} = ${x.value(`${instanceId}#P#${personId}`)}`;
+    const upper =
+      options.before !== undefined && options.to !== undefined
+        ? options.before < options.to
+          ? options.before
+          : options.to
+        : (options.before ?? options.to);
+    const sk = options.from !== undefined || upper !== undefined ? x.name('sk') : '';
+    const keyCondition =
+      options.from !== undefined && upper !== undefined
+        ? `${pk} AND ${sk} BETWEEN ${x.value(options.from)} AND ${x.value(upper)}`
+        : options.from !== undefined
+          ? `${pk} AND ${sk} >= ${x.value(options.from)}`
+          : upper !== undefined
+            ? `${pk} AND ${sk} <= ${x.value(upper)}`
+            : pk;
     const filter = options.fieldIds
       ? `${x.name('field_id')} IN (${options.fieldIds.map((id) => x.value(id)).join(', ')})`
       : undefined;
+    return {
+      KeyConditionExpression: keyCondition,
+      ...(filter ? { FilterExpression: filter } : {}),
+      ExpressionAttributeNames: x.names,
+      ExpressionAttributeValues: x.values,
+    };
+  }
+
+  async countActivities(instanceId: string, personId: string, query: ActivityQuery, max: number) {
+    let count = 0;
+    let ExclusiveStartKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.db.send(
+        new QueryCommand({
+          TableName: this.tables.activities,
+          ...this.activityQuery(instanceId, personId, query),
+          Select: 'COUNT',
+          // Eventually consistent (half the cost): the feed never answers fewer than it shows.
+          Limit: max - count,
+          ExclusiveStartKey,
+        }),
+      );
+      count += page.Count ?? 0;
+      ExclusiveStartKey = page.LastEvaluatedKey;
+    } while (ExclusiveStartKey && count < max);
+    return Math.min(count, max);
+  }
+
+  async activities(
+    instanceId: string,
+    personId: string,
+    options: ActivityQuery & { limit: number; before?: string; skip?: number },
+  ) {
+    const expression = this.activityQuery(instanceId, personId, options);
+    const skip = options.skip ?? 0;
+    const wanted = skip + options.limit;
     const found: ActivityView[] = [];
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const page = await this.db.send(
         new QueryCommand({
           TableName: this.tables.activities,
-          KeyConditionExpression: keyCondition,
-          ...(filter ? { FilterExpression: filter } : {}),
-          ExpressionAttributeNames: x.names,
-          ExpressionAttributeValues: x.values,
+          ...expression,
           ScanIndexForward: false,
           ConsistentRead: true,
-          Limit: options.limit + 1 - found.length,
+          Limit: wanted + 2 - found.length,
           ExclusiveStartKey,
         }),
       );
       for (const item of page.Items ?? []) {
+        if (item.sk === options.before) continue; // the position itself: read by the page before
         const parsed = ActivityItem.parse(item);
         found.push({
           id: parsed.id,
@@ -801,9 +856,9 @@ export class DynamoPeopleStore
         });
       }
       ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey && found.length <= options.limit);
-    const hasMore = found.length > options.limit;
-    const activities = found.slice(0, options.limit);
+    } while (ExclusiveStartKey && found.length <= wanted);
+    const hasMore = found.length > wanted;
+    const activities = found.slice(skip, wanted);
     const last = activities.at(-1);
     // Positions are the timeline's sort keys (`<created_at>#<id>`).
     return { activities, ...(hasMore && last ? { next: `${last.created_at}#${last.id}` } : {}) };

@@ -67,6 +67,7 @@ import {
   OrganizationArchiveResponse,
   OrganizationCustomFieldsResponse,
   OrganizationDeleteResponse,
+  AccountDeleteResponse,
   OrganizationGetByIdsResponse,
   OrganizationGetResponse,
   OrganizationMergeRecord,
@@ -216,6 +217,7 @@ const audienceExample = {
   name: 'Slipping subscribers',
   public_name: 'News and updates',
   public_description: 'We will send you news and updates',
+  template_id: '000000000000000000000000',
   exit_selection: '',
   new_exit_criteria_filter: null,
   ds_destinations: null,
@@ -311,10 +313,16 @@ function lifecycle(
 ): Endpoint {
   const singular = { people: 'person', organizations: 'organization', accounts: 'account' }[names];
   const text = LIFECYCLE_TEXT[action]({ plural: names, singular });
-  const noun = names === 'people' ? 'contacts' : 'organizations';
+  // As recorded: the accounts delete answers the accounts names, archive and restore not.
+  const noun =
+    names === 'people'
+      ? 'contacts'
+      : names === 'accounts' && action === 'delete'
+        ? 'accounts'
+        : 'organizations';
   const accounts =
     names === 'accounts'
-      ? ` The organizations endpoint under the accounts names (the same operation and answer).`
+      ? ` The organizations endpoint under the accounts names (the same operation${noun === 'accounts' ? '; its answer says `scheduled_accounts` and `deleted_accounts`, as the real API’s does' : ' and answer, as the real API’s'}).`
       : '';
   return {
     tag,
@@ -847,9 +855,15 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     tag: 'Activities',
     summary: 'A person’s activities',
     description:
-      'A person’s activities, newest first, in pages (`cursor_id`), optionally of some definitions only (`activities`).',
+      'A person’s activities, newest first, in the real API’s shape: optionally of some definitions only (`activities`) and of a period (`timeframe`, `{"type": "last-7-days"}`, calendar periods in the instance’s time zone), paged by `offset` (`next_offset` of the previous page; continuing where a page ended costs the same at any depth) or `cursor_id`. Each activity’s `render_cmds` is its line in a feed.',
     request: PersonActivitiesRequest,
-    requestExample: { person_id: ids.person, limit: 20 },
+    requestExample: {
+      person_id: ids.person,
+      activities: ['act:cm:purchased'],
+      limit: 20,
+      offset: 0,
+      timeframe: { type: 'last-30-days' },
+    },
     responses: {
       200: {
         description: 'A page of activities',
@@ -860,10 +874,19 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
               id: ids.activity,
               field_id: 'act:cm:purchased',
               attr: { 'str:cm:item': 'Difference engine', 'int:cm:price': 24990 },
-              display: 'Purchased Difference engine',
               created_at: '2026-01-05T10:00:00.000Z',
+              render_cmds: [{ content: 'Purchased Difference engine' }],
+              display: 'Purchased Difference engine',
             },
           ],
+          meta: {
+            total_activities: 1,
+            field_ids: ['act:cm:purchased'],
+            has_more: false,
+            retention: { type: 'none', max_value: 0 },
+          },
+          offset: 0,
+          next_offset: 1,
           cursor_id: null,
           has_more: false,
         },
@@ -1098,12 +1121,7 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
     'restore',
     OrganizationRestoreResponse,
   ),
-  'DELETE /v1/accounts/delete': lifecycle(
-    'Accounts',
-    'accounts',
-    'delete',
-    OrganizationDeleteResponse,
-  ),
+  'DELETE /v1/accounts/delete': lifecycle('Accounts', 'accounts', 'delete', AccountDeleteResponse),
   'POST /v1/instance-schema/get': {
     tag: 'Instance',
     summary: 'Fields and activities of the instance',

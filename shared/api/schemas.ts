@@ -3,6 +3,7 @@ import { ID_PATTERN } from '../domain/ids.js';
 import { LocationInput } from '../domain/location.js';
 import { PersonRecord } from '../domain/people/merge-request.js';
 import { ActivityDefinition } from '../domain/instance-config.js';
+import { MAX_COUNTED_ACTIVITIES } from '../domain/people/person-activities.js';
 
 /**
  * The response bodies of the API, declared once: the OpenAPI document (`shared/api/endpoints.ts`)
@@ -275,13 +276,37 @@ export const PersonActivitiesResponse = z
           .string()
           .meta({ description: 'The activity definition (`act:cm:…`, `act::o`)' }),
         attr: z.record(z.string(), z.unknown()),
-        display: z.string().optional(),
+        created_at: z.string(),
+        render_cmds: z
+          .array(
+            z.object({
+              content: z.string(),
+              link: z.string().optional().meta({ description: 'A path of the console' }),
+            }),
+          )
+          .meta({ description: 'The activity’s line in a feed, part by part' }),
+        display: z.string().optional().meta({ description: 'A custom activity’s display text' }),
         value: z.number().optional(),
         location: z.record(z.string(), z.unknown()).optional(),
-        created_at: z.string(),
       }),
     ),
-    cursor_id: z.string().nullable(),
+    meta: z.object({
+      total_activities: z
+        .number()
+        .int()
+        .meta({
+          description: `The activities the request selects (counted up to ${MAX_COUNTED_ACTIVITIES})`,
+        }),
+      field_ids: z.array(z.string()).nullable().meta({ description: '`activities` as sent' }),
+      has_more: z.boolean(),
+      retention: z.object({ type: z.string(), max_value: z.number().int() }).meta({
+        description:
+          'How long activities are kept: `{"type": "none", "max_value": 0}`, until the person is erased',
+      }),
+    }),
+    offset: z.number().int(),
+    next_offset: z.number().int(),
+    cursor_id: z.string().nullable().meta({ description: 'The next page’s cursor, if any' }),
     has_more: z.boolean(),
   })
   .meta({ id: 'PersonActivitiesResponse', description: 'Newest first' });
@@ -587,18 +612,22 @@ export const SchemaField = z
     name: z.string(),
     display_type: z.string().meta({
       description:
-        '`text`, `email`, `link`, `long_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` for activities',
+        '`text`, `email`, `link`, `large_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` or `activity_template` for activities',
     }),
     liquid_name: z.string().optional().meta({
-      description: 'The variable transactional email templates read it by',
+      description:
+        'The variable transactional email templates read it by (`people.…`); organization fields as the real API names them (`account.…`), and the person’s organization `people.account`',
     }),
     read_only: z.literal(true).optional().meta({ description: 'Clients cannot write it' }),
   })
   .meta({ id: 'SchemaField' });
 
 export const SchemaActivity = SchemaField.extend({
-  display_type: z.literal('activity'),
-  attributes: z.record(z.string(), SchemaField),
+  display_type: z.enum(['activity', 'activity_template']).meta({
+    description:
+      '`activity_template` for activities shown from a template of their attributes (subscribing, unsubscribing, entering and leaving audiences, definitions with that display style)',
+  }),
+  attributes: z.array(SchemaField).meta({ description: 'Its attributes, in order' }),
 }).meta({ id: 'SchemaActivity', description: 'An activity definition and its attributes' });
 
 export const InstanceSchemaResponse = z
@@ -674,6 +703,15 @@ export const OrganizationDeleteResponse = z
   })
   .meta({ id: 'OrganizationDeleteResponse' });
 
+/** `accounts/delete` answers the accounts names (as recorded; its archive and restore do not). */
+export const AccountDeleteResponse = z
+  .object({
+    scheduled_accounts: scheduled,
+    deleted_accounts: changed('deleted'),
+    request_id: backgroundId,
+  })
+  .meta({ id: 'AccountDeleteResponse' });
+
 /** What a background archive, restore or delete has changed so far (its answer's shape). */
 export const LifecycleProgress = z
   .union([
@@ -683,6 +721,7 @@ export const LifecycleProgress = z
     OrganizationArchiveResponse.omit({ request_id: true }),
     OrganizationRestoreResponse.omit({ request_id: true }),
     OrganizationDeleteResponse.omit({ request_id: true }),
+    AccountDeleteResponse.omit({ request_id: true }),
   ])
   .meta({
     id: 'LifecycleProgress',
@@ -743,6 +782,10 @@ export const AudienceEntrySchema = z
     name: z.string(),
     public_name: z.string(),
     public_description: z.string(),
+    template_id: z.string().meta({
+      description:
+        'The template the audience was made from: always the zero ID here (no audience templates)',
+    }),
     exit_selection: z.enum(['', 'filter']).meta({
       description: '`filter` when the audience has an exit filter',
     }),

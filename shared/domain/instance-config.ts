@@ -14,6 +14,7 @@ import {
 import { isCustomFieldName, parseFieldId, type FieldType } from './fields/field-id.js';
 import { ID_PATTERN } from './ids.js';
 import { REGIONS } from './regions.js';
+import { TIME_ZONES } from './timezones.js';
 import { parseWith } from './validation.js';
 
 /**
@@ -205,6 +206,11 @@ const InstanceShape = z.strictObject({
   name,
   region: z.enum(REGIONS).default('default'),
   plan: z.enum(PLANS).default('free'),
+  /** The zone of a `dtz` date sent without one (one of the spec's time zones; absent: UTC). */
+  timezone: z
+    .string()
+    .refine((zone) => TIME_ZONES.has(zone), 'expected one of the time zones of the API')
+    .optional(),
   transactional_email: z.boolean().default(false),
   sending_domains: z
     .array(z.string().regex(/^(?=.{1,253}$)([a-z0-9-]+\.)+[a-z]{2,}$/i, 'expected a domain name'))

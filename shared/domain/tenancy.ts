@@ -130,8 +130,11 @@ function catalogsOf(instance: InstanceSchema): Pick<Tenant, 'personFields' | 'or
   let entry = catalogs.get(instance);
   if (!entry) {
     entry = {
-      personFields: FieldCatalog.forPerson(instance.person_fields),
-      organizationFields: FieldCatalog.forOrganization(instance.organization_fields),
+      personFields: FieldCatalog.forPerson(instance.person_fields, instance.timezone),
+      organizationFields: FieldCatalog.forOrganization(
+        instance.organization_fields,
+        instance.timezone,
+      ),
     };
     catalogs.set(instance, entry);
   }

@@ -34,7 +34,13 @@ import { hashApiKey } from '../domain/api-keys.js';
 import { createHash } from 'node:crypto';
 import { RateLimiter, rateLimitOf, type RateLimit } from '../domain/rate-limit.js';
 import { logger } from '../lib/logger.js';
-import { cursorCodec, type CursorCodec } from '../domain/cursor.js';
+import {
+  issuedCursors,
+  memoryCursorStore,
+  type CursorCodec,
+  type CursorStore,
+} from '../domain/cursor.js';
+import { DynamoCursorStore } from '../adapters/cursor-store.js';
 import { TtlCache } from '../lib/ttl-cache.js';
 import { VersionWatch } from '../lib/version-watch.js';
 import { createKeyWrapper } from '../adapters/key-wrappers.js';
@@ -84,6 +90,9 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
   const idempotency = env.REQUESTS_TABLE
     ? new DynamoIdempotencyStore(db, env.REQUESTS_TABLE)
     : undefined;
+  const cursorStore: CursorStore = env.REQUESTS_TABLE
+    ? new DynamoCursorStore(db, env.REQUESTS_TABLE)
+    : memoryCursorStore();
   const charge = async (tenant: Tenant, elapsedMs: number, tokens = 0) => {
     const extra = extraCost(elapsedMs, env.CDP_REQUEST_COST_MS) + tokens;
     if (!limiter || extra === 0) return;
@@ -107,8 +116,9 @@ export function createApiRuntime(env: ApiEnv = readEnv(ApiEnv)) {
     chargeTokens: (tenant: Tenant, tokens: number) => charge(tenant, 0, tokens),
     config,
     signingKeys,
-    cursors: async (instanceId: string): Promise<CursorCodec> =>
-      cursorCodec(await signingKeys(), instanceId),
+    /** The cursors of one listing (`person/get`, …) of an instance. */
+    cursors: async (instanceId: string, listing: string): Promise<CursorCodec> =>
+      issuedCursors(await signingKeys(), instanceId, listing, cursorStore),
   };
 }
 

@@ -159,6 +159,8 @@ export function ingestPorts(stores: IngestStores): IngestPorts {
         ),
       'organizations-delete': (body, tenant, queued) =>
         applyLifecycleJob('organizations-delete', body, tenant, queued, lifecycle('organizations')),
+      'accounts-delete': (body, tenant, queued) =>
+        applyLifecycleJob('accounts-delete', body, tenant, queued, lifecycle('organizations')),
     },
   };
 }

@@ -267,7 +267,10 @@ describe('POST /v1/accounts/get', () => {
     const { organizations, ...rest } = same.body;
     const { accounts, ...restOfAccounts } = first.body;
     expect(organizations).toEqual(accounts);
-    expect({ ...rest, request_id: '' }).toEqual({ ...restOfAccounts, request_id: '' });
+    // Each answer names its own cursor (24 hexadecimal characters, as the real API's).
+    expect(rest.cursor_id).toMatch(/^[0-9a-f]{24}$/);
+    expect(restOfAccounts.cursor_id).toMatch(/^[0-9a-f]{24}$/);
+    expect({ ...rest, cursor_id: '' }).toEqual({ ...restOfAccounts, cursor_id: '' });
   });
 
   it('takes a limit of 1 to 500, as the real API documents, naming limit beyond', async () => {

@@ -216,13 +216,16 @@ describe('POST /v1/instance-schema/get', () => {
       id: 'idt::o',
       name: 'Organization ID',
       display_type: 'id',
+      liquid_name: 'people.account',
       read_only: true,
     });
     expect(fieldsOfNamespace('')['act::c']).toMatchObject({
       id: 'act::c',
       name: 'Email clicked',
       display_type: 'activity',
-      attributes: { 'str::url': { id: 'str::url', name: 'URL', display_type: 'text' } },
+      attributes: expect.arrayContaining([
+        { id: 'str::url', name: 'URL', display_type: 'text' },
+      ]) as unknown,
     });
     expect(fieldsOfNamespace('cm')).toEqual({
       'str:cm:shoe-size': {
@@ -235,20 +238,26 @@ describe('POST /v1/instance-schema/get', () => {
         id: 'act:cm:bought',
         name: 'Bought',
         display_type: 'activity',
-        attributes: {
-          'str:cm:item': { id: 'str:cm:item', name: 'Item', display_type: 'text' },
-          'int:cm:price': { id: 'int:cm:price', name: 'Price', display_type: 'currency' },
-          'tme:cm:at': { id: 'tme:cm:at', name: 'At', display_type: 'time' },
-        },
+        attributes: [
+          { id: 'str:cm:item', name: 'Item', display_type: 'text' },
+          { id: 'int:cm:price', name: 'Price', display_type: 'currency' },
+          { id: 'tme:cm:at', name: 'At', display_type: 'time' },
+        ],
       },
     });
     expect(fieldsOfNamespace('o')['str:o:website']).toEqual({
       id: 'str:o:website',
       name: 'Website',
       display_type: 'link',
+      liquid_name: 'account.website',
     });
     expect(fieldsOfNamespace('oc')).toEqual({
-      'int:oc:revenue': { id: 'int:oc:revenue', name: 'Revenue', display_type: 'integer' },
+      'int:oc:revenue': {
+        id: 'int:oc:revenue',
+        name: 'Revenue',
+        display_type: 'integer',
+        liquid_name: 'account.custom.revenue',
+      },
     });
   });
 
@@ -281,7 +290,7 @@ describe('POST /v1/instance-schema/get', () => {
             id: 'act:cm:signed-up',
             name: 'Signed up',
             display_type: 'activity',
-            attributes: {},
+            attributes: [],
           },
         },
       },

@@ -190,6 +190,49 @@ describe('person get-by-ids and activities', () => {
       has_more: false,
       cursor_id: null,
     });
+    expect(firstBody.cursor_id).toMatch(/^[0-9a-f]{24}$/);
+    // The real API's paging: by offset, `next_offset` and `meta`.
+    expect(first.body).toMatchObject({
+      meta: { total_activities: 4, field_ids: null, has_more: true },
+      offset: 0,
+      next_offset: 3,
+    });
+    const byOffset = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, limit: 3, offset: 3 },
+    });
+    expect(byOffset.body).toMatchObject({
+      activities: [
+        {
+          field_id: 'act::s-all',
+          render_cmds: [{ content: 'Subscribed to email' }, { content: '.' }],
+        },
+      ],
+      meta: { total_activities: 4, has_more: false },
+      offset: 3,
+      next_offset: 4,
+    });
+    // A period: everything happened today; nothing yesterday.
+    const today = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, timeframe: { type: 'today' }, activities: ['act::u-all'] },
+    });
+    expect(today.body).toMatchObject({ meta: { total_activities: 2, field_ids: ['act::u-all'] } });
+    const yesterday = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, timeframe: { type: 'yesterday' } },
+    });
+    expect(yesterday.body).toMatchObject({
+      activities: [],
+      meta: { total_activities: 0, has_more: false },
+      next_offset: 0,
+    });
+    const unknown = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: id, timeframe: { type: 'tomorrow' } },
+    });
+    expect(unknown.status).toBe(400);
+    expect(JSON.stringify(unknown.body)).toContain('timeframe');
     const filtered = await call('/v1/person/get/activities', {
       key,
       body: { person_id: id, activities: ['act::s-all'] },

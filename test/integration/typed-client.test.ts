@@ -182,7 +182,7 @@ describe('the typed client', () => {
     const erased = await client.DELETE('/v1/accounts/delete', {
       body: { inclusion_ids: [accountId] },
     });
-    expect(erased.data).toEqual({ scheduled_organizations: 0, deleted_organizations: 1 });
+    expect(erased.data).toEqual({ scheduled_accounts: 0, deleted_accounts: 1 });
   });
 
   it('creates and lists custom fields, tags and activity definitions in the real shapes', async () => {

@@ -511,7 +511,7 @@ export interface paths {
         put?: never;
         /**
          * A person’s activities
-         * @description A person’s activities, newest first, in pages (`cursor_id`), optionally of some definitions only (`activities`). Bodies over 1,048,576 bytes are refused (413).
+         * @description A person’s activities, newest first, in the real API’s shape: optionally of some definitions only (`activities`) and of a period (`timeframe`, `{"type": "last-7-days"}`, calendar periods in the instance’s time zone), paged by `offset` (`next_offset` of the previous page; continuing where a page ended costs the same at any depth) or `cursor_id`. Each activity’s `render_cmds` is its line in a feed. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["personGetActivities"];
         delete?: never;
@@ -810,7 +810,7 @@ export interface paths {
         get?: never;
         /**
          * Archive accounts
-         * @description Archived accounts leave listings, name searches and `total_organizations`, keep their key claims (a merge that finds one is `invalid`) and their people. Restore brings them back. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         * @description Archived accounts leave listings, name searches and `total_organizations`, keep their key claims (a merge that finds one is `invalid`) and their people. Restore brings them back. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer, as the real API’s). Bodies over 1,048,576 bytes are refused (413).
          */
         put: operations["accountsArchive"];
         post?: never;
@@ -830,7 +830,7 @@ export interface paths {
         get?: never;
         /**
          * Restore archived accounts
-         * @description Puts archived accounts back into listings, searches and counters. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         * @description Puts archived accounts back into listings, searches and counters. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer, as the real API’s). Bodies over 1,048,576 bytes are refused (413).
          */
         put: operations["accountsRestore"];
         post?: never;
@@ -852,7 +852,7 @@ export interface paths {
         post?: never;
         /**
          * Delete archived accounts (erasure)
-         * @description Deletes archived accounts that have no people (one that still has people is a 400 naming it): the account, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_organizations` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_organizations` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation and answer). Bodies over 1,048,576 bytes are refused (413).
+         * @description Deletes archived accounts that have no people (one that still has people is a 400 naming it): the account, its key claims and its count; an audit entry without personal data is kept. The body is JSON, as with every call. With `inclusion_ids` the records are changed before the answer: every ID is checked first (an unknown one, or one of another instance, is a 400 naming it, and nothing changes), records already so are left alone and not counted, and `scheduled_accounts` is 0. With `all_rows_selected` the request runs in the background: the answer comes at once with `scheduled_accounts` (how many it is about to change) and a `request_id`, and `POST /v1/async/get` shows its `progress`, then its `result` (this answer). The organizations endpoint under the accounts names (the same operation; its answer says `scheduled_accounts` and `deleted_accounts`, as the real API’s does). Bodies over 1,048,576 bytes are refused (413).
          */
         delete: operations["accountsDelete"];
         options?: never;
@@ -1654,6 +1654,11 @@ export interface components {
             scheduled_organizations: number;
             /** @description How many records this call deleted (a background request: 0 until it is done) */
             deleted_organizations: number;
+        } | {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_accounts: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_accounts: number;
         };
         ActivityDefinitionResponse: {
             activity: {
@@ -1833,13 +1838,35 @@ export interface components {
                 attr: {
                     [key: string]: unknown;
                 };
+                created_at: string;
+                /** @description The activity’s line in a feed, part by part */
+                render_cmds: {
+                    content: string;
+                    /** @description A path of the console */
+                    link?: string;
+                }[];
+                /** @description A custom activity’s display text */
                 display?: string;
                 value?: number;
                 location?: {
                     [key: string]: unknown;
                 };
-                created_at: string;
             }[];
+            meta: {
+                /** @description The activities the request selects (counted up to 1000) */
+                total_activities: number;
+                /** @description `activities` as sent */
+                field_ids: string[] | null;
+                has_more: boolean;
+                /** @description How long activities are kept: `{"type": "none", "max_value": 0}`, until the person is erased */
+                retention: {
+                    type: string;
+                    max_value: number;
+                };
+            };
+            offset: number;
+            next_offset: number;
+            /** @description The next page’s cursor, if any */
             cursor_id: string | null;
             has_more: boolean;
         };
@@ -1941,25 +1968,27 @@ export interface components {
         SchemaActivity: {
             id: string;
             name: string;
-            /** @constant */
-            display_type: "activity";
-            /** @description The variable transactional email templates read it by */
+            /**
+             * @description `activity_template` for activities shown from a template of their attributes (subscribing, unsubscribing, entering and leaving audiences, definitions with that display style)
+             * @enum {string}
+             */
+            display_type: "activity" | "activity_template";
+            /** @description The variable transactional email templates read it by (`people.…`); organization fields as the real API names them (`account.…`), and the person’s organization `people.account` */
             liquid_name?: string;
             /**
              * @description Clients cannot write it
              * @constant
              */
             read_only?: true;
-            attributes: {
-                [key: string]: components["schemas"]["SchemaField"];
-            };
+            /** @description Its attributes, in order */
+            attributes: components["schemas"]["SchemaField"][];
         };
         SchemaField: {
             id: string;
             name: string;
-            /** @description `text`, `email`, `link`, `long_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` for activities */
+            /** @description `text`, `email`, `link`, `large_text`, `integer`, `decimal`, `currency`, `bool`, `date`, `time`, `geo`, `phone`, `id`; `activity` or `activity_template` for activities */
             display_type: string;
-            /** @description The variable transactional email templates read it by */
+            /** @description The variable transactional email templates read it by (`people.…`); organization fields as the real API names them (`account.…`), and the person’s organization `people.account` */
             liquid_name?: string;
             /**
              * @description Clients cannot write it
@@ -2051,6 +2080,14 @@ export interface components {
             /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
             request_id?: string;
         };
+        AccountDeleteResponse: {
+            /** @description How many records a background request (`all_rows_selected`) is about to change; 0 with `inclusion_ids` */
+            scheduled_accounts: number;
+            /** @description How many records this call deleted (a background request: 0 until it is done) */
+            deleted_accounts: number;
+            /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
+            request_id?: string;
+        };
         AudienceEntry: {
             /** @description The audience ID (24 hexadecimal characters) */
             id: string;
@@ -2091,6 +2128,8 @@ export interface components {
             name: string;
             public_name: string;
             public_description: string;
+            /** @description The template the audience was made from: always the zero ID here (no audience templates) */
+            template_id: string;
             /**
              * @description `filter` when the audience has an exit filter
              * @enum {string}
@@ -4144,13 +4183,26 @@ export interface operations {
                 /**
                  * @example {
                  *       "person_id": "66a1f0c2e4b0a1b2c3d4e5f6",
-                 *       "limit": 20
+                 *       "activities": [
+                 *         "act:cm:purchased"
+                 *       ],
+                 *       "limit": 20,
+                 *       "offset": 0,
+                 *       "timeframe": {
+                 *         "type": "last-30-days"
+                 *       }
                  *     }
                  */
                 "application/json": {
                     person_id: string;
                     /** @default 50 */
                     limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    timeframe?: {
+                        /** @enum {string} */
+                        type: "today" | "yesterday" | "last-24-hours" | "last-7-days" | "last-14-days" | "last-30-days" | "this-week" | "this-month" | "last-month" | "this-quarter" | "last-quarter" | "this-year" | "all";
+                    };
                     cursor_id?: string;
                     activities?: string[];
                 };
@@ -4175,10 +4227,28 @@ export interface operations {
                      *             "str:cm:item": "Difference engine",
                      *             "int:cm:price": 24990
                      *           },
-                     *           "display": "Purchased Difference engine",
-                     *           "created_at": "2026-01-05T10:00:00.000Z"
+                     *           "created_at": "2026-01-05T10:00:00.000Z",
+                     *           "render_cmds": [
+                     *             {
+                     *               "content": "Purchased Difference engine"
+                     *             }
+                     *           ],
+                     *           "display": "Purchased Difference engine"
                      *         }
                      *       ],
+                     *       "meta": {
+                     *         "total_activities": 1,
+                     *         "field_ids": [
+                     *           "act:cm:purchased"
+                     *         ],
+                     *         "has_more": false,
+                     *         "retention": {
+                     *           "type": "none",
+                     *           "max_value": 0
+                     *         }
+                     *       },
+                     *       "offset": 0,
+                     *       "next_offset": 1,
                      *       "cursor_id": null,
                      *       "has_more": false
                      *     }
@@ -5250,11 +5320,11 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "scheduled_organizations": 0,
-                     *       "deleted_organizations": 1
+                     *       "scheduled_accounts": 0,
+                     *       "deleted_accounts": 1
                      *     }
                      */
-                    "application/json": components["schemas"]["OrganizationDeleteResponse"];
+                    "application/json": components["schemas"]["AccountDeleteResponse"];
                 };
             };
             400: components["responses"]["Error400"];
@@ -5389,6 +5459,7 @@ export interface operations {
                      *       "name": "Slipping subscribers",
                      *       "public_name": "News and updates",
                      *       "public_description": "We will send you news and updates",
+                     *       "template_id": "000000000000000000000000",
                      *       "exit_selection": "",
                      *       "new_exit_criteria_filter": null,
                      *       "ds_destinations": null,
@@ -5518,6 +5589,7 @@ export interface operations {
                      *       "name": "Slipping subscribers",
                      *       "public_name": "News and updates",
                      *       "public_description": "We will send you news and updates",
+                     *       "template_id": "000000000000000000000000",
                      *       "exit_selection": "",
                      *       "new_exit_criteria_filter": null,
                      *       "ds_destinations": null,
@@ -5634,6 +5706,7 @@ export interface operations {
                      *       "name": "Slipping subscribers",
                      *       "public_name": "News and updates",
                      *       "public_description": "We will send you news and updates",
+                     *       "template_id": "000000000000000000000000",
                      *       "exit_selection": "",
                      *       "new_exit_criteria_filter": null,
                      *       "ds_destinations": null,
@@ -5750,6 +5823,7 @@ export interface operations {
                      *       "name": "Slipping subscribers",
                      *       "public_name": "News and updates",
                      *       "public_description": "We will send you news and updates",
+                     *       "template_id": "000000000000000000000000",
                      *       "exit_selection": "",
                      *       "new_exit_criteria_filter": null,
                      *       "ds_destinations": null,
@@ -5930,6 +6004,7 @@ export interface operations {
                      *         "name": "Slipping subscribers",
                      *         "public_name": "News and updates",
                      *         "public_description": "We will send you news and updates",
+                     *         "template_id": "000000000000000000000000",
                      *         "exit_selection": "",
                      *         "new_exit_criteria_filter": null,
                      *         "ds_destinations": null,

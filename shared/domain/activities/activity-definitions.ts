@@ -23,12 +23,13 @@ export function compileDefinition(config: StoredActivityDefinition): CompiledDef
 /**
  * Reads an activity's attributes with the types of its definition. Attributes the
  * definition does not have are dropped; `int::v` is kept as the conversion value only when
- * the definition enables it. A wrong value is a `FieldValueError` naming the attribute (an
+ * the definition enables it; a date without a zone takes `timeZone`. A wrong value is a `FieldValueError` naming the attribute (an
  * invalid time zone, as everywhere, the spec's 500).
  */
 export function parseAttributes(
   definition: CompiledDefinition,
   attributes: Record<string, unknown>,
+  timeZone?: string,
 ): { values: Record<string, FieldValue>; conversionValue?: number } {
   const values: Record<string, FieldValue> = {};
   let conversionValue: number | undefined;
@@ -40,7 +41,7 @@ export function parseAttributes(
     }
     const attribute = definition.attributes.get(id);
     if (!attribute || raw === null) continue;
-    values[id] = parseFieldValue(id, attribute.type, raw, undefined);
+    values[id] = parseFieldValue(id, attribute.type, raw, undefined, timeZone);
   }
   return { values, ...(conversionValue === undefined ? {} : { conversionValue }) };
 }

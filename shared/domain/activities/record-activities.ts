@@ -582,7 +582,7 @@ function prepareActivity(
   }
   let attributes: ReturnType<typeof parseAttributes>;
   try {
-    attributes = parseAttributes(definition, input.attributes ?? {});
+    attributes = parseAttributes(definition, input.attributes ?? {}, tenant.instance.timezone);
   } catch (error) {
     if (error instanceof FieldValueError) return { error: `${where}.attributes.${error.message}` };
     throw error;

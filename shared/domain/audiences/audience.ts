@@ -249,6 +249,9 @@ export function newBuild(version: number, at: string): AudienceBuild {
   };
 }
 
+/** The `template_id` of an audience made from no template. */
+export const NO_TEMPLATE = '000000000000000000000000';
+
 /** One entry of `audiences/get`, in the recorded shape (docs/api.md, Audiences). */
 export function audienceEntry(
   audience: Audience,
@@ -286,6 +289,8 @@ export function audienceEntry(
     name: audience.name,
     public_name: audience.public_name,
     public_description: audience.public_description,
+    // Audiences here are not made from templates: the zero ID, as for `data_source_id`.
+    template_id: NO_TEMPLATE,
     exit_selection: audience.exit_filter ? ('filter' as const) : ('' as const),
     new_exit_criteria_filter: withFilter ? (audience.exit_filter ?? null) : null,
     ds_destinations: null,

@@ -123,6 +123,8 @@ export class FieldCatalog {
     readonly kind: 'person' | 'organization',
     builtIns: readonly FieldDefinition[],
     custom: readonly CustomFieldConfig[],
+    /** The instance's zone, given to dates sent without one. */
+    readonly timeZone?: string,
   ) {
     const customNamespace: FieldNamespace = kind === 'person' ? 'cm' : 'oc';
     const entries = new Map(builtIns.map((field) => [field.id, field]));
@@ -150,12 +152,15 @@ export class FieldCatalog {
     this.byId = entries;
   }
 
-  static forPerson(custom: readonly CustomFieldConfig[] = []): FieldCatalog {
-    return new FieldCatalog('person', PERSON_BUILT_INS, custom);
+  static forPerson(custom: readonly CustomFieldConfig[] = [], timeZone?: string): FieldCatalog {
+    return new FieldCatalog('person', PERSON_BUILT_INS, custom, timeZone);
   }
 
-  static forOrganization(custom: readonly CustomFieldConfig[] = []): FieldCatalog {
-    return new FieldCatalog('organization', ORGANIZATION_BUILT_INS, custom);
+  static forOrganization(
+    custom: readonly CustomFieldConfig[] = [],
+    timeZone?: string,
+  ): FieldCatalog {
+    return new FieldCatalog('organization', ORGANIZATION_BUILT_INS, custom, timeZone);
   }
 
   get(id: string): FieldDefinition | undefined {
@@ -201,7 +206,7 @@ export class FieldCatalog {
 
   /** One non-null value of a field, as stored; a select field's must be among its options. */
   private parseValue(field: FieldDefinition, value: unknown): FieldValue {
-    const parsed = parseFieldValue(field.id, field.type, value, field.format);
+    const parsed = parseFieldValue(field.id, field.type, value, field.format, this.timeZone);
     const { options } = field;
     if (options) {
       // Options belong to `str` (single select) and `sst` (multi-select) fields only.

@@ -90,7 +90,15 @@ export const MAX_SET_ITEMS = 100;
 /** An object field's value in UTF-8 JSON (the real API's limit). */
 export const MAX_OBJECT_BYTES = 15_000;
 
-type Parser = (fieldId: string, value: unknown, format?: StringFormat) => FieldValue;
+type Parser = (
+  fieldId: string,
+  value: unknown,
+  format?: StringFormat,
+  timeZone?: string,
+) => FieldValue;
+
+/** The zone of a date sent without one when the instance sets none (instance `timezone`). */
+export const DEFAULT_TIME_ZONE = 'UTC';
 export type StringFormat = 'email' | 'url' | 'language';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -186,14 +194,19 @@ function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
-const parseDtz: Parser = (fieldId, value) => {
+/**
+ * A date may come without `timezone` (real clients send birthdays so): it takes the
+ * instance's zone. A `timezone` that is there must be one of the spec's.
+ */
+const parseDtz: Parser = (fieldId, value, _format, timeZone = DEFAULT_TIME_ZONE) => {
   if (!isPlainObject(value)) {
     throw new FieldValueError(
       fieldId,
       `expected a date object {year, month, day, timezone}, got ${describe(value)}`,
     );
   }
-  const { year, month, day, timezone } = value;
+  const { year, month, day } = value;
+  const timezone = value.timezone === undefined ? timeZone : value.timezone;
   for (const [member, part] of [
     ['year', year],
     ['month', month],
@@ -376,20 +389,24 @@ const PARSERS: Record<FieldType, Parser> = {
   obj: parseObj,
 };
 
-/** Validates one non-null value of a field of the given type and returns it as stored. */
+/**
+ * Validates one non-null value of a field of the given type and returns it as stored;
+ * `timeZone` is the instance's, given to a date sent without one.
+ */
 export function parseFieldValue(
   fieldId: string,
   type: FieldType,
   value: unknown,
   format?: StringFormat,
+  timeZone?: string,
 ): FieldValue {
-  return PARSERS[type](fieldId, value, format);
+  return PARSERS[type](fieldId, value, format, timeZone);
 }
 
 /** What a value of each type looks like, for error messages and documentation. */
 export const TYPE_DESCRIPTIONS: Record<FieldType, string> = {
   bol: 'true or false',
-  dtz: 'a date object {year, month, day, timezone}',
+  dtz: 'a date object {year, month, day, timezone?}',
   tme: 'an ISO 8601 timestamp with date, time and zone',
   geo: 'an object {name}',
   int: 'a whole number (decimals and currency multiplied by 1000)',

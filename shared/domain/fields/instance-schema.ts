@@ -3,6 +3,7 @@ import { compileDefinition } from '../activities/activity-definitions.js';
 import { EMAIL_ACTIVITIES } from '../email/email-activities.js';
 import { liquidName } from '../email/liquid.js';
 import { ATTRIBUTE_KINDS, type AttributeKind } from '../instance-config.js';
+import { ENTER_ACTIVITY, EXIT_ACTIVITY } from '../audiences/membership.js';
 import { FIELD_CHANGED, PERMISSION_ACTIVITIES } from '../people/person.js';
 import type { Tenant } from '../tenancy.js';
 import type { FieldDefinition } from './field-catalog.js';
@@ -33,8 +34,9 @@ export interface SchemaField {
   read_only?: true;
 }
 
+/** An activity: `display_type` `activity` or `activity_template`, its attributes in order. */
 export interface SchemaActivity extends SchemaField {
-  attributes: Record<string, SchemaField>;
+  attributes: SchemaField[];
 }
 
 export interface SchemaNamespace {
@@ -82,22 +84,49 @@ const BUILT_IN_ACTIVITIES: { id: string; name: string; attributes: [string, stri
   })),
   // Recorded when a field with `track_changes` changes (`old` and `new` hold its values).
   { id: FIELD_CHANGED, name: 'Field changed', attributes: [['str::field-id', 'Field']] },
+  ...[
+    { id: ENTER_ACTIVITY, name: 'Entered audience' },
+    { id: EXIT_ACTIVITY, name: 'Exited audience' },
+  ].map((activity) => ({
+    ...activity,
+    attributes: [
+      ['idt::a', 'Id'],
+      ['str::name', 'Name'],
+    ] as [string, string][],
+  })),
 ];
+
+/**
+ * Built-in activities the real API names `activity_template` (shown from a template of their
+ * attributes, as recorded: subscribing, unsubscribing, entering and leaving audiences).
+ */
+const TEMPLATE_ACTIVITIES: ReadonlySet<string> = new Set([
+  PERMISSION_ACTIVITIES.emailSubscribed.activity,
+  PERMISSION_ACTIVITIES.emailUnsubscribed.activity,
+  ENTER_ACTIVITY,
+  EXIT_ACTIVITY,
+]);
 
 function schemaField(field: FieldDefinition, person: boolean): SchemaField {
   const displayType =
     field.displayType ??
     (field.format ? FORMAT_DISPLAY_TYPES[field.format] : TYPE_DISPLAY_TYPES[field.type]);
-  // Templates see the fields a person stores (and `people.id`); organizations have none.
+  // Templates see the fields a person stores (and `people.id`); organization fields and the
+  // person's organization are named as the real API names them (`account.<name>`,
+  // `people.account`).
   const liquid = !person
-    ? undefined
+    ? field.custom
+      ? `account.custom.${liquidName(field)}`
+      : `account.${liquidName(field)}`
     : field.id === 'str::person_id'
       ? 'people.id'
-      : !field.stored || field.id === 'idt::o'
-        ? undefined
-        : field.custom
-          ? `people.custom.${liquidName(field)}`
-          : `people.${liquidName(field)}`;
+      : field.id === 'idt::o'
+        ? 'people.account'
+        : !field.stored
+          ? undefined
+          : field.custom
+            ? `people.custom.${liquidName(field)}`
+            : `people.${liquidName(field)}`;
   return {
     id: field.id,
     name: field.label,
@@ -133,11 +162,9 @@ export function describeInstance(tenant: Tenant): Record<FieldNamespace, SchemaN
     namespaces[''].fields[activity.id] = {
       id: activity.id,
       name: activity.name,
-      display_type: 'activity',
       read_only: true,
-      attributes: Object.fromEntries(
-        activity.attributes.map(([id, name]) => [id, attributeField(id, name)]),
-      ),
+      display_type: TEMPLATE_ACTIVITIES.has(activity.id) ? 'activity_template' : 'activity',
+      attributes: activity.attributes.map(([id, name]) => attributeField(id, name)),
     };
   }
   // Archived definitions (`definitions/activity/delete`) are no longer offered.
@@ -146,15 +173,11 @@ export function describeInstance(tenant: Tenant): Record<FieldNamespace, SchemaN
     namespaces.cm.fields[definition.id] = {
       id: definition.id,
       name: definition.name,
-      display_type: 'activity',
-      attributes: Object.fromEntries(
-        definition.attributes
-          .filter((attribute) => compiled.attributes.has(attribute.id))
-          .map((attribute) => [
-            attribute.id,
-            attributeField(attribute.id, attribute.name, attribute.kind),
-          ]),
-      ),
+      display_type:
+        definition.display_style?.type === 'activity_template' ? 'activity_template' : 'activity',
+      attributes: definition.attributes
+        .filter((attribute) => compiled.attributes.has(attribute.id))
+        .map((attribute) => attributeField(attribute.id, attribute.name, attribute.kind)),
     };
   }
   return namespaces;

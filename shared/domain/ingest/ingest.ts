@@ -122,6 +122,7 @@ export interface QueuedAnswers {
   'organizations-archive': Queued<LifecycleAnswer<'organizations', 'archive'>>;
   'organizations-restore': Queued<LifecycleAnswer<'organizations', 'restore'>>;
   'organizations-delete': Queued<LifecycleAnswer<'organizations', 'delete'>>;
+  'accounts-delete': Queued<LifecycleAnswer<'accounts', 'delete'>>;
 }
 
 function queuedAnswer<K extends RequestKind>(
@@ -157,6 +158,7 @@ function queuedAnswer<K extends RequestKind>(
     'organizations-archive': scheduled('organizations', 'archive'),
     'organizations-restore': scheduled('organizations', 'restore'),
     'organizations-delete': scheduled('organizations', 'delete'),
+    'accounts-delete': scheduled('accounts', 'delete'),
   };
   return answers[kind]();
 }
@@ -252,6 +254,7 @@ const ID_MEMBERS: Record<RequestKind, string> = {
   'organizations-archive': 'organization_id',
   'organizations-restore': 'organization_id',
   'organizations-delete': 'organization_id',
+  'accounts-delete': 'account_id',
 };
 
 /** Errors the request itself causes: applying it again cannot succeed. */

@@ -21,6 +21,8 @@ export const LIFECYCLE_KINDS = [
   'organizations-archive',
   'organizations-restore',
   'organizations-delete',
+  // `DELETE /v1/accounts/delete` (its answer's names).
+  'accounts-delete',
 ] as const;
 export type LifecycleKind = (typeof LIFECYCLE_KINDS)[number];
 export const REQUEST_KINDS = [
@@ -44,7 +46,11 @@ export function lifecycleOf(kind: LifecycleKind): {
   action: LifecycleAction;
 } {
   const [subject, action] = kind.split('-') as [string, LifecycleAction];
-  return { subject: subject === 'person' ? 'people' : 'organizations', action };
+  return {
+    subject:
+      subject === 'person' ? 'people' : subject === 'accounts' ? 'accounts' : 'organizations',
+    action,
+  };
 }
 export type RequestState = 'queued' | 'processing' | 'done' | 'failed';
 

@@ -42,7 +42,9 @@ function contextOf<S extends LifecycleSubject, A extends LifecycleAction>(
 }
 
 const kindOf = (subject: LifecycleSubject, action: LifecycleAction): LifecycleKind =>
-  `${subject === 'people' ? 'person' : 'organizations'}-${action}`;
+  subject === 'accounts' && action === 'delete'
+    ? 'accounts-delete'
+    : `${subject === 'people' ? 'person' : 'organizations'}-${action}`;
 
 /**
  * `PUT /v1/person/archive` and the rest: `inclusion_ids` are changed before the answer;

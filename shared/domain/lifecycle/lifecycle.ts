@@ -15,7 +15,12 @@ import { runBounded } from '../../lib/bounded.js';
  * (the ingest worker runs it page by page, resumable, see `runLifecycleJob`).
  */
 export type LifecycleAction = 'archive' | 'restore' | 'delete';
-export type LifecycleSubject = 'people' | 'organizations';
+/**
+ * Whom an action applies to. `accounts` is organizations under the accounts names, whose
+ * delete answers `scheduled_accounts` and `deleted_accounts` (as recorded; the accounts
+ * archive and restore answer the organizations names, so they use `organizations`).
+ */
+export type LifecycleSubject = 'people' | 'organizations' | 'accounts';
 export type RecordState = 'active' | 'archived';
 
 export const MAX_INCLUSION_IDS = 100;
@@ -71,7 +76,7 @@ export const LifecycleRequest = z
   });
 export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 
-const NOUNS = { people: 'contacts', organizations: 'organizations' } as const;
+const NOUNS = { people: 'contacts', organizations: 'organizations', accounts: 'accounts' } as const;
 const VERBS = { archive: 'archived', restore: 'restored', delete: 'deleted' } as const;
 
 /**
@@ -176,7 +181,7 @@ export interface LifecycleContext<
 /** How many records of one request are written at once. */
 const CONCURRENCY = 8;
 
-const nounOf = (subject: LifecycleSubject) => (subject === 'people' ? 'people' : 'organizations');
+const nounOf = (subject: LifecycleSubject) => (subject === 'people' ? 'people' : subject);
 
 /** Who an action applies to: active records are archived, archived ones restored or deleted. */
 export const sourceState = (action: LifecycleAction): RecordState =>
@@ -255,7 +260,7 @@ export async function changeRecords<S extends LifecycleSubject, A extends Lifecy
 async function auditErasure(count: number, context: LifecycleContext) {
   await context.store.audit(context.instanceId, {
     action: 'delete',
-    subject: context.subject,
+    subject: context.subject === 'accounts' ? 'organizations' : context.subject,
     count,
     data_source: context.dataSource,
     request_id: context.requestId,

@@ -96,7 +96,7 @@ export async function getOrganizations(
   let after: string | undefined;
   let counted: number | undefined;
   if (request.cursor_id !== undefined) {
-    const cursor = cursors.decode(Cursor, request.cursor_id);
+    const cursor = await cursors.decode(Cursor, request.cursor_id);
     if (cursor.index !== index || cursor.order !== order || cursor.q !== q) {
       throw new ValidationError(
         'cursor_id: it belongs to a listing with other q or sort settings',
@@ -141,7 +141,7 @@ export async function getOrganizations(
     meta: { total_organizations: total, total_matches: matches ?? total },
     offset: request.offset,
     next_offset: request.offset + keys.length,
-    cursor_id: cursors.encode({
+    cursor_id: await cursors.encode({
       v: 2,
       index,
       order,

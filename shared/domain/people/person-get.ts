@@ -343,11 +343,17 @@ export async function getPeople(
     return person && person.archived_at === undefined ? [projectPerson(person, fields)] : [];
   });
   const counts = await totals;
-  const cursorId = cursors.encode(found.cursor);
+  const cursorId = await cursors.encode(found.cursor);
   const nextOffset = request.offset + found.ids.length;
   if (found.hasMore && request.cursor_id === undefined && ports.checkpoints) {
+    // The position keeps the signed state itself: it outlives the ID.
     const at = found.position ?? nextOffset;
-    await ports.checkpoints.save(instanceId, listing.fingerprint, at, cursorId);
+    await ports.checkpoints.save(
+      instanceId,
+      listing.fingerprint,
+      at,
+      cursors.signed.encode(found.cursor),
+    );
   }
   return {
     contacts,
@@ -377,13 +383,17 @@ async function startOf(
   cursors: CursorCodec,
 ): Promise<Start> {
   if (request.cursor_id !== undefined) {
-    return { cursor: cursors.decode(Cursor, request.cursor_id), skip: 0, at: request.offset };
+    return {
+      cursor: await cursors.decode(Cursor, request.cursor_id),
+      skip: 0,
+      at: request.offset,
+    };
   }
   if (request.offset === 0) return { skip: 0, at: 0 };
   const known = await checkpoints?.nearest(listing.instanceId, listing.fingerprint, request.offset);
   let cursor: Cursor | undefined;
   try {
-    cursor = known ? cursors.decode(Cursor, known.cursor) : undefined;
+    cursor = known ? cursors.signed.decode(Cursor, known.cursor) : undefined;
   } catch {
     // A position signed with a key retired since: as if there were none.
   }

@@ -139,7 +139,9 @@ export async function getDeliveries(
     from: request.from ?? null,
     to: request.to ?? null,
   };
-  const cursor = request.cursor_id ? ports.cursors.decode(Cursor, request.cursor_id) : undefined;
+  const cursor = request.cursor_id
+    ? await ports.cursors.decode(Cursor, request.cursor_id)
+    : undefined;
   if (
     cursor &&
     (cursor.webhook !== listing.webhook ||
@@ -165,7 +167,9 @@ export async function getDeliveries(
   });
   return {
     deliveries: page.attempts,
-    cursor_id: page.next ? ports.cursors.encode({ v: 1, ...listing, before: page.next }) : null,
+    cursor_id: page.next
+      ? await ports.cursors.encode({ v: 1, ...listing, before: page.next })
+      : null,
     has_more: page.next !== undefined,
   };
 }

@@ -150,10 +150,20 @@ describe('dtz', () => {
     );
   });
 
-  it('refuses a missing time zone as bad input', () => {
+  it("gives a date without a time zone the instance's zone, UTC when it sets none", () => {
+    const date = { year: 2024, month: 1, day: 1 };
+    expect(parseFieldValue('dtz::b', 'dtz', date)).toEqual({ ...date, timezone: 'UTC' });
+    expect(parseFieldValue('dtz::b', 'dtz', date, undefined, 'Australia/Sydney')).toEqual({
+      ...date,
+      timezone: 'Australia/Sydney',
+    });
+    // A zone that is there is the client's, right or wrong.
     expect(
-      problemOf(() => parseFieldValue('dtz::b', 'dtz', { year: 2024, month: 1, day: 1 })),
-    ).toMatch(/"timezone"/);
+      parseFieldValue('dtz::b', 'dtz', { ...date, timezone: 'Europe/Paris' }, undefined, 'UTC'),
+    ).toEqual({ ...date, timezone: 'Europe/Paris' });
+    expect(problemOf(() => parseFieldValue('dtz::b', 'dtz', { ...date, timezone: 7 }))).toMatch(
+      /"timezone"/,
+    );
   });
 
   test.prop([fc.string().filter((zone) => !TIME_ZONES.has(zone))])(

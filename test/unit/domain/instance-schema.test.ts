@@ -36,16 +36,33 @@ describe('getInstanceSchema', () => {
         id: 'act:cm:paid',
         name: 'Paid',
         display_type: 'activity',
-        attributes: {
-          'int:cm:amount': { id: 'int:cm:amount', name: 'Amount', display_type: 'decimal' },
-          'str:cm:link': { id: 'str:cm:link', name: 'Receipt', display_type: 'link' },
-        },
+        attributes: [
+          { id: 'int:cm:amount', name: 'Amount', display_type: 'decimal' },
+          { id: 'str:cm:link', name: 'Receipt', display_type: 'link' },
+        ],
       },
     });
     expect(namespaces.oc).toEqual({
       id: 'oc',
       org: true,
-      fields: { 'txt:oc:notes': { id: 'txt:oc:notes', name: 'Notes', display_type: 'large_text' } },
+      fields: {
+        'txt:oc:notes': {
+          id: 'txt:oc:notes',
+          name: 'Notes',
+          display_type: 'large_text',
+          liquid_name: 'account.custom.notes',
+        },
+      },
+    });
+    // Built-in organization fields are named as the real API names them.
+    expect(namespaces.o?.fields['str:o:name']).toEqual({
+      id: 'str:o:name',
+      name: 'Name',
+      display_type: 'text',
+      liquid_name: 'account.name',
+    });
+    expect(namespaces.o?.fields['str:o:postal']).toMatchObject({
+      liquid_name: 'account.postal-code',
     });
     const builtIn = namespaces['']?.fields ?? {};
     expect(builtIn['str::person_id']).toEqual({
@@ -57,10 +74,23 @@ describe('getInstanceSchema', () => {
     });
     // Write-only context messages have no template variable.
     expect(builtIn['str::u-ctx']).not.toHaveProperty('liquid_name');
-    expect(builtIn['act::u-all']).toMatchObject({
-      display_type: 'activity',
-      attributes: { 'str::u-ctx': { id: 'str::u-ctx', display_type: 'text' } },
+    // The person's organization, as recorded (`idt::o`, `people.account`).
+    expect(builtIn['idt::o']).toMatchObject({
+      id: 'idt::o',
+      read_only: true,
+      display_type: 'id',
+      liquid_name: 'people.account',
     });
+    // Subscribing and audience activities are templates, as recorded; email ones are not.
+    expect(builtIn['act::u-all']).toMatchObject({
+      display_type: 'activity_template',
+      attributes: [{ id: 'str::u-ctx', display_type: 'text' }],
+    });
+    expect(builtIn['act::enter-audience']).toMatchObject({
+      display_type: 'activity_template',
+      attributes: [{ id: 'idt::a' }, { id: 'str::name' }],
+    });
+    expect(builtIn['act::o']).toMatchObject({ display_type: 'activity' });
   });
 
   it('answers the namespaces asked, once each, leaving out unknown ones', () => {

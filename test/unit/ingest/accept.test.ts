@@ -146,6 +146,10 @@ const QUEUED: Record<RequestKind, { schema: string; answer: object }> = {
     schema: 'OrganizationDeleteResponse',
     answer: { scheduled_organizations: 1, deleted_organizations: 0 },
   },
+  'accounts-delete': {
+    schema: 'AccountDeleteResponse',
+    answer: { scheduled_accounts: 1, deleted_accounts: 0 },
+  },
 };
 
 describe('the answers of accepted requests', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { cursorCodec } from '../../../shared/domain/cursor.js';
+import { issuedCursors, memoryCursorStore } from '../../../shared/domain/cursor.js';
 import { ValidationError } from '../../../shared/domain/errors.js';
 import { newId } from '../../../shared/domain/ids.js';
 import {
@@ -24,7 +24,12 @@ const tenant = testTenant({
     { id: 'str:cm:plan', name: 'Plan' },
   ],
 });
-const cursors = cursorCodec(singleKeyring('secret'), tenant.instance.id);
+const cursors = issuedCursors(
+  singleKeyring('secret'),
+  tenant.instance.id,
+  'person/get',
+  memoryCursorStore(),
+);
 const PLANS = ['gold', 'silver', 'bronze'];
 const ORGANIZATION = 'a0a0a0a0a0a0a0a0a0a0a0a0';
 

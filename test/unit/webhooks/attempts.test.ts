@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { BatchedAttemptLog, attemptItem } from '../../../shared/adapters/delivery-store.js';
-import { cursorCodec } from '../../../shared/domain/cursor.js';
+import { issuedCursors, memoryCursorStore } from '../../../shared/domain/cursor.js';
 import { NotFoundError, ValidationError } from '../../../shared/domain/errors.js';
 import { singleKeyring } from '../../../shared/domain/signing-keys.js';
 import { parseWith } from '../../../shared/domain/validation.js';
@@ -13,6 +13,8 @@ import {
 } from '../../../shared/domain/webhooks/attempts.js';
 import type { Webhook } from '../../../shared/domain/webhooks/webhook.js';
 import { testTenant } from '../fixtures.js';
+
+const store = memoryCursorStore();
 
 const tenant = testTenant();
 const WEBHOOK = '0123456789abcdef01234567';
@@ -46,7 +48,7 @@ function portsFor() {
         return Promise.resolve({ attempts: [attempt(2), attempt(1)], next: 'position-1' });
       },
     },
-    cursors: cursorCodec(singleKeyring('secret'), tenant.instance.id),
+    cursors: issuedCursors(singleKeyring('secret'), tenant.instance.id, 'deliveries', store),
   };
   return { ports, queries };
 }
@@ -80,7 +82,10 @@ describe('webhooks/deliveries/get', () => {
       getDeliveries(request({ status: 'succeeded', cursor_id: cursor }), tenant, ports),
     ).rejects.toThrow(/^cursor_id: it was issued for another listing/);
     // Another instance cannot use it either.
-    const theirs = { ...ports, cursors: cursorCodec(singleKeyring('secret'), 'other') };
+    const theirs = {
+      ...ports,
+      cursors: issuedCursors(singleKeyring('secret'), 'other', 'deliveries', store),
+    };
     await expect(
       getDeliveries(
         request({ status: 'failed', from: '2026-11-24T00:00:00+01:00', cursor_id: cursor }),
