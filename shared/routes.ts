@@ -314,6 +314,11 @@ export const ROUTES: readonly RouteDefinition[] = [
       access: ['config:write'],
     }),
   ]),
+  // Deleting a custom field of either kind (the real API's one route); the audiences are read
+  // for filters that name it.
+  api('DELETE', '/v1/instances/custom-field/delete', 'custom-field-delete', {
+    access: ['config:write', 'audiences:read'],
+  }),
   // Tags and their counts; the counts' pending changes are applied first (a write).
   api('POST', '/v1/tags/get', 'tags-get', { access: ['config:read', 'people'] }),
   api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATION_LISTING),

@@ -36,6 +36,7 @@ export const AREA_GROUPS: Readonly<Record<string, FunctionGroup>> = {
   async: 'activities',
   definitions: 'activities',
   'instance-schema': 'activities',
+  instances: 'activities',
   audiences: 'audiences',
   audience: 'audiences',
 };

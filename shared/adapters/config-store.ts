@@ -25,6 +25,7 @@ import type {
   AddFieldOutcome,
   CustomFieldLimits,
   CustomFieldWriter,
+  DeleteFieldOutcome,
   UpdateFieldOutcome,
 } from '../domain/fields/custom-field-api.js';
 import type { DefinitionStore } from '../domain/activities/definition-create.js';
@@ -319,6 +320,9 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     limits: CustomFieldLimits,
   ): Promise<AddFieldOutcome> {
     return this.changeSchema<AddFieldOutcome>(instanceId, (item, schema, x) => {
+      const deletedAt = schema.deleted_fields?.[field.id];
+      if (deletedAt !== undefined)
+        return { answer: { kind: 'deleted', id: field.id, at: deletedAt } };
       const names = (item[FIELD_NAMES] ?? {}) as Record<string, string>;
       const list = schema[listOf(kind)];
       const taken = names[nameKey(kind, field.id)] ?? list.find((f) => f.id === field.id)?.id;
@@ -381,6 +385,44 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
           ...(tracking ? [`size(${x.name(TRACKED)}) < ${x.value(limits.tracked)}`] : []),
         ],
         answer: { kind: 'updated', field: next },
+      };
+    });
+  }
+
+  async deleteCustomField(
+    instanceId: string,
+    kind: CustomFieldKind,
+    fieldId: string,
+  ): Promise<DeleteFieldOutcome> {
+    return this.changeSchema<DeleteFieldOutcome>(instanceId, (item, schema, x) => {
+      const list = schema[listOf(kind)];
+      const index = list.findIndex((f) => f.id === fieldId);
+      const field = list[index];
+      const deletedAt = schema.deleted_fields?.[fieldId];
+      if (!field) return { answer: { kind: 'unknown', ...(deletedAt ? { deletedAt } : {}) } };
+      const mergingBy = schema.data_sources
+        .filter((source) => source.merge_by.includes(fieldId))
+        .map((source) => source.name);
+      if (field.unique || mergingBy.length > 0) {
+        return { answer: { kind: 'merge-key', dataSources: mergingBy } };
+      }
+      const entry = `${x.name('schema')}.${x.name(listOf(kind))}[${index}]`;
+      const deleted = `${x.name('schema')}.${x.name('deleted_fields')}`;
+      const at = new Date().toISOString();
+      const tracked = item[TRACKED] as Record<string, unknown> | undefined;
+      return {
+        set: [
+          schema.deleted_fields
+            ? `${deleted}.${x.name(fieldId)} = ${x.value(at)}`
+            : `${deleted} = ${x.value({ [fieldId]: at })}`,
+        ],
+        // The name stays registered (`field_names`): a create of it finds it deleted.
+        remove: [
+          entry,
+          ...(tracked?.[fieldId] !== undefined ? [`${x.name(TRACKED)}.${x.name(fieldId)}`] : []),
+        ],
+        conditions: [`${entry}.${x.name('id')} = ${x.value(fieldId)}`],
+        answer: { kind: 'deleted' },
       };
     });
   }

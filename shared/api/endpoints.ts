@@ -10,6 +10,7 @@ import {
   CustomFieldGetRequest,
   CustomFieldUpdateRequest,
 } from '../domain/fields/custom-fields.js';
+import { CustomFieldDeleteRequest } from '../domain/fields/custom-field-api.js';
 import { TagsGetRequest } from '../domain/people/tags.js';
 import { TransactionalGetRequest } from '../domain/email/email-status.js';
 import { EmailEntry, TransactionalSendRequest } from '../domain/email/send-request.js';
@@ -714,6 +715,15 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
         },
       },
     },
+  },
+  'DELETE /v1/instances/custom-field/delete': {
+    tag: 'Instance',
+    summary: 'Delete a custom field',
+    description:
+      'Deletes a custom person (`<type>:cm:<name>`) or organization (`<type>:oc:<name>`) field: it leaves the configuration at once in every function of the region (merges refuse it, filters and sorts no longer know it, listings, `custom-field/get` and `instance-schema/get` leave it out, templates render it empty). Its ID stays reserved: a create of the same name is a 400 naming `name`. The values records held stay with them, unread, and leave with them on erasure; a configuration file that names the field again brings it back with them. Refused with a 400 naming `field_id` while the field is a merge key (unique, or in a data source’s `merge_by`) or an audience’s filter names it. Answers `{}`.',
+    request: CustomFieldDeleteRequest,
+    requestExample: { field_id: 'str:cm:favourite-colour' },
+    responses: { 200: { description: 'Deleted', schema: EmptyResponse, example: {} } },
   },
   'PUT /v1/person/custom-field/update': {
     tag: 'People',

@@ -35,11 +35,16 @@ export function withApiCreated(file: InstanceSchema, stored: InstanceSchema | un
   ) => [...mine, ...theirs.filter((t) => t.source === 'api' && !mine.some((m) => same(m, t)))];
   const sameName = (a: { id: string }, b: { id: string }) =>
     fieldNameOf(a.id) === fieldNameOf(b.id);
+  // Fields deleted through the API stay deleted (their IDs reserved) unless the file names
+  // them again: the file wins, and brings the field back with the values records kept.
+  const named = new Set([...file.person_fields, ...file.organization_fields].map((f) => f.id));
+  const deleted = Object.entries(stored.deleted_fields ?? {}).filter(([id]) => !named.has(id));
   const merged: InstanceSchema = {
     ...file,
     person_fields: keep(file.person_fields, stored.person_fields, sameName),
     organization_fields: keep(file.organization_fields, stored.organization_fields, sameName),
     activities: keep(file.activities, stored.activities, (a, b) => a.id === b.id),
+    ...(deleted.length > 0 ? { deleted_fields: Object.fromEntries(deleted) } : {}),
   };
   for (const kind of ['person_fields', 'organization_fields'] as const) {
     if (merged[kind].length > MAX_CUSTOM_FIELDS) {

@@ -246,6 +246,11 @@ export const StoredInstance = InstanceShape.omit({
   activities: z.array(StoredActivityDefinition).default([]),
   /** Unique fields and where each stands (absent: none). Written by `apply`, not the file. */
   key_fields: z.record(z.string(), z.enum(KEY_FIELD_STATES)).optional(),
+  /**
+   * Custom fields deleted through the API (`instances/custom-field/delete`), by ID, with when:
+   * their IDs stay reserved (a create of the same name is refused) unless a file names them.
+   */
+  deleted_fields: z.record(z.string(), z.string()).optional(),
 });
 export type StoredInstance = z.infer<typeof StoredInstance>;
 export const StoredTemplate = z.union([Campaign, Asset]);

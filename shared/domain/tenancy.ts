@@ -48,6 +48,7 @@ export function instanceSchemaOf(config: InstanceConfig): InstanceSchema {
     name: config.name,
     region: config.region,
     plan: config.plan,
+    ...(config.timezone ? { timezone: config.timezone } : {}),
     transactional_email: config.transactional_email,
     sending_domains: config.sending_domains,
     data_sources: config.data_sources.map(({ api_key: _key, ...source }) => source),

@@ -1043,6 +1043,16 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
   'PUT /v1/person/custom-field/update': customFieldUpdate('str:cm:fuzz-select'),
   'PUT /v1/accounts/custom-field/update': customFieldUpdate('str:oc:fuzz-select'),
   'PUT /v1/organizations/custom-field/update': customFieldUpdate('str:oc:fuzz-select'),
+  'DELETE /v1/instances/custom-field/delete': {
+    base: () => ({ field_id: 'str:cm:fuzz-nobody' }),
+    members: [
+      {
+        name: 'field_id',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), longString(256, 2000), fc.constant('')),
+      },
+    ],
+  },
   'POST /v1/tags/get': {
     base: () => ({ q: 'fuzz' }),
     members: [{ name: 'q', invalid: fc.oneof(wrongType('string'), longString(256, 2000)) }],
@@ -1163,6 +1173,16 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
     members: [
       { name: 'person_id', required: true, invalid: notHexId },
       { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'offset', invalid: fc.oneof(wrongType('number'), fc.constant(-1), fc.constant(2.5)) },
+      {
+        name: 'timeframe',
+        invalid: fc.oneof(
+          fc.constant({ type: 'tomorrow' }),
+          fc.constant({}),
+          fc.constant('last-week'),
+          fc.constant(7),
+        ),
+      },
       { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(501, 3000)) },
       {
         name: 'activities',

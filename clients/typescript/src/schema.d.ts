@@ -420,6 +420,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/instances/custom-field/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a custom field
+         * @description Deletes a custom person (`<type>:cm:<name>`) or organization (`<type>:oc:<name>`) field: it leaves the configuration at once in every function of the region (merges refuse it, filters and sorts no longer know it, listings, `custom-field/get` and `instance-schema/get` leave it out, templates render it empty). Its ID stays reserved: a create of the same name is a 400 naming `name`. The values records held stay with them, unread, and leave with them on erasure; a configuration file that names the field again brings it back with them. Refused with a 400 naming `field_id` while the field is a merge key (unique, or in a data source’s `merge_by`) or an audience’s filter names it. Answers `{}`. Bodies over 1,048,576 bytes are refused (413).
+         */
+        delete: operations["instancesCustomFieldDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tags/get": {
         parameters: {
             query?: never;
@@ -3829,6 +3849,55 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["CustomFieldUpdateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    instancesCustomFieldDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field_id": "str:cm:favourite-colour"
+                 *     }
+                 */
+                "application/json": {
+                    field_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example {} */
+                    "application/json": components["schemas"]["Empty"];
                 };
             };
             400: components["responses"]["Error400"];

@@ -4,6 +4,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import { compileFilter, dependsOnTime, type FilterContext } from '../filters/filter.js';
 import { ID_PATTERN, newId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
+import { FieldCatalog, type CustomFieldConfig } from '../fields/field-catalog.js';
 import type { LiveAudience } from './membership.js';
 
 /**
@@ -205,6 +206,38 @@ export function liveOrHeld(audience: Audience, context: FilterContext): LiveAudi
     const why = error instanceof Error ? error.message : String(error);
     return { audience, entry: HELD, held: `its filter no longer compiles: ${why}` };
   }
+}
+
+/**
+ * The names of the audiences whose entry or exit filter names `fieldId`: those that compile
+ * with the instance's person fields and would not without that one.
+ */
+export function audiencesNaming(
+  audiences: readonly Audience[],
+  personFields: readonly CustomFieldConfig[],
+  fieldId: string,
+): string[] {
+  const withIt = FieldCatalog.forPerson(personFields);
+  const without = FieldCatalog.forPerson(personFields.filter((field) => field.id !== fieldId));
+  const compiles = (filter: unknown, fields: FieldCatalog) => {
+    try {
+      compileFilter(filter, { fields });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return audiences
+    .filter((audience) =>
+      [audience.filter, audience.exit_filter].some(
+        (filter) =>
+          filter !== undefined &&
+          filter !== null &&
+          compiles(filter, withIt) &&
+          !compiles(filter, without),
+      ),
+    )
+    .map((audience) => audience.name);
 }
 
 /** What the audience worker logs for a held audience (an alarm's metric filter matches it). */

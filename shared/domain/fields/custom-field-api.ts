@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { parseFieldId } from './field-id.js';
 import type { Tenant } from '../tenancy.js';
 import {
   MAX_CUSTOM_FIELDS,
@@ -29,11 +31,17 @@ export interface CustomFieldLimits {
 export type AddFieldOutcome =
   | { kind: 'added' }
   | { kind: 'name-taken'; id: string }
+  | { kind: 'deleted'; id: string; at: string }
   | { kind: 'full' }
   | { kind: 'tracked-full' };
 
 export type UpdateFieldOutcome =
   { kind: 'updated'; field: CustomFieldConfig } | { kind: 'unknown' } | { kind: 'tracked-full' };
+
+export type DeleteFieldOutcome =
+  | { kind: 'deleted' }
+  | { kind: 'unknown'; deletedAt?: string }
+  | { kind: 'merge-key'; dataSources: string[] };
 
 /** Where custom fields are kept (the instance's configuration). */
 export interface CustomFieldWriter {
@@ -56,6 +64,15 @@ export interface CustomFieldWriter {
     change: (field: CustomFieldConfig) => CustomFieldConfig,
     limits: CustomFieldLimits,
   ): Promise<UpdateFieldOutcome>;
+  /**
+   * Removes a field from the configuration, reserving its ID, unless it is a merge key
+   * (unique, or in a data source's `merge_by`): decided on the stored configuration.
+   */
+  deleteCustomField(
+    instanceId: string,
+    kind: CustomFieldKind,
+    fieldId: string,
+  ): Promise<DeleteFieldOutcome>;
 }
 
 export const LIMITS: CustomFieldLimits = { fields: MAX_CUSTOM_FIELDS, tracked: MAX_TRACKED_FIELDS };
@@ -94,6 +111,12 @@ export async function createCustomField(
 ) {
   const field = plannedField(kind, request, now.toISOString());
   const outcome = await writer.addCustomField(tenant.instance.id, kind, field, LIMITS);
+  if (outcome.kind === 'deleted') {
+    refuse(
+      'name',
+      `"${request.name}" becomes the field name of ${field.id}, a field deleted at ${outcome.at}: its ID stays reserved (the values records held stay with them, unread)`,
+    );
+  }
   if (outcome.kind === 'name-taken') {
     refuse(
       'name',
@@ -146,4 +169,65 @@ export async function updateCustomField(
     values: outcome.field.values ?? null,
     track_changes: outcome.field.track_changes === true,
   };
+}
+
+/** `instances/custom-field/delete`: `{"field_id"}`, a custom person or organization field. */
+export const CustomFieldDeleteRequest = z.object({
+  field_id: z
+    .string({ error: 'expected a custom field ID such as str:cm:plan' })
+    .min(1, 'expected a custom field ID such as str:cm:plan')
+    .max(255),
+});
+export type CustomFieldDeleteRequest = z.infer<typeof CustomFieldDeleteRequest>;
+
+/** The audiences whose filters name a field (they would be held if it went). */
+export type AudiencesNaming = (instanceId: string, fieldId: string) => Promise<string[]>;
+
+/**
+ * Deletes a custom field: it leaves the configuration at once in every function of the
+ * region (merges refuse it, listings and filters no longer know it, `instance-schema/get` and
+ * `custom-field/get` leave it out, Liquid renders it empty); its ID stays reserved. Refused,
+ * naming `field_id`, while it is a merge key or an audience's filter names it, so nothing is
+ * left depending on it. Answers `{}` (the real API answers an empty 200).
+ */
+export async function deleteCustomField(
+  request: CustomFieldDeleteRequest,
+  tenant: Tenant,
+  writer: CustomFieldWriter,
+  audiencesNaming: AudiencesNaming,
+) {
+  const parsed = parseFieldId(request.field_id);
+  if ('problem' in parsed) refuse('field_id', `"${request.field_id}" ${parsed.problem}`);
+  if (parsed.namespace !== 'cm' && parsed.namespace !== 'oc') {
+    refuse(
+      'field_id',
+      `"${request.field_id}" is not a custom field (those are <type>:cm:<name> for people, <type>:oc:<name> for organizations)`,
+    );
+  }
+  const kind: CustomFieldKind = parsed.namespace === 'cm' ? 'person' : 'organization';
+  if (kind === 'person') {
+    const audiences = await audiencesNaming(tenant.instance.id, request.field_id);
+    if (audiences.length > 0) {
+      refuse(
+        'field_id',
+        `the filters of these audiences name ${request.field_id}: ${audiences.join(', ')}; change or delete them first`,
+      );
+    }
+  }
+  const outcome = await writer.deleteCustomField(tenant.instance.id, kind, request.field_id);
+  if (outcome.kind === 'unknown') {
+    refuse(
+      'field_id',
+      outcome.deletedAt
+        ? `the custom ${kind} field "${request.field_id}" was deleted at ${outcome.deletedAt}`
+        : `no custom ${kind} field "${request.field_id}" in this instance`,
+    );
+  }
+  if (outcome.kind === 'merge-key') {
+    refuse(
+      'field_id',
+      `${request.field_id} is a merge key (unique${outcome.dataSources.length > 0 ? `, and in the merge_by of data source ${outcome.dataSources.map((name) => `"${name}"`).join(', ')}` : ''}); change the configuration first`,
+    );
+  }
+  return {};
 }

@@ -112,6 +112,12 @@ export const CUSTOM_FIELD_TYPES: readonly FieldType[] = FIELD_TYPES.filter(
 
 export type FieldValues = Record<string, FieldValue | null>;
 
+const isEmptyObject = (value: unknown) =>
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.keys(value).length === 0;
+
 /**
  * The fields of one kind of record (people or organizations) for one instance: the built-ins
  * and the instance's custom fields. Validates `fields` objects of requests.
@@ -199,6 +205,9 @@ export class FieldCatalog {
     for (const [id, value] of Object.entries(fields)) {
       const field = this.require(id);
       if (!field.writable) throw new FieldValueError(id, 'is read-only');
+      // `{}` for a place is "no place given" (a real client sends it for an unknown city):
+      // the field is left as it is, as if it were not sent.
+      if (field.type === 'geo' && isEmptyObject(value)) continue;
       values[id] = value === null ? null : this.parseValue(field, value);
     }
     return values;

@@ -147,6 +147,7 @@ describe('custom fields as the real API creates them', () => {
       addCustomField: () =>
         Promise.resolve(kind === 'name-taken' ? { kind, id: 'str:cm:plan' } : { kind }),
       updateCustomField: () => Promise.resolve({ kind: 'unknown' }),
+      deleteCustomField: () => Promise.resolve({ kind: 'unknown' }),
     });
     const request = { name: 'Plan', type: 'text' };
     await expect(

@@ -97,6 +97,22 @@ describe('the person field catalog', () => {
     });
   });
 
+  it("leaves out a place sent as {} and gives a date without a zone the instance's", () => {
+    const sydney = FieldCatalog.forPerson([], 'Australia/Sydney');
+    expect(
+      sydney.parseValues({
+        'geo::city': {},
+        'geo::country': { name: 'Australia' },
+        'dtz::b': { year: 1990, month: 5, day: 15 },
+      }),
+    ).toEqual({
+      'geo::country': { name: 'Australia' },
+      'dtz::b': { year: 1990, month: 5, day: 15, timezone: 'Australia/Sydney' },
+    });
+    // Anything else that is not a place is still refused.
+    expect(() => sydney.parseValues({ 'geo::city': { city: 'Sydney' } })).toThrow(/geo::city/);
+  });
+
   it('names an unknown custom field', () => {
     expect(() => catalog.parseValues({ 'str:cm:shoe-size': '42' })).toThrow(
       new FieldValueError('str:cm:shoe-size', 'is not a custom field of this instance'),
