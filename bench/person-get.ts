@@ -261,7 +261,11 @@ async function pageWork(instanceId: string, page: Page): Promise<Work> {
   const tenant = await tenantOf(config, instanceId, 'List');
   const keyring = await signingKeyrings(config, new LocalKeyWrapper())();
   if (!tenant) throw new Error(`no instance ${instanceId}`);
-  const tags = new DynamoTagStore(db, tableName('default', 'people'), new TransactionBatcher(db));
+  const batcher = new TransactionBatcher(db);
+  const tags = {
+    people: new DynamoTagStore(db, tableName('default', 'people'), batcher),
+    organizations: new DynamoTagStore(db, tableName('default', 'organizations'), batcher, 'OT'),
+  };
   meter = emptyMeter();
   if (page.read === 'tags/get') {
     await getTags(TagsGetRequest.parse(page.body), tenant, tags);

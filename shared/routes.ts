@@ -320,7 +320,9 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ['config:write', 'audiences:read'],
   }),
   // Tags and their counts; the counts' pending changes are applied first (a write).
-  api('POST', '/v1/tags/get', 'tags-get', { access: ['config:read', 'people'] }),
+  api('POST', '/v1/tags/get', 'tags-get', {
+    access: ['config:read', 'people', 'organizations'],
+  }),
   api('POST', '/v1/organizations/get', 'organizations-get', ORGANIZATION_LISTING),
   api('POST', '/v1/person/get', 'person-get', {
     access: [

@@ -24,6 +24,9 @@ import {
 } from './organization-store.js';
 import { auditPut, listingPage, untilSettled } from './people-lifecycle-store.js';
 import { claimWrites, type TransactItem } from './record-writes.js';
+import { directTagCountWrites, DynamoTagStore } from './tag-store.js';
+import { TransactionBatcher } from './transaction-batcher.js';
+import { tagCountDeltas } from '../domain/people/tag-counts.js';
 
 /**
  * Archive, restore and delete of organizations: as for people (the archived move to the
@@ -35,11 +38,15 @@ const counterPk = (instanceId: string) => `${instanceId}#C`;
 const shardOf = (id: string) => parseInt(id.slice(-4), 16) % ORGANIZATION_SHARDS;
 
 export class DynamoOrganizationLifecycleStore implements LifecycleStore {
+  private readonly tags: DynamoTagStore;
+
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { organizations: string; requests: string },
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.tags = new DynamoTagStore(db, tables.organizations, new TransactionBatcher(db), 'OT');
+  }
 
   async states(instanceId: string, ids: string[]) {
     const items = await batchGet(
@@ -95,25 +102,67 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
     };
   }
 
+  /**
+   * The count changes of its tags when an organization is archived or restored, and the
+   * condition they depend on: its tags as read (its `version`, which every write moves).
+   */
+  private tagCounts(
+    instanceId: string,
+    organization: { tags: string[]; version?: number },
+    counted: boolean,
+    at: string,
+  ) {
+    if (organization.tags.length === 0) return { items: [], pending: [], condition: {} };
+    const holder = { tags: organization.tags, email: false, sms: false };
+    const { items, pending } = directTagCountWrites(
+      this.tables.organizations,
+      instanceId,
+      tagCountDeltas({ ...holder, counted: !counted }, { ...holder, counted }),
+      at,
+      'OT',
+    );
+    return {
+      items,
+      pending,
+      condition:
+        organization.version === undefined
+          ? { expression: ' AND attribute_not_exists(version)', values: {} }
+          : { expression: ' AND version = :v', values: { ':v': organization.version } },
+    };
+  }
+
   async archive(instanceId: string, id: string) {
-    const organization = await this.read(instanceId, id);
-    if (!organization || organization.archived) return false;
-    return this.transact([
-      {
-        Update: {
-          TableName: this.tables.organizations,
-          Key: organizationKey(instanceId, id),
-          UpdateExpression: 'SET archived_at = :at, lpk = :lpk REMOVE npk ADD version :one',
-          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(archived_at)',
-          ExpressionAttributeValues: {
-            ':at': this.now().toISOString(),
-            ':lpk': `${instanceId}#X#${shardOf(id)}`,
-            ':one': 1,
+    return untilSettled(`organization ${id}`, async () => {
+      const organization = await this.read(instanceId, id);
+      if (!organization || organization.archived) return false;
+      const at = this.now().toISOString();
+      const counts = this.tagCounts(instanceId, organization, false, at);
+      const applied = await this.transact([
+        {
+          Update: {
+            TableName: this.tables.organizations,
+            Key: organizationKey(instanceId, id),
+            UpdateExpression: 'SET archived_at = :at, lpk = :lpk REMOVE npk ADD version :one',
+            ConditionExpression:
+              'attribute_exists(pk) AND attribute_not_exists(archived_at)' +
+              (counts.condition.expression ?? ''),
+            ExpressionAttributeValues: {
+              ':at': at,
+              ':lpk': `${instanceId}#X#${shardOf(id)}`,
+              ':one': 1,
+              ...counts.condition.values,
+            },
           },
         },
-      },
-      this.counter(instanceId, -1, 1),
-    ]);
+        this.counter(instanceId, -1, 1),
+        ...counts.items,
+      ]);
+      // Its tags changed since it was read: read again.
+      if (!applied && counts.items.length > 0) return 'again';
+      if (applied && counts.pending.length > 0)
+        await this.tags.applyOutbox(instanceId, counts.pending);
+      return applied;
+    });
   }
 
   async restore(instanceId: string, id: string) {
@@ -122,7 +171,8 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
       if (!organization?.archived) return false;
       const shard = shardOf(id);
       const name = `${nameToken(organization.fields[ORGANIZATION_NAME])}#${id}`;
-      return this.transact([
+      const counts = this.tagCounts(instanceId, organization, true, this.now().toISOString());
+      const applied = await this.transact([
         {
           Update: {
             TableName: this.tables.organizations,
@@ -130,17 +180,24 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
             UpdateExpression:
               'SET lpk = :lpk, npk = :npk, nsk = :nsk REMOVE archived_at ADD version :one',
             // Archived organizations are not merged into: the name read is still the name.
-            ConditionExpression: 'attribute_exists(archived_at)',
+            ConditionExpression:
+              'attribute_exists(archived_at)' + (counts.condition.expression ?? ''),
             ExpressionAttributeValues: {
               ':lpk': `${instanceId}#L#${shard}`,
               ':npk': `${instanceId}#N#${shard}`,
               ':nsk': name,
               ':one': 1,
+              ...counts.condition.values,
             },
           },
         },
         this.counter(instanceId, 1, -1),
+        ...counts.items,
       ]);
+      if (!applied && counts.items.length > 0) return 'again';
+      if (applied && counts.pending.length > 0)
+        await this.tags.applyOutbox(instanceId, counts.pending);
+      return applied;
     });
   }
 

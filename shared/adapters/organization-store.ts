@@ -10,6 +10,9 @@ import {
   type OrganizationUpdatePlan,
 } from '../domain/organizations/organization-merge.js';
 import { normalizeSearch } from '../domain/people/person-index.js';
+import { tagCountDeltas, type TagHolder } from '../domain/people/tag-counts.js';
+import { directTagCountWrites, DynamoTagStore } from './tag-store.js';
+import { TransactionBatcher } from './transaction-batcher.js';
 import type {
   OrganizationIndex,
   OrganizationListing,
@@ -51,6 +54,7 @@ export function nameToken(name: FieldValue | undefined): string {
 const OrganizationItem = z.object({
   id: z.string(),
   fields: z.record(z.string(), z.unknown()),
+  tags: z.record(z.string(), z.unknown()).optional(),
   members: z.number().optional(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -64,6 +68,7 @@ export function organizationFromItem(item: Item): Organization & { members: numb
     id: parsed.id,
     // Field values are only ever written by this service, after validation.
     fields: parsed.fields as Organization['fields'],
+    tags: Object.keys(parsed.tags ?? {}),
     members: parsed.members ?? 0,
     created_at: parsed.created_at,
     updated_at: parsed.updated_at,
@@ -72,13 +77,38 @@ export function organizationFromItem(item: Item): Organization & { members: numb
   };
 }
 
+/** What an organization contributes to its tags' counts (archived ones count nowhere). */
+export const organizationHolder = (
+  organization: Pick<Organization, 'tags' | 'archived_at'>,
+): TagHolder => ({
+  tags: organization.tags,
+  counted: organization.archived_at === undefined,
+  email: false,
+  sms: false,
+});
+
 export class DynamoOrganizationStore implements OrganizationStore, OrganizationListing {
+  /** The organizations' tags: their IDs, listing and counts (the `OT` items). */
+  readonly tags: DynamoTagStore;
+
   constructor(
     protected readonly db: DynamoDBDocumentClient,
     protected readonly table: string,
     /** Where queued requests record their records' outcomes (the ingest worker's). */
     protected readonly requestsTable?: string,
-  ) {}
+  ) {
+    this.tags = new DynamoTagStore(db, table, new TransactionBatcher(db), 'OT');
+  }
+
+  /** The count changes of a write, as items of its transaction (or outbox items). */
+  private tagCounts(
+    instanceId: string,
+    before: TagHolder | undefined,
+    after: TagHolder,
+    at: string,
+  ) {
+    return directTagCountWrites(this.table, instanceId, tagCountDeltas(before, after), at, 'OT');
+  }
 
   findClaimOwners(instanceId: string, keys: ClaimKey[], consistent = true) {
     return findClaimOwners(this.db, this.table, instanceId, keys, consistent);
@@ -102,6 +132,13 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const { organization } = plan;
     const claims = [...plan.claims];
     const shard = shardOf(organization.id);
+    if (organization.tags.length > 0) await this.tags.ensureTags(instanceId, organization.tags);
+    const counts = this.tagCounts(
+      instanceId,
+      undefined,
+      organizationHolder(organization),
+      organization.created_at,
+    );
     const transactItems: TransactItem[] = [
       {
         Put: {
@@ -109,6 +146,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
           Item: {
             ...organizationKey(instanceId, organization.id),
             ...organization,
+            tags: Object.fromEntries(organization.tags.map((name) => [name, true])),
             members: 0,
             version: 1,
             lpk: `${instanceId}#L#${shard}`,
@@ -128,6 +166,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
           ExpressionAttributeValues: { ':one': 1 },
         },
       },
+      ...counts.items,
       ...markerPuts(this.requestsTable, instanceId, marker),
     ];
     await writeMerged(
@@ -136,6 +175,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
       { released: [], added: claims },
       marker !== undefined,
     );
+    if (counts.pending.length > 0) await this.tags.applyOutbox(instanceId, counts.pending);
   }
 
   async updateOrganization(
@@ -147,23 +187,31 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const added = [...plan.claimsAdded];
     const released = [...plan.claimsReleased];
     const claims = claimWrites(this.table, instanceId, id, added, released);
+    if (plan.addTags.length > 0) await this.tags.ensureTags(instanceId, plan.addTags);
+    const counts = this.tagCounts(
+      instanceId,
+      organizationHolder(plan.before),
+      organizationHolder(plan.after),
+      plan.after.updated_at,
+    );
+    // An organization holding no tag may have no tag map to add to: its whole state then.
+    const update =
+      plan.addTags.length > 0 && plan.before.tags.length === 0
+        ? this.wholeStateUpdate(plan)
+        : (this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan));
     await writeMerged(
       this.db,
       [
-        {
-          Update: {
-            TableName: this.table,
-            Key: organizationKey(instanceId, id),
-            ...(this.fieldLevelUpdate(plan) ?? this.wholeStateUpdate(plan)),
-          },
-        },
+        { Update: { TableName: this.table, Key: organizationKey(instanceId, id), ...update } },
         ...claims.released,
         ...claims.added,
+        ...counts.items,
         ...markerPuts(this.requestsTable, instanceId, marker),
       ],
       { released, added },
       marker !== undefined,
     );
+    if (counts.pending.length > 0) await this.tags.applyOutbox(instanceId, counts.pending);
   }
 
   /** Field-level `SET`/`REMOVE`; `undefined` past DynamoDB's expression limit. */
@@ -174,6 +222,23 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
       ...plan,
       updatedAt: plan.after.updated_at,
     });
+    // Tags: each added one still absent, each unset one as read (its count depends on it).
+    const tag = (name: string) => `${x.name('tags')}.${x.name(name)}`;
+    for (const name of plan.addTags) {
+      set.push(`${tag(name)} = ${x.value(true)}`);
+      conditions.push(`attribute_not_exists(${tag(name)})`);
+    }
+    for (const name of plan.unsetTags) {
+      if (plan.before.tags.includes(name)) {
+        remove.push(tag(name));
+        conditions.push(`attribute_exists(${tag(name)})`);
+      } else {
+        conditions.push(`attribute_not_exists(${tag(name)})`);
+      }
+    }
+    if (plan.tagRoom !== undefined) {
+      conditions.push(`size(${x.name('tags')}) <= ${x.value(plan.tagRoom)}`);
+    }
     // Never into an archived organization (archived since it was read: it is read again).
     conditions.push(`attribute_not_exists(${x.name('archived_at')})`);
     const before = nameToken(plan.before.fields[ORGANIZATION_NAME]);
@@ -188,6 +253,7 @@ export class DynamoOrganizationStore implements OrganizationStore, OrganizationL
     const x = new ExpressionBuilder();
     const set = [
       `${x.name('fields')} = ${x.value(plan.after.fields)}`,
+      `${x.name('tags')} = ${x.value(Object.fromEntries(plan.after.tags.map((name) => [name, true])))}`,
       `${x.name('updated_at')} = ${x.value(plan.after.updated_at)}`,
       `${x.name('nsk')} = ${x.value(`${nameToken(plan.after.fields[ORGANIZATION_NAME])}#${id}`)}`,
     ];

@@ -37,18 +37,30 @@ const OUTBOX_CHUNK = 90;
 /** Up to this many tags, their counts are read by key (16 a tag); more, by range. */
 const FEW_TAGS = 25;
 
-const tagKey = (instanceId: string, name: string) => ({ pk: `${instanceId}#T#${name}`, sk: 'T' });
-const tagIdKey = (instanceId: string, id: number) => ({
-  pk: `${instanceId}#TID#${id}`,
-  sk: 'TID',
+/**
+ * Whose tags: people's (the people table, `T…` keys) or organizations' (the organizations
+ * table, the same items under `OT…`: numbered apart, as the real API numbers them).
+ */
+export type TagPrefix = 'T' | 'OT';
+
+const tagKey = (instanceId: string, name: string, p: TagPrefix = 'T') => ({
+  pk: `${instanceId}#${p}#${name}`,
+  sk: p,
 });
-const sequenceKey = (instanceId: string, shard: number) => ({
-  pk: `${instanceId}#TSEQ`,
+const tagIdKey = (instanceId: string, id: number, p: TagPrefix = 'T') => ({
+  pk: `${instanceId}#${p}ID#${id}`,
+  sk: `${p}ID`,
+});
+const sequenceKey = (instanceId: string, shard: number, p: TagPrefix = 'T') => ({
+  pk: `${instanceId}#${p}SEQ`,
   sk: String(shard),
 });
-const listPk = (instanceId: string, shard: number) => `${instanceId}#TL#${shard}`;
-const countPk = (instanceId: string, shard: number) => `${instanceId}#TC#${shard}`;
-const outboxPk = (instanceId: string, shard: number) => `${instanceId}#TO#${shard}`;
+const listPk = (instanceId: string, shard: number, p: TagPrefix = 'T') =>
+  `${instanceId}#${p}L#${shard}`;
+const countPk = (instanceId: string, shard: number, p: TagPrefix = 'T') =>
+  `${instanceId}#${p}C#${shard}`;
+const outboxPk = (instanceId: string, shard: number, p: TagPrefix = 'T') =>
+  `${instanceId}#${p}O#${shard}`;
 const shardOfName = (name: string) =>
   (createHash('sha256').update(name).digest()[0] ?? 0) % TAG_SHARDS;
 
@@ -79,12 +91,13 @@ export function tagCounters(
   instanceId: string,
   deltas: Map<string, TagCountDelta>,
   at: string,
+  prefix: TagPrefix = 'T',
 ): CounterAdd[] {
   return [...deltas].map(([name, delta]) => ({
     table,
-    pk: `${instanceId}#TC#${name}`,
+    pk: `${instanceId}#${prefix}C#${name}`,
     add: { ...delta },
-    shardKey: (shard) => ({ pk: countPk(instanceId, shard % TAG_SHARDS), sk: name }),
+    shardKey: (shard) => ({ pk: countPk(instanceId, shard % TAG_SHARDS, prefix), sk: name }),
     ...(delta.count > 0 ? { latest: { last_used: at } } : {}),
   }));
 }
@@ -95,8 +108,9 @@ export function tagCountItems(
   instanceId: string,
   deltas: Map<string, TagCountDelta>,
   at: string,
+  prefix: TagPrefix = 'T',
 ): TransactItem[] {
-  return tagCounters(table, instanceId, deltas, at).map((counter) => ({
+  return tagCounters(table, instanceId, deltas, at, prefix).map((counter) => ({
     Update: {
       TableName: table,
       Key: counter.shardKey?.(randomInt(TAG_SHARDS)),
@@ -126,15 +140,20 @@ export function tagCountWrites(
   instanceId: string,
   deltas: Map<string, TagCountDelta>,
   at: string,
+  prefix: TagPrefix = 'T',
 ): { counters: CounterAdd[]; outbox: TransactItem[]; pending: OutboxItem[] } {
   if (deltas.size <= MAX_TAGS_IN_TRANSACTION) {
-    return { counters: tagCounters(table, instanceId, deltas, at), outbox: [], pending: [] };
+    return {
+      counters: tagCounters(table, instanceId, deltas, at, prefix),
+      outbox: [],
+      pending: [],
+    };
   }
   const entries = [...deltas];
   const pending: OutboxItem[] = [];
   for (let start = 0; start < entries.length; start += OUTBOX_CHUNK) {
     pending.push({
-      pk: outboxPk(instanceId, randomInt(TAG_SHARDS)),
+      pk: outboxPk(instanceId, randomInt(TAG_SHARDS), prefix),
       sk: `${at}#${randomUUID()}`,
       at,
       deltas: Object.fromEntries(
@@ -157,11 +176,12 @@ export function directTagCountWrites(
   instanceId: string,
   deltas: Map<string, TagCountDelta>,
   at: string,
+  prefix: TagPrefix = 'T',
 ): { items: TransactItem[]; pending: OutboxItem[] } {
   if (deltas.size <= MAX_TAGS_IN_TRANSACTION) {
-    return { items: tagCountItems(table, instanceId, deltas, at), pending: [] };
+    return { items: tagCountItems(table, instanceId, deltas, at, prefix), pending: [] };
   }
-  const { outbox, pending } = tagCountWrites(table, instanceId, deltas, at);
+  const { outbox, pending } = tagCountWrites(table, instanceId, deltas, at, prefix);
   return { items: outbox, pending };
 }
 
@@ -178,6 +198,8 @@ export class DynamoTagStore implements TagListing {
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
     private readonly batcher: TransactionBatcher,
+    /** `T` people's tags (the people table), `OT` organizations' (their table). */
+    readonly prefix: TagPrefix = 'T',
   ) {}
 
   /**
@@ -206,7 +228,7 @@ export class DynamoTagStore implements TagListing {
                 },
               },
             ],
-            counters: tagCounters(this.table, instanceId, deltas, item.at),
+            counters: tagCounters(this.table, instanceId, deltas, item.at, this.prefix),
           });
         } catch (error) {
           if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return;
@@ -223,7 +245,11 @@ export class DynamoTagStore implements TagListing {
   private async sweep(instanceId: string): Promise<void> {
     const found = await Promise.all(
       Array.from({ length: TAG_SHARDS }, async (_, shard) => {
-        const items = await queryPartition(this.db, this.table, outboxPk(instanceId, shard));
+        const items = await queryPartition(
+          this.db,
+          this.table,
+          outboxPk(instanceId, shard, this.prefix),
+        );
         return items.map((item) => OutboxItem.parse(item));
       }),
     );
@@ -249,7 +275,7 @@ export class DynamoTagStore implements TagListing {
         await batchGet(
           this.db,
           this.table,
-          unknown.map((name) => tagKey(instanceId, name)),
+          unknown.map((name) => tagKey(instanceId, name, this.prefix)),
           true,
         )
       )
@@ -268,12 +294,12 @@ export class DynamoTagStore implements TagListing {
         const id = ids[i] as number;
         const existing = found.get(name);
         const created_at = existing?.created_at ?? new Date().toISOString();
-        const listing = { lpk: listPk(instanceId, shardOfName(name)), lsk: name };
+        const listing = { lpk: listPk(instanceId, shardOfName(name), this.prefix), lsk: name };
         const tagWrite: TransactItem = existing
           ? {
               Update: {
                 TableName: this.table,
-                Key: tagKey(instanceId, name),
+                Key: tagKey(instanceId, name, this.prefix),
                 UpdateExpression: 'SET tag_id = :id, lpk = :lpk, lsk = :lsk',
                 ConditionExpression: 'attribute_not_exists(tag_id)',
                 ExpressionAttributeValues: { ':id': id, ':lpk': listing.lpk, ':lsk': listing.lsk },
@@ -282,7 +308,13 @@ export class DynamoTagStore implements TagListing {
           : {
               Put: {
                 TableName: this.table,
-                Item: { ...tagKey(instanceId, name), name, tag_id: id, created_at, ...listing },
+                Item: {
+                  ...tagKey(instanceId, name, this.prefix),
+                  name,
+                  tag_id: id,
+                  created_at,
+                  ...listing,
+                },
                 ConditionExpression: 'attribute_not_exists(tag_id)',
               },
             };
@@ -293,7 +325,7 @@ export class DynamoTagStore implements TagListing {
               {
                 Put: {
                   TableName: this.table,
-                  Item: { ...tagIdKey(instanceId, id), name, created_at },
+                  Item: { ...tagIdKey(instanceId, id, this.prefix), name, created_at },
                   ConditionExpression: 'attribute_not_exists(pk)',
                 },
               },
@@ -308,13 +340,29 @@ export class DynamoTagStore implements TagListing {
     );
   }
 
+  /** Whether any tag was ever made (its ID drawn from a sequence): one query of one item. */
+  async hasTags(instanceId: string): Promise<boolean> {
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': sequenceKey(instanceId, 0, this.prefix).pk },
+        Limit: 1,
+        ProjectionExpression: 'pk',
+        // A tag made a moment ago (its sequence first taken) is listed at once.
+        ConsistentRead: true,
+      }),
+    );
+    return Items.length > 0;
+  }
+
   /** `count` new tag IDs: the next ones of a random sequence (of 16), taken in one addition. */
   private async nextIds(instanceId: string, count: number): Promise<number[]> {
     const shard = randomInt(TAG_SHARDS);
     const { Attributes } = await this.db.send(
       new UpdateCommand({
         TableName: this.table,
-        Key: sequenceKey(instanceId, shard),
+        Key: sequenceKey(instanceId, shard, this.prefix),
         UpdateExpression: 'ADD #next :count',
         ExpressionAttributeNames: { '#next': 'next' },
         ExpressionAttributeValues: { ':count': count },
@@ -330,11 +378,14 @@ export class DynamoTagStore implements TagListing {
     const items = await batchGet(
       this.db,
       this.table,
-      unique.map((id) => tagIdKey(instanceId, id)),
+      unique.map((id) => tagIdKey(instanceId, id, this.prefix)),
       true,
     );
     return new Map(
-      items.map((item) => [Number(String(item.pk).split('#TID#')[1]), TagIdItem.parse(item).name]),
+      items.map((item) => [
+        Number(String(item.pk).split(`#${this.prefix}ID#`)[1]),
+        TagIdItem.parse(item).name,
+      ]),
     );
   }
 
@@ -356,7 +407,7 @@ export class DynamoTagStore implements TagListing {
     let more = false;
     const read: ShardRead = async (shard, after, count) => {
       const x = new ExpressionBuilder();
-      let condition = `${x.name('lpk')} = ${x.value(listPk(instanceId, shard))}`;
+      let condition = `${x.name('lpk')} = ${x.value(listPk(instanceId, shard, this.prefix))}`;
       if (after !== undefined) condition += ` AND ${x.name('lsk')} > ${x.value(after)}`;
       const page = await this.db.send(
         new QueryCommand({
@@ -418,7 +469,7 @@ export class DynamoTagStore implements TagListing {
       const items = await batchGet(
         this.db,
         this.table,
-        unknown.map((name) => tagKey(instanceId, name)),
+        unknown.map((name) => tagKey(instanceId, name, this.prefix)),
         true,
       );
       for (const item of items) {
@@ -457,7 +508,7 @@ export class DynamoTagStore implements TagListing {
     if (names.length <= FEW_TAGS) {
       const keys = names.flatMap((name) =>
         Array.from({ length: TAG_SHARDS }, (_, shard) => ({
-          pk: countPk(instanceId, shard),
+          pk: countPk(instanceId, shard, this.prefix),
           sk: name,
         })),
       );
@@ -473,7 +524,7 @@ export class DynamoTagStore implements TagListing {
               TableName: this.table,
               KeyConditionExpression: 'pk = :pk AND sk BETWEEN :first AND :last',
               ExpressionAttributeValues: {
-                ':pk': countPk(instanceId, shard),
+                ':pk': countPk(instanceId, shard, this.prefix),
                 ':first': first,
                 ':last': last,
               },

@@ -442,10 +442,22 @@ export const TagsResponse = z
       created_by_email: z.string(),
       created_at: z.string(),
       last_used: z.string(),
-      count: z.number().int().meta({ description: 'People holding the tag (archived aside)' }),
-      subscribers: z.number().int().meta({ description: 'Of them, subscribed to email' }),
-      sms_opted_in: z.number().int().meta({ description: 'Of them, subscribed to SMS' }),
-      type: z.string().meta({ description: '"" for person tags' }),
+      count: z.number().int().meta({
+        description: 'People (organizations, for their tags) holding the tag, archived aside',
+      }),
+      subscribers: z
+        .number()
+        .int()
+        .optional()
+        .meta({ description: 'Person tags: of them, subscribed to email' }),
+      sms_opted_in: z
+        .number()
+        .int()
+        .optional()
+        .meta({ description: 'Person tags: of them, subscribed to SMS' }),
+      type: z.enum(['', 'organization']).meta({
+        description: '"" for person tags, "organization" for organizations’ (numbered apart)',
+      }),
     }),
   )
   .meta({ id: 'TagsResponse', description: 'The instance’s tags, by name' });

@@ -490,3 +490,90 @@ describe('DELETE /v1/instances/custom-field/delete', () => {
     }
   });
 });
+
+describe('organization tags', () => {
+  type Tag = { id: number; name: string; count: number; type: string; subscribers?: number };
+  const tagsNamed = async (q: string, key = KEY) => {
+    const response = await call('/v1/tags/get', { key, body: { q } });
+    expect(response.status).toBe(200);
+    return response.body as unknown as Tag[];
+  };
+
+  it('applies tags and unset_tags of both names, and lists them apart from person tags', async () => {
+    const suffix = Date.now().toString(36);
+    const tag = `vip ${suffix}`;
+    const other = `partner ${suffix}`;
+    // A person tag of the same name is another tag.
+    await ok('/v1/person/merge', {
+      people: [{ fields: { 'str::email': uniqueEmail('tagged') }, tags: [tag] }],
+    });
+    const merged = await ok('/v1/accounts/merge', {
+      accounts: [
+        { fields: { 'str:o:name': `Acme ${suffix}` }, tags: [tag, other] },
+        { fields: { 'str:o:name': `Globex ${suffix}` }, tags: [tag] },
+      ],
+      merge_by: ['str:o:name'],
+    });
+    const [acme, globex] = (merged.accounts as { account_id: string }[]).map((a) => a.account_id);
+    // Concurrent merges tagging more organizations: the count stays exact.
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        ok('/v1/organizations/merge', {
+          organizations: [{ fields: { 'str:o:name': `Initech ${suffix} ${i}` }, tags: [tag] }],
+          merge_by: ['str:o:name'],
+        }),
+      ),
+    );
+    const listed = await tagsNamed(suffix);
+    // The recorded `tag/get_tags_all.json`: person tags first (type ""), then organizations'.
+    expectShape(listed, [
+      {
+        id: 0,
+        instance_id: '',
+        name: '',
+        created_by_id: '',
+        created_by_name: '',
+        created_by_email: '',
+        created_at: '',
+        last_used: '',
+        count: 0,
+        type: '',
+      },
+    ]);
+    const organizationTags = listed.filter((entry) => entry.type === 'organization');
+    expect(listed.map((entry) => [entry.type, entry.name])).toEqual([
+      ['', tag],
+      ['organization', other],
+      ['organization', tag],
+    ]);
+    expect(organizationTags.find((entry) => entry.name === tag)).toMatchObject({ count: 8 });
+    expect(organizationTags.find((entry) => entry.name === other)).toMatchObject({ count: 1 });
+    expect(organizationTags[0]).not.toHaveProperty('subscribers');
+    expect(listed[0]).toMatchObject({ count: 1, subscribers: 1 });
+
+    // Unset under the organizations name; archive and restore move the counts.
+    await ok('/v1/organizations/merge', {
+      organizations: [{ fields: { 'str:o:name': `Acme ${suffix}` }, unset_tags: [tag] }],
+      merge_by: ['str:o:name'],
+    });
+    await ok('/v1/accounts/archive', { inclusion_ids: [globex] }, 'PUT');
+    let now = await tagsNamed(tag);
+    expect(now.find((entry) => entry.type === 'organization')).toMatchObject({ count: 6 });
+    await ok('/v1/accounts/restore', { inclusion_ids: [globex] }, 'PUT');
+    now = await tagsNamed(tag);
+    expect(now.find((entry) => entry.type === 'organization')).toMatchObject({ count: 7 });
+    expect(acme).toMatch(/^[0-9a-f]{24}$/);
+    // Another instance sees none of them.
+    expect(await tagsNamed(suffix, KEY_OTHER)).toEqual([]);
+    // A bad tag names the member, and nothing is written.
+    const bad = await call('/v1/accounts/merge', {
+      key: KEY,
+      body: {
+        accounts: [{ fields: { 'str:o:name': `Bad ${suffix}` }, tags: [''] }],
+        merge_by: ['str:o:name'],
+      },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toContain('accounts[0].tags[0]');
+  });
+});

@@ -1790,14 +1790,17 @@ export interface components {
             created_by_email: string;
             created_at: string;
             last_used: string;
-            /** @description People holding the tag (archived aside) */
+            /** @description People (organizations, for their tags) holding the tag, archived aside */
             count: number;
-            /** @description Of them, subscribed to email */
-            subscribers: number;
-            /** @description Of them, subscribed to SMS */
-            sms_opted_in: number;
-            /** @description "" for person tags */
-            type: string;
+            /** @description Person tags: of them, subscribed to email */
+            subscribers?: number;
+            /** @description Person tags: of them, subscribed to SMS */
+            sms_opted_in?: number;
+            /**
+             * @description "" for person tags, "organization" for organizations’ (numbered apart)
+             * @enum {string}
+             */
+            type: "" | "organization";
         }[];
         OrganizationGetResponse: {
             organizations: components["schemas"]["Organization"][];

@@ -18,7 +18,7 @@ import {
   type RecordMarker,
 } from '../merge/merge-engine.js';
 import { MERGE_PREFERENCES } from '../people/merge-request.js';
-import { overRecordBudget } from '../merge/record-budget.js';
+import { MAX_TAGS_PER_PERSON, overRecordBudget } from '../merge/record-budget.js';
 import type { Tenant } from '../tenancy.js';
 import { formatPath } from '../validation.js';
 import { ORGANIZATION_NAMES, type OrganizationNames } from './names.js';
@@ -27,6 +27,8 @@ import { ORGANIZATION_NAMES, type OrganizationNames } from './names.js';
 export interface Organization {
   id: string;
   fields: Record<string, FieldValue>;
+  /** Its tags (`tags` and `unset_tags` of merges), counted apart from people's. */
+  tags: string[];
   created_at: string;
   updated_at: string;
   /** Counts the writes of the organization: a whole-state write is conditioned on it. */
@@ -65,13 +67,20 @@ export const OrganizationMergeRequest = z.object({
 });
 export type OrganizationMergeRequest = z.infer<typeof OrganizationMergeRequest>;
 
+const tag = z.string().trim().min(1, 'expected a non-empty tag').max(255);
+
 const OrganizationRecord = z.object({
   fields: z.record(z.string(), z.unknown()),
   clear_fields: z.record(z.string(), z.boolean()).optional(),
+  tags: z.array(tag).max(100).optional(),
+  unset_tags: z.array(tag).max(100).optional(),
 });
 
 export interface PreparedOrganization extends MergeRecord {
   overwrite: Record<string, boolean>;
+  /** Tags to add (those also unset left out: an unset wins) and to remove. */
+  tags: string[];
+  unsetTags: string[];
 }
 
 export interface OrganizationCreatePlan {
@@ -90,6 +99,11 @@ export interface OrganizationUpdatePlan {
   expected: Record<string, FieldValue | undefined>;
   claimsAdded: Map<string, string>;
   claimsReleased: Map<string, string>;
+  /** Tags it gains, and every tag of `unset_tags` (each conditioned on being as read). */
+  addTags: string[];
+  unsetTags: string[];
+  /** How many tags it may hold before this write for the write to stay within the limit. */
+  tagRoom?: number;
 }
 
 /** What organization merge reads and writes (the organizations table). */
@@ -159,7 +173,9 @@ function prepare(
       return { index, error: `${where}.clear_fields.${fieldId}: is not an organization field` };
     }
   }
-  return { index, values, claims, overwrite: parsed.data.clear_fields ?? {} };
+  const unsetTags = [...new Set(parsed.data.unset_tags ?? [])];
+  const tags = [...new Set(parsed.data.tags ?? [])].filter((name) => !unsetTags.includes(name));
+  return { index, values, claims, overwrite: parsed.data.clear_fields ?? {}, tags, unsetTags };
 }
 
 /**
@@ -249,7 +265,14 @@ export async function mergeOrganizations(
       }
       fields[ORGANIZATION_SOURCE] ??= tenant.dataSource.name;
       return {
-        organization: { id, fields, created_at: timestamp, updated_at: timestamp, version: 1 },
+        organization: {
+          id,
+          fields,
+          tags: record.tags,
+          created_at: timestamp,
+          updated_at: timestamp,
+          version: 1,
+        },
         claims: claimsOf(fields, ORGANIZATION_KEY_FIELDS),
       };
     },
@@ -262,10 +285,14 @@ export async function mergeOrganizations(
         record.overwrite,
         isStored,
       );
+      const addTags = record.tags.filter((name) => !before.tags.includes(name));
+      const removeTags = record.unsetTags.filter((name) => before.tags.includes(name));
       if (
         Object.keys(changes.sets).length +
           Object.keys(changes.setsIfAbsent).length +
-          changes.removes.length ===
+          changes.removes.length +
+          addTags.length +
+          removeTags.length ===
         0
       ) {
         return undefined;
@@ -284,6 +311,7 @@ export async function mergeOrganizations(
         after: {
           ...before,
           fields: changes.after,
+          tags: [...before.tags.filter((name) => !record.unsetTags.includes(name)), ...addTags],
           updated_at: timestamp,
           ...(before.version !== undefined ? { version: before.version + 1 } : {}),
         },
@@ -293,11 +321,21 @@ export async function mergeOrganizations(
         clears: changes.clears,
         expected,
         ...claims,
+        addTags,
+        unsetTags: record.unsetTags,
+        ...(addTags.length > 0
+          ? { tagRoom: MAX_TAGS_PER_PERSON - addTags.length + removeTags.length }
+          : {}),
       };
     },
     updated: (plan) => plan,
     overBudget: (organization, index) =>
-      overRecordBudget(`${names.list}[${index}]`, names.noun, organization.fields),
+      overRecordBudget(
+        `${names.list}[${index}]`,
+        names.noun,
+        organization.fields,
+        organization.tags,
+      ),
     findClaimOwners: (keys, consistent) => store.findClaimOwners(instanceId, keys, consistent),
     refuse: (organization, index) =>
       organization.archived_at === undefined

@@ -38,6 +38,8 @@ export interface TagPage {
 }
 
 export interface TagListing {
+  /** Whether the instance ever had a tag of this kind (one small read; absent: assume so). */
+  hasTags?(instanceId: string): Promise<boolean>;
   /** The tags after `after` in name order that `keep` keeps, within the bounds given. */
   tagsPage(
     instanceId: string,
@@ -48,12 +50,14 @@ export interface TagListing {
 /** Tags are made by the API (merges): no user made them, as the recorded answers show. */
 const NOBODY = '000000000000000000000000';
 
-const Cursor = z.object({ after: z.string() });
+/** Where the next page starts: person tags (`p`), then organizations' (`o`), by name. */
+const Cursor = z.object({ kind: z.enum(['p', 'o']).default('p'), after: z.string().optional() });
+type Cursor = z.infer<typeof Cursor>;
 
-function afterOf(cursor: string | undefined): string | undefined {
-  if (cursor === undefined) return undefined;
+function cursorOf(cursor: string | undefined): Cursor {
+  if (cursor === undefined) return { kind: 'p' };
   try {
-    return Cursor.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'))).after;
+    return Cursor.parse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
   } catch {
     throw new ValidationError(
       'cursor_id: not a cursor of tags/get (send the X-Next-Cursor header)',
@@ -62,16 +66,22 @@ function afterOf(cursor: string | undefined): string | undefined {
   }
 }
 
-export async function getTags(request: TagsGetRequest, tenant: Tenant, listing: TagListing) {
+const encode = (cursor: Cursor) =>
+  Buffer.from(JSON.stringify(cursor), 'utf8').toString('base64url');
+
+/**
+ * The instance's tags: its people's (`type` ""), then its organizations' (`type`
+ * "organization", numbered apart and without the subscription counts, as recorded).
+ */
+export async function getTags(
+  request: TagsGetRequest,
+  tenant: Tenant,
+  listings: { people: TagListing; organizations?: TagListing },
+) {
   const words = (request.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
-  const after = afterOf(request.cursor_id);
-  const page = await listing.tagsPage(tenant.instance.id, {
-    ...(after === undefined ? {} : { after }),
-    limit: request.limit,
-    scan: MAX_TAGS_SCANNED,
-    keep: (name) => words.every((word) => name.toLowerCase().includes(word)),
-  });
-  const tags = page.tags.map((tag) => ({
+  const keep = (name: string) => words.every((word) => name.toLowerCase().includes(word));
+  const start = cursorOf(request.cursor_id);
+  const view = (tag: TagView, type: '' | 'organization') => ({
     id: tag.id,
     instance_id: tenant.instance.id,
     name: tag.name,
@@ -82,13 +92,40 @@ export async function getTags(request: TagsGetRequest, tenant: Tenant, listing: 
     created_at: tag.created_at,
     last_used: tag.last_used,
     count: tag.count,
-    subscribers: tag.subscribers,
-    sms_opted_in: tag.sms_opted_in,
-    type: '',
-  }));
-  const next =
-    page.after === undefined
-      ? undefined
-      : Buffer.from(JSON.stringify({ after: page.after }), 'utf8').toString('base64url');
-  return { tags, ...(next === undefined ? {} : { next }) };
+    ...(type === '' ? { subscribers: tag.subscribers, sms_opted_in: tag.sms_opted_in } : {}),
+    type,
+  });
+  const tags: ReturnType<typeof view>[] = [];
+  let next: Cursor | undefined;
+  if (start.kind === 'p') {
+    const page = await listings.people.tagsPage(tenant.instance.id, {
+      ...(start.after === undefined ? {} : { after: start.after }),
+      limit: request.limit,
+      scan: MAX_TAGS_SCANNED,
+      keep,
+    });
+    tags.push(...page.tags.map((tag) => view(tag, '')));
+    if (page.after !== undefined) next = { kind: 'p', after: page.after };
+    else if (listings.organizations && tags.length >= request.limit) next = { kind: 'o' };
+  }
+  const room = request.limit - tags.length;
+  const organizations =
+    listings.organizations &&
+    next === undefined &&
+    room > 0 &&
+    ((await listings.organizations.hasTags?.(tenant.instance.id)) ?? true)
+      ? listings.organizations
+      : undefined;
+  if (organizations) {
+    const after = start.kind === 'o' ? start.after : undefined;
+    const page = await organizations.tagsPage(tenant.instance.id, {
+      ...(after === undefined ? {} : { after }),
+      limit: room,
+      scan: MAX_TAGS_SCANNED,
+      keep,
+    });
+    tags.push(...page.tags.map((tag) => view(tag, 'organization')));
+    if (page.after !== undefined) next = { kind: 'o', after: page.after };
+  }
+  return { tags, ...(next === undefined ? {} : { next: encode(next) }) };
 }
