@@ -389,6 +389,21 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     });
   }
 
+  /** The custom fields deleted through the API (their values stay on records, unread). */
+  async deletedFields(instanceId: string): Promise<ReadonlySet<string>> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: { pk: instancePk(instanceId), sk: 'SCHEMA' },
+        ProjectionExpression: '#schema.#deleted',
+        ExpressionAttributeNames: { '#schema': 'schema', '#deleted': 'deleted_fields' },
+      }),
+    );
+    const deleted = (Item?.schema as { deleted_fields?: Record<string, unknown> } | undefined)
+      ?.deleted_fields;
+    return new Set(Object.keys(deleted ?? {}));
+  }
+
   async deleteCustomField(
     instanceId: string,
     kind: CustomFieldKind,

@@ -1,3 +1,4 @@
+import { DynamoConfigStore } from '../adapters/config-store.js';
 import type { SQSRecord } from 'aws-lambda';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, createS3Client, createSqsClient } from '../adapters/aws-clients.js';
@@ -121,7 +122,10 @@ interface FanoutSource {
    * (its item's partition); none to skip it.
    */
   subjectOf(change: StreamChange): { instanceId: string; subject: string } | undefined;
-  eventsOf(subject: string, change: StreamChange): WebhookEvent[];
+  /** `hidden`: fields the instance deleted, left out of the events' `fields`. */
+  eventsOf(subject: string, change: StreamChange, hidden: ReadonlySet<string>): WebhookEvent[];
+  /** Whether its events carry fields (the instance's deleted fields are then read). */
+  carriesFields?: boolean;
   /**
    * Whether a change erases its subject, whose kept events then go too (after its own events
    * are queued: the subject's earlier changes come first in its stream, so none is kept after).
@@ -142,8 +146,9 @@ function partitionOf(pk: unknown, kind: string): { instanceId: string; id: strin
 function partitionSource(
   kind: string,
   keep: (change: StreamChange) => boolean,
-  eventsOf: (id: string, change: StreamChange) => WebhookEvent[],
+  eventsOf: (id: string, change: StreamChange, hidden: ReadonlySet<string>) => WebhookEvent[],
   erases?: (change: StreamChange) => boolean,
+  carriesFields = false,
 ): FanoutSource {
   return {
     subjectOf: (change) => {
@@ -152,6 +157,7 @@ function partitionSource(
       return partition ? { instanceId: partition.instanceId, subject: partition.id } : undefined;
     },
     eventsOf,
+    carriesFields,
     ...(erases ? { erases } : {}),
   };
 }
@@ -169,6 +175,7 @@ function createFanoutWorker(source: FanoutSource) {
     required(env.WEBHOOKS_QUEUE_URL, 'WEBHOOKS_QUEUE_URL'),
   );
   const { deliveries } = deliveryStores(db, env);
+  const config = new DynamoConfigStore(db, env.CONFIG_TABLE);
   return async (...args: Parameters<ReturnType<typeof streamWorker>>) => {
     const perInstance = new Map<string, Promise<Webhook[]>>();
     const webhooksOf = (instanceId: string) => {
@@ -179,6 +186,15 @@ function createFanoutWorker(source: FanoutSource) {
       }
       return webhooks;
     };
+    const hiddenPerInstance = new Map<string, Promise<ReadonlySet<string>>>();
+    const hiddenOf = (instanceId: string) => {
+      let hidden = hiddenPerInstance.get(instanceId);
+      if (!hidden) {
+        hidden = config.deletedFields(instanceId);
+        hiddenPerInstance.set(instanceId, hidden);
+      }
+      return hidden;
+    };
     const handle = streamWorker({
       subjectOf: (change) => {
         const found = source.subjectOf(change);
@@ -187,8 +203,14 @@ function createFanoutWorker(source: FanoutSource) {
       process: async (key, changes) => {
         const [instanceId = '', subject = ''] = key.split('\u0000');
         const webhooks = await webhooksOf(instanceId);
+        const hidden =
+          webhooks.length > 0 && source.carriesFields
+            ? await hiddenOf(instanceId)
+            : new Set<string>();
         const events =
-          webhooks.length > 0 ? changes.flatMap((change) => source.eventsOf(subject, change)) : [];
+          webhooks.length > 0
+            ? changes.flatMap((change) => source.eventsOf(subject, change, hidden))
+            : [];
         const messages = fanOut(instanceId, events, webhooks);
         if (messages.length > 0) {
           // Kept before queued: a replay finds every event queued, and a large event's
@@ -215,6 +237,7 @@ export function createWebhookFanoutWorker() {
       personEvents,
       // A person item is removed only by erasure (people/delete).
       (change) => change.eventName === 'REMOVE',
+      true,
     ),
   );
 }
@@ -222,7 +245,7 @@ export function createWebhookFanoutWorker() {
 /** The organizations table's fan-out worker (`organization.*` events). */
 export function createOrganizationWebhookWorker() {
   return createFanoutWorker(
-    partitionSource('O', (change) => change.keys.sk === 'O', organizationEvents),
+    partitionSource('O', (change) => change.keys.sk === 'O', organizationEvents, undefined, true),
   );
 }
 

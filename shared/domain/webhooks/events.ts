@@ -28,6 +28,23 @@ const record = (value: unknown): Record<string, unknown> =>
 
 const tagsOf = (image: Record<string, unknown>) => Object.keys(record(image.tags)).sort();
 
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * The image without the values of fields the instance deleted (they stay on records, unread:
+ * docs/api.md, "Deleting a custom field").
+ */
+function withoutHidden(
+  image: Record<string, unknown> | undefined,
+  hidden: ReadonlySet<string>,
+): Record<string, unknown> | undefined {
+  if (!image || hidden.size === 0) return image;
+  const fields = Object.fromEntries(
+    Object.entries(record(image.fields)).filter(([id]) => !hidden.has(id)),
+  );
+  return { ...image, fields };
+}
+
 /** A person as events show it: ID, fields (by field ID, tags among them), times. */
 function personData(personId: string, image: Record<string, unknown>) {
   return {
@@ -65,15 +82,19 @@ const timestampOf = (change: ItemChange) =>
   new Date(change.at > 0 ? change.at : Date.now()).toISOString();
 
 /** The events of one change of a person item (`<inst>#P#<id>` / `P`). */
-export function personEvents(personId: string, change: ItemChange): WebhookEvent[] {
+export function personEvents(
+  personId: string,
+  change: ItemChange,
+  hidden: ReadonlySet<string> = NONE,
+): WebhookEvent[] {
   const event = (type: string, data: Record<string, unknown>): WebhookEvent => ({
     id: eventId(personId, change.sequenceNumber, type),
     type,
     timestamp: timestampOf(change),
     data,
   });
-  const before = change.oldImage;
-  const after = change.newImage;
+  const before = withoutHidden(change.oldImage, hidden);
+  const after = withoutHidden(change.newImage, hidden);
   if (!after)
     return before || change.eventName === 'REMOVE'
       ? [event('person.deleted', { person_id: personId })]
@@ -105,15 +126,19 @@ export function personEvents(personId: string, change: ItemChange): WebhookEvent
  * created_at, updated_at}`), `organization.updated` with the changed field IDs and their new
  * values. A change of its members count alone (people linked) makes no event.
  */
-export function organizationEvents(organizationId: string, change: ItemChange): WebhookEvent[] {
+export function organizationEvents(
+  organizationId: string,
+  change: ItemChange,
+  hidden: ReadonlySet<string> = NONE,
+): WebhookEvent[] {
   const event = (type: string, data: Record<string, unknown>): WebhookEvent => ({
     id: eventId(organizationId, change.sequenceNumber, type),
     type,
     timestamp: timestampOf(change),
     data,
   });
-  const before = change.oldImage;
-  const after = change.newImage;
+  const before = withoutHidden(change.oldImage, hidden);
+  const after = withoutHidden(change.newImage, hidden);
   if (!after) return [];
   if (!before) {
     return [

@@ -282,6 +282,28 @@ describe('personEvents', () => {
     });
   });
 
+  it('leaves out the values of fields the instance deleted', () => {
+    const hidden = new Set(['str:cm:old']);
+    const [created] = personEvents(
+      PERSON,
+      change({
+        eventName: 'INSERT',
+        newImage: image({ 'str::email': 'ada@example.com', 'str:cm:old': 'kept' }),
+      }),
+      hidden,
+    );
+    expect(created?.data.fields).toEqual({ 'str::email': 'ada@example.com', 'u4s::t': ['vip'] });
+    const updated = personEvents(
+      PERSON,
+      change({
+        oldImage: image({ 'str::first': 'Ada', 'str:cm:old': 'kept' }),
+        newImage: image({ 'str::first': 'Grace', 'str:cm:old': 'kept' }),
+      }),
+      hidden,
+    );
+    expect(updated[0]?.data).toMatchObject({ changed_field_ids: ['str::first'] });
+  });
+
   it('makes person.updated with the changed field IDs and their new values only', () => {
     const events = personEvents(
       PERSON,
