@@ -221,6 +221,8 @@ const PEOPLE_ERASER: readonly Access[] = [
 
 /** Archiving, restoring and deleting organizations (also under the `accounts` names). */
 const ORGANIZATION_LIFECYCLE: readonly Access[] = ['config:read', 'organizations', 'queue:ingest'];
+/** Deleting them also deletes their activities (accounts' custom activities). */
+const ORGANIZATION_DELETE: readonly Access[] = [...ORGANIZATION_LIFECYCLE, 'activities'];
 
 /** Defining audiences: their definitions (config), counters, and queueing their builds. */
 const AUDIENCE_WRITER: readonly Access[] = ['config:write', 'audiences', 'queue:audience-jobs'];
@@ -368,12 +370,20 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ORGANIZATION_LIFECYCLE,
   }),
   api('DELETE', '/v1/organizations/delete', 'organizations-delete', {
-    access: ORGANIZATION_LIFECYCLE,
+    access: ORGANIZATION_DELETE,
   }),
   // The same operations under the names newer clients use (one implementation).
   api('PUT', '/v1/accounts/archive', 'organizations-archive', { access: ORGANIZATION_LIFECYCLE }),
   api('PUT', '/v1/accounts/restore', 'organizations-restore', { access: ORGANIZATION_LIFECYCLE }),
-  api('DELETE', '/v1/accounts/delete', 'organizations-delete', { access: ORGANIZATION_LIFECYCLE }),
+  api('DELETE', '/v1/accounts/delete', 'organizations-delete', { access: ORGANIZATION_DELETE }),
+  // Accounts' custom activities (`act:oc:`): recorded (merging their accounts) and listed.
+  api('POST', '/v1/accounts/activities/create', 'account-activities-create', {
+    maxBodyBytes: 2 * MB,
+    access: ['config:read', 'organizations', 'activities'],
+  }),
+  api('POST', '/v1/accounts/get/activities', 'account-activities-get', {
+    access: ['config:read', 'organizations:read', 'activities:read'],
+  }),
   // Audiences (issue 26, docs/audiences.md): definitions, and members' preferences.
   ...(
     [

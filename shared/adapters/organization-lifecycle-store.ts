@@ -24,6 +24,7 @@ import {
 } from './organization-store.js';
 import { auditPut, listingPage, untilSettled } from './people-lifecycle-store.js';
 import { claimWrites, type TransactItem } from './record-writes.js';
+import { DynamoAccountActivityStore } from './account-activity-store.js';
 import { directTagCountWrites, DynamoTagStore } from './tag-store.js';
 import { TransactionBatcher } from './transaction-batcher.js';
 import { tagCountDeltas } from '../domain/people/tag-counts.js';
@@ -42,7 +43,7 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
 
   constructor(
     private readonly db: DynamoDBDocumentClient,
-    private readonly tables: { organizations: string; requests: string },
+    private readonly tables: { organizations: string; requests: string; activities?: string },
     private readonly now: () => Date = () => new Date(),
   ) {
     this.tags = new DynamoTagStore(db, tables.organizations, new TransactionBatcher(db), 'OT');
@@ -204,6 +205,13 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
   async erase(instanceId: string, id: string) {
     const organization = await this.read(instanceId, id);
     if (!organization?.archived) return false;
+    // Its activities go first (an account without people is deleted; nothing else names them).
+    if (organization.members === 0 && this.tables.activities) {
+      await new DynamoAccountActivityStore(this.db, {
+        activities: this.tables.activities,
+        organizations: this.tables.organizations,
+      }).forget(instanceId, id);
+    }
     const released = [...claimsOf(organization.fields, ORGANIZATION_KEY_FIELDS)];
     return untilSettled(`organization ${id}`, async () => {
       const items: TransactItem[] = [

@@ -18,11 +18,8 @@ import { newId } from '../domain/ids.js';
 import type { CreatePlan, UpdatePlan } from '../domain/people/merge-plan.js';
 import type { ClaimKey, PeopleStore } from '../domain/people/people-store.js';
 import type { GeocodingMeter } from '../domain/location.js';
-import type {
-  ActivityQuery,
-  ActivityReader,
-  ActivityView,
-} from '../domain/people/person-activities.js';
+import type { ActivityQuery, ActivityReader } from '../domain/people/person-activities.js';
+import { ActivityTimeline } from './activity-timeline.js';
 import type { ListIndex, PersonListing } from '../domain/people/person-get.js';
 import {
   indexSortKey,
@@ -159,16 +156,6 @@ const PersonItem = z.object({
   origin_index: z.number().optional(),
 });
 
-const ActivityItem = z.object({
-  id: z.string(),
-  field_id: z.string(),
-  attr: z.record(z.string(), z.unknown()),
-  created_at: z.string(),
-  display: z.string().optional(),
-  value: z.number().optional(),
-  location: z.record(z.string(), z.unknown()).optional(),
-});
-
 export function personFromItem(item: Item): Person {
   const parsed = PersonItem.parse(item);
   return {
@@ -211,6 +198,7 @@ export class DynamoPeopleStore
 
   /** The instance's tags, and their counts (written with the people). */
   readonly tags: DynamoTagStore;
+  private readonly timeline: ActivityTimeline;
 
   constructor(
     private readonly db: DynamoDBDocumentClient,
@@ -220,6 +208,7 @@ export class DynamoPeopleStore
   ) {
     this.transactions = new TransactionBatcher(db, batching);
     this.tags = new DynamoTagStore(db, tables.people, this.transactions);
+    this.timeline = new ActivityTimeline(db, tables.activities);
     this.markers = tables.requests ? new MarkerGroups(db, tables.requests) : undefined;
   }
 
@@ -759,109 +748,17 @@ export class DynamoPeopleStore
     return (await this.getPeople(instanceId, [personId])).has(personId);
   }
 
-  /**
-   * One query on the person's timeline (`sk` = time#id), newest first; with a filter on
-   * activity IDs it reads on until the page is full or the timeline ends.
-   */
-  /**
-   * The key condition and filter of a person's activities: the timeline's sort keys are
-   * `<created_at>#<id>`, so a time range and a position are ranges of the key (a position is
-   * exclusive: `<=` it, then the item at it is dropped).
-   */
-  private activityQuery(
-    instanceId: string,
-    personId: string,
-    options: ActivityQuery & { before?: string },
-  ) {
-    const x = new ExpressionBuilder();
-    const pk = `${x.name('pk')} = ${x.value(`${instanceId}#P#${personId}`)}`;
-    const upper =
-      options.before !== undefined && options.to !== undefined
-        ? options.before < options.to
-          ? options.before
-          : options.to
-        : (options.before ?? options.to);
-    const sk = options.from !== undefined || upper !== undefined ? x.name('sk') : '';
-    const keyCondition =
-      options.from !== undefined && upper !== undefined
-        ? `${pk} AND ${sk} BETWEEN ${x.value(options.from)} AND ${x.value(upper)}`
-        : options.from !== undefined
-          ? `${pk} AND ${sk} >= ${x.value(options.from)}`
-          : upper !== undefined
-            ? `${pk} AND ${sk} <= ${x.value(upper)}`
-            : pk;
-    const filter = options.fieldIds
-      ? `${x.name('field_id')} IN (${options.fieldIds.map((id) => x.value(id)).join(', ')})`
-      : undefined;
-    return {
-      KeyConditionExpression: keyCondition,
-      ...(filter ? { FilterExpression: filter } : {}),
-      ExpressionAttributeNames: x.names,
-      ExpressionAttributeValues: x.values,
-    };
-  }
-
-  async countActivities(instanceId: string, personId: string, query: ActivityQuery, max: number) {
-    let count = 0;
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tables.activities,
-          ...this.activityQuery(instanceId, personId, query),
-          Select: 'COUNT',
-          // Eventually consistent (half the cost): the feed never answers fewer than it shows.
-          Limit: max - count,
-          ExclusiveStartKey,
-        }),
-      );
-      count += page.Count ?? 0;
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey && count < max);
-    return Math.min(count, max);
-  }
-
-  async activities(
+  /** A person's timeline, newest first (activity-timeline.ts). */
+  activities(
     instanceId: string,
     personId: string,
     options: ActivityQuery & { limit: number; before?: string; skip?: number },
   ) {
-    const expression = this.activityQuery(instanceId, personId, options);
-    const skip = options.skip ?? 0;
-    const wanted = skip + options.limit;
-    const found: ActivityView[] = [];
-    let ExclusiveStartKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.db.send(
-        new QueryCommand({
-          TableName: this.tables.activities,
-          ...expression,
-          ScanIndexForward: false,
-          ConsistentRead: true,
-          Limit: wanted + 2 - found.length,
-          ExclusiveStartKey,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        if (item.sk === options.before) continue; // the position itself: read by the page before
-        const parsed = ActivityItem.parse(item);
-        found.push({
-          id: parsed.id,
-          field_id: parsed.field_id,
-          attr: parsed.attr,
-          ...(parsed.display !== undefined ? { display: parsed.display } : {}),
-          ...(parsed.value !== undefined ? { value: parsed.value } : {}),
-          ...(parsed.location !== undefined ? { location: parsed.location } : {}),
-          created_at: parsed.created_at,
-        });
-      }
-      ExclusiveStartKey = page.LastEvaluatedKey;
-    } while (ExclusiveStartKey && found.length <= wanted);
-    const hasMore = found.length > wanted;
-    const activities = found.slice(skip, wanted);
-    const last = activities.at(-1);
-    // Positions are the timeline's sort keys (`<created_at>#<id>`).
-    return { activities, ...(hasMore && last ? { next: `${last.created_at}#${last.id}` } : {}) };
+    return this.timeline.page(`${instanceId}#P#${personId}`, options);
+  }
+
+  countActivities(instanceId: string, personId: string, query: ActivityQuery, max: number) {
+    return this.timeline.count(`${instanceId}#P#${personId}`, query, max);
   }
 
   private activityPuts(

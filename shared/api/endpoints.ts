@@ -26,7 +26,11 @@ import {
 } from '../domain/organizations/organization-get.js';
 import { OrganizationMergeRequest } from '../domain/organizations/organization-merge.js';
 import { PersonMergeRequest } from '../domain/people/merge-request.js';
-import { PersonActivitiesRequest } from '../domain/people/person-activities.js';
+import {
+  AccountActivitiesRequest,
+  PersonActivitiesRequest,
+} from '../domain/people/person-activities.js';
+import { AccountActivitiesCreateRequest } from '../domain/organizations/account-activities.js';
 import { PersonGetByIdsRequest, PersonGetRequest } from '../domain/people/person-get.js';
 import { PersonSubscriptionsRequest } from '../domain/people/person-subscriptions.js';
 import {
@@ -75,6 +79,8 @@ import {
   OrganizationMergeResponse,
   OrganizationRestoreResponse,
   PersonActivitiesResponse,
+  AccountActivitiesResponse,
+  AccountActivitiesCreateResponse,
   PersonArchiveResponse,
   PersonCustomFieldsResponse,
   PersonDeleteResponse,
@@ -1079,6 +1085,75 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
       },
     },
   },
+  'POST /v1/accounts/activities/create': {
+    tag: 'Accounts',
+    summary: 'Record account activities',
+    description:
+      'Records 1 to 100 custom activities of accounts, defined as `act:oc:<name>` (in the configuration, or through `POST /v1/definitions/activity/create` with an `id`). Each names its account by `str:o:organization_id` in `fields` (its other `fields` are then not written), or by the request’s `merge_by` (account key fields), which finds or creates the account with its `fields` as `accounts/merge` does. Attributes are read with the definition’s types; `created` may date it up to 90 days back. An invalid activity (an unknown or person definition, an account not found, a bad attribute) is an `invalid` entry naming the member; when all are, the answer is a 400.',
+    request: AccountActivitiesCreateRequest,
+    requestExample: {
+      activities: [
+        {
+          activity_id: 'act:oc:flight-booked',
+          attributes: { 'int::v': 17500, 'str:cm:carrier': 'Easy Jet' },
+          fields: { 'str:o:name': 'Analytical Engines Ltd' },
+        },
+      ],
+      merge_by: ['str:o:name'],
+    },
+    responses: {
+      200: {
+        description: 'One entry per activity, in order',
+        schema: AccountActivitiesCreateResponse,
+        example: {
+          activities: [
+            {
+              account_id: ids.organization,
+              account_status: 'merged',
+              activity_id: ids.activity,
+              status: 'ingested',
+            },
+          ],
+        },
+      },
+    },
+  },
+  'POST /v1/accounts/get/activities': {
+    tag: 'Accounts',
+    summary: 'An account’s activities',
+    description:
+      'An account’s activities, newest first, in the shape of `POST /v1/person/get/activities` (`activities`, `timeframe`, `offset`, `cursor_id`, `meta`), with `account_id` in place of `person_id`. An account of another instance is one nobody has (400).',
+    request: AccountActivitiesRequest,
+    requestExample: { account_id: ids.organization, limit: 20 },
+    responses: {
+      200: {
+        description: 'A page of activities',
+        schema: AccountActivitiesResponse,
+        example: {
+          activities: [
+            {
+              id: ids.activity,
+              field_id: 'act:oc:flight-booked',
+              attr: { 'str:cm:carrier': 'Easy Jet' },
+              created_at: '2026-01-05T10:00:00.000Z',
+              render_cmds: [{ content: 'Flight booked' }],
+              display: 'Flight booked',
+            },
+          ],
+          meta: {
+            total_activities: 1,
+            field_ids: null,
+            has_more: false,
+            retention: { type: 'none', max_value: 0 },
+          },
+          offset: 0,
+          next_offset: 1,
+          cursor_id: null,
+          has_more: false,
+        },
+      },
+    },
+  },
   'POST /v1/accounts/get-by-ids': {
     tag: 'Accounts',
     summary: 'Accounts by ID',
@@ -1176,14 +1251,10 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
                   id: 'act:cm:purchased',
                   name: 'Purchased',
                   display_type: 'activity',
-                  attributes: {
-                    'str:cm:item': { id: 'str:cm:item', name: 'Item', display_type: 'text' },
-                    'int:cm:price': {
-                      id: 'int:cm:price',
-                      name: 'Price',
-                      display_type: 'currency',
-                    },
-                  },
+                  attributes: [
+                    { id: 'str:cm:item', name: 'Item', display_type: 'text' },
+                    { id: 'int:cm:price', name: 'Price', display_type: 'currency' },
+                  ],
                 },
               },
             },

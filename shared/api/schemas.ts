@@ -267,49 +267,55 @@ export const PersonGetByIdsResponse = z
   })
   .meta({ id: 'PersonGetByIdsResponse' });
 
-export const PersonActivitiesResponse = z
-  .object({
-    activities: z.array(
-      z.object({
-        id: z.string(),
-        field_id: z
-          .string()
-          .meta({ description: 'The activity definition (`act:cm:…`, `act::o`)' }),
-        attr: z.record(z.string(), z.unknown()),
-        created_at: z.string(),
-        render_cmds: z
-          .array(
-            z.object({
-              content: z.string(),
-              link: z.string().optional().meta({ description: 'A path of the console' }),
-            }),
-          )
-          .meta({ description: 'The activity’s line in a feed, part by part' }),
-        display: z.string().optional().meta({ description: 'A custom activity’s display text' }),
-        value: z.number().optional(),
-        location: z.record(z.string(), z.unknown()).optional(),
-      }),
-    ),
-    meta: z.object({
-      total_activities: z
-        .number()
-        .int()
-        .meta({
-          description: `The activities the request selects (counted up to ${MAX_COUNTED_ACTIVITIES})`,
-        }),
-      field_ids: z.array(z.string()).nullable().meta({ description: '`activities` as sent' }),
-      has_more: z.boolean(),
-      retention: z.object({ type: z.string(), max_value: z.number().int() }).meta({
-        description:
-          'How long activities are kept: `{"type": "none", "max_value": 0}`, until the person is erased',
-      }),
+const activityFeed = z.object({
+  activities: z.array(
+    z.object({
+      id: z.string(),
+      field_id: z.string().meta({ description: 'The activity definition (`act:cm:…`, `act::o`)' }),
+      attr: z.record(z.string(), z.unknown()),
+      created_at: z.string(),
+      render_cmds: z
+        .array(
+          z.object({
+            content: z.string(),
+            link: z.string().optional().meta({ description: 'A path of the console' }),
+          }),
+        )
+        .meta({ description: 'The activity’s line in a feed, part by part' }),
+      display: z.string().optional().meta({ description: 'A custom activity’s display text' }),
+      value: z.number().optional(),
+      location: z.record(z.string(), z.unknown()).optional(),
     }),
-    offset: z.number().int(),
-    next_offset: z.number().int(),
-    cursor_id: z.string().nullable().meta({ description: 'The next page’s cursor, if any' }),
+  ),
+  meta: z.object({
+    total_activities: z
+      .number()
+      .int()
+      .meta({
+        description: `The activities the request selects (counted up to ${MAX_COUNTED_ACTIVITIES})`,
+      }),
+    field_ids: z.array(z.string()).nullable().meta({ description: '`activities` as sent' }),
     has_more: z.boolean(),
-  })
-  .meta({ id: 'PersonActivitiesResponse', description: 'Newest first' });
+    retention: z.object({ type: z.string(), max_value: z.number().int() }).meta({
+      description:
+        'How long activities are kept: `{"type": "none", "max_value": 0}`, until the person is erased',
+    }),
+  }),
+  offset: z.number().int(),
+  next_offset: z.number().int(),
+  cursor_id: z.string().nullable().meta({ description: 'The next page’s cursor, if any' }),
+  has_more: z.boolean(),
+});
+
+export const PersonActivitiesResponse = activityFeed.meta({
+  id: 'PersonActivitiesResponse',
+  description: 'Newest first',
+});
+
+export const AccountActivitiesResponse = activityFeed.meta({
+  id: 'AccountActivitiesResponse',
+  description: 'An account’s activities, newest first',
+});
 
 export const OrganizationView = z
   .object({
@@ -986,3 +992,26 @@ export const ReplaySchema = z
     error: z.string().optional().meta({ description: 'Why a failed replay stopped' }),
   })
   .meta({ id: 'Replay' });
+
+export const AccountActivitiesCreateResponse = z
+  .object({
+    activities: z.array(
+      z.union([
+        z.object({
+          account_id: id('The account the activity was recorded on'),
+          account_status: z.enum(['created', 'merged', 'by-id']).meta({
+            description:
+              '`by-id` when named by `str:o:organization_id`; else what the merge of its `fields` did',
+          }),
+          activity_id: id('The activity recorded'),
+          status: z.literal('ingested'),
+        }),
+        z.object({
+          account_status: z.literal('invalid'),
+          status: z.literal('invalid'),
+          error: z.string().meta({ description: 'What is wrong, naming the member' }),
+        }),
+      ]),
+    ),
+  })
+  .meta({ id: 'AccountActivitiesCreateResponse', description: 'One entry per activity, in order' });

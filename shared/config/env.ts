@@ -70,6 +70,12 @@ export const FieldIndexEnv = z.object({ INDEXES_TABLE: tableName });
 /** Functions that only work on organizations. */
 export const OrganizationsEnv = z.object({ ORGANIZATIONS_TABLE: tableName });
 
+/** Accounts' activities: the accounts they belong to and the activities table. */
+export const AccountActivitiesEnv = z.object({
+  ORGANIZATIONS_TABLE: tableName,
+  ACTIVITIES_TABLE: tableName,
+});
+
 /** Functions that read and write people (and record their built-in activities). */
 export const PeopleEnv = z.object({
   PEOPLE_TABLE: tableName,

@@ -118,7 +118,14 @@ const Attribute = z.strictObject({
 });
 
 export const ActivityDefinition = z.strictObject({
-  id: z.string().regex(/^act:cm:[a-z0-9]+(?:-[a-z0-9]+)*$/, 'expected act:cm:<kebab-case-name>'),
+  // `act:cm:` people's activities; `act:oc:` accounts' (organizations'), recorded by
+  // `POST /v1/accounts/activities/create`.
+  id: z
+    .string()
+    .regex(
+      /^act:(?:cm|oc):[a-z0-9]+(?:-[a-z0-9]+)*$/,
+      'expected act:cm:<kebab-case-name> (people) or act:oc:<kebab-case-name> (accounts)',
+    ),
   name,
   icon: z.string().max(64).optional(),
   display_text: z.string().max(1000).optional(),

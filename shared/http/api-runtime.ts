@@ -292,6 +292,8 @@ export function createLifecyclePorts(
       INGEST_QUEUE_URL: z.url(),
       REQUESTS_TABLE: z.string().min(3),
       ORGANIZATIONS_TABLE: z.string().min(3),
+      /** Deleting organizations: their activities go with them. */
+      ACTIVITIES_TABLE: z.string().min(3).optional(),
       PAYLOADS_BUCKET: z.string().min(3).optional(),
     }),
   );
@@ -310,6 +312,7 @@ export function createLifecyclePorts(
       store: new DynamoOrganizationLifecycleStore(db, {
         organizations: env.ORGANIZATIONS_TABLE,
         requests: env.REQUESTS_TABLE,
+        ...(env.ACTIVITIES_TABLE ? { activities: env.ACTIVITIES_TABLE } : {}),
       }),
     };
   }

@@ -252,6 +252,7 @@ export function createIngestWorker(
       organizations: new DynamoOrganizationLifecycleStore(db, {
         organizations: env.ORGANIZATIONS_TABLE,
         requests: env.REQUESTS_TABLE,
+        activities: env.ACTIVITIES_TABLE,
       }),
     },
     requeue: (message) => queue.send(message),

@@ -73,6 +73,11 @@ const CONFIG = {
             { id: 'dtz:cm:when', name: 'When', kind: 'date' },
           ],
         },
+        {
+          id: 'act:oc:booked',
+          name: 'Booked',
+          attributes: [{ id: 'dtz:cm:when', name: 'When', kind: 'date' }],
+        },
       ],
     },
   ],
@@ -1166,6 +1171,60 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
           fc.array(wrongType('string'), { minLength: 1, maxLength: 2 }),
         ),
       },
+    ],
+  },
+  'POST /v1/accounts/activities/create': {
+    base: (u) => ({
+      activities: [{ activity_id: 'act:oc:booked', fields: { 'str:o:name': `Fuzz ${u}` } }],
+      merge_by: ['str:o:name'],
+    }),
+    members: [
+      {
+        name: 'activities',
+        required: true,
+        invalid: fc.oneof(wrongType('array'), fc.constant([])),
+      },
+      {
+        name: 'merge_by',
+        invalid: fc.oneof(wrongType('array'), fc.constant([]), fc.constant(['str::email'])),
+      },
+    ],
+    special: (u) =>
+      fc.oneof(
+        fc
+          .oneof(wrongType('string'), fc.constantFrom('', 'act:oc:unknown', 'act:cm:bought', 'xyz'))
+          .map((id) => ({
+            kind: 'bad activity_id',
+            body: {
+              activities: [{ activity_id: id, fields: { 'str:o:name': `Fuzz ${u}` } }],
+              merge_by: ['str:o:name'],
+            },
+            mention: 'activities[0]',
+          })),
+        dtzBad.map((value) => ({
+          kind: 'bad time zone (attribute)',
+          body: {
+            activities: [
+              {
+                activity_id: 'act:oc:booked',
+                attributes: { 'dtz:cm:when': value },
+                fields: { 'str:o:name': `Fuzz ${u}` },
+              },
+            ],
+            merge_by: ['str:o:name'],
+          },
+          mention: 'dtz:cm:when',
+          timeZone: true,
+        })),
+      ),
+  },
+  'POST /v1/accounts/get/activities': {
+    base: () => ({ account_id: '0'.repeat(24) }),
+    members: [
+      { name: 'account_id', required: true, invalid: notHexId },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'offset', invalid: fc.oneof(wrongType('number'), fc.constant(-1), fc.constant(2.5)) },
+      { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(501, 3000)) },
     ],
   },
   'POST /v1/person/get/activities': {

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adminEnv, run } from './cli.js';
 import { uniqueEmail } from './people.js';
-import { call } from './stack.js';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { tableName } from '../../shared/resources.js';
+import { call, stackDb } from './stack.js';
 
 /**
  * The requests of real clients (a workflow tool's create-person action, an event pipeline's
@@ -39,6 +41,13 @@ const CONFIG = {
           name: 'Signed up',
           display_text: 'Signed up for {{attribute.plan}}',
           attributes: [{ id: 'str:cm:plan', name: 'Plan' }],
+        },
+        {
+          id: 'act:oc:flight-booked',
+          name: 'Flight booked',
+          display_text: 'Booked a flight with {{attribute.carrier}}',
+          attributes: [{ id: 'str:cm:carrier', name: 'Carrier' }],
+          conversion_value: true,
         },
       ],
     },
@@ -575,5 +584,134 @@ describe('organization tags', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toContain('accounts[0].tags[0]');
+  });
+});
+
+describe('account activities (POST /v1/accounts/activities/create)', () => {
+  it('records them as the reference page sends them, by merge or by ID, and lists them', async () => {
+    const name = `Airline ${uniqueEmail('acct')}`;
+    // The reference page's request: an account activity, its account merged by name.
+    const created = await ok('/v1/accounts/activities/create', {
+      activities: [
+        {
+          activity_id: 'act:oc:flight-booked',
+          attributes: { 'int::v': 17500, 'str:cm:carrier': 'Easy Jet' },
+          fields: { 'str:o:name': name },
+        },
+      ],
+      merge_by: ['str:o:name'],
+    });
+    const [first] = created.activities as { account_id: string; account_status: string }[];
+    expect(first).toMatchObject({
+      account_status: 'created',
+      status: 'ingested',
+      account_id: expect.stringMatching(/^[0-9a-f]{24}$/) as unknown,
+      activity_id: expect.stringMatching(/^[0-9a-f]{24}$/) as unknown,
+    });
+    const accountId = first?.account_id ?? '';
+    // By the account's ID (no merge_by); an unknown account and a person activity are invalid.
+    const second = await ok('/v1/accounts/activities/create', {
+      activities: [
+        {
+          activity_id: 'act:oc:flight-booked',
+          attributes: { 'str:cm:carrier': 'Qantas' },
+          fields: { 'str:o:organization_id': accountId },
+        },
+        {
+          activity_id: 'act:oc:flight-booked',
+          fields: { 'str:o:organization_id': 'ffffffffffffffffffffffff' },
+        },
+        { activity_id: 'act:cm:signed-up', fields: { 'str:o:organization_id': accountId } },
+      ],
+    });
+    expect(second.activities).toEqual([
+      expect.objectContaining({
+        account_id: accountId,
+        account_status: 'by-id',
+        status: 'ingested',
+      }),
+      {
+        account_status: 'invalid',
+        status: 'invalid',
+        error: expect.stringMatching(
+          /^activities\[1\]\.fields\.str:o:organization_id: no account/,
+        ) as unknown,
+      },
+      {
+        account_status: 'invalid',
+        status: 'invalid',
+        error: expect.stringMatching(/^activities\[2\]\.activity_id: .*person activity/) as unknown,
+      },
+    ]);
+    // People's activities/create refuses an account activity.
+    const person = await call('/v1/activities/create', {
+      key: KEY,
+      body: {
+        activities: [
+          { activity_id: 'act:oc:flight-booked', fields: { 'str::email': uniqueEmail('p') } },
+        ],
+      },
+    });
+    expect(person.status).toBe(400);
+    expect(JSON.stringify(person.body)).toContain('is an account activity');
+    // Every activity invalid: a 400 naming each.
+    const none = await call('/v1/accounts/activities/create', {
+      key: KEY,
+      body: {
+        activities: [{ activity_id: 'act:oc:flight-booked', fields: { 'str:o:name': 'x' } }],
+      },
+    });
+    expect(none.status).toBe(400);
+    expect(none.body.error).toContain('merge_by');
+
+    // Listed like a person's feed, newest first.
+    const feed = await ok('/v1/accounts/get/activities', { account_id: accountId, limit: 1 });
+    expect(feed).toMatchObject({
+      activities: [
+        {
+          field_id: 'act:oc:flight-booked',
+          attr: { 'str:cm:carrier': 'Qantas' },
+          render_cmds: [{ content: 'Booked a flight with Qantas' }],
+        },
+      ],
+      meta: { total_activities: 2, has_more: true },
+      next_offset: 1,
+    });
+    const rest = await ok('/v1/accounts/get/activities', {
+      account_id: accountId,
+      limit: 1,
+      offset: 1,
+    });
+    expect(rest).toMatchObject({
+      activities: [{ attr: { 'str:cm:carrier': 'Easy Jet' }, value: 17500 }],
+      meta: { has_more: false },
+    });
+    // The definition is listed with the accounts' custom fields.
+    const schema = await ok('/v1/instance-schema/get', { namespaces: ['oc'] });
+    expect(
+      (schema.namespaces as Record<string, { fields: Record<string, unknown> }>).oc?.fields[
+        'act:oc:flight-booked'
+      ],
+    ).toMatchObject({ display_type: 'activity', attributes: [{ id: 'str:cm:carrier' }] });
+    // Another instance sees no such account.
+    const theirs = await call('/v1/accounts/get/activities', {
+      key: KEY_OTHER,
+      body: { account_id: accountId },
+    });
+    expect(theirs.status).toBe(400);
+    expect(theirs.body.error).toMatch(/^account_id: no account/);
+
+    // Deleting the account deletes its activities.
+    await ok('/v1/accounts/archive', { inclusion_ids: [accountId] }, 'PUT');
+    await ok('/v1/accounts/delete', { inclusion_ids: [accountId] }, 'DELETE');
+    const left = await stackDb().db.send(
+      new QueryCommand({
+        TableName: tableName('default', 'activities'),
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `shapes#O#${accountId}` },
+        ConsistentRead: true,
+      }),
+    );
+    expect(left.Items).toEqual([]);
   });
 });

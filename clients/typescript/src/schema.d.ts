@@ -880,6 +880,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/activities/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record account activities
+         * @description Records 1 to 100 custom activities of accounts, defined as `act:oc:<name>` (in the configuration, or through `POST /v1/definitions/activity/create` with an `id`). Each names its account by `str:o:organization_id` in `fields` (its other `fields` are then not written), or by the request’s `merge_by` (account key fields), which finds or creates the account with its `fields` as `accounts/merge` does. Attributes are read with the definition’s types; `created` may date it up to 90 days back. An invalid activity (an unknown or person definition, an account not found, a bad attribute) is an `invalid` entry naming the member; when all are, the answer is a 400. Bodies over 2,097,152 bytes are refused (413).
+         */
+        post: operations["accountsActivitiesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/get/activities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An account’s activities
+         * @description An account’s activities, newest first, in the shape of `POST /v1/person/get/activities` (`activities`, `timeframe`, `offset`, `cursor_id`, `meta`), with `account_id` in place of `person_id`. An account of another instance is one nobody has (400). Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["accountsGetActivities"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/audiences/create": {
         parameters: {
             query?: never;
@@ -2110,6 +2150,70 @@ export interface components {
             deleted_accounts: number;
             /** @description With `all_rows_selected`: the ID to give `POST /v1/async/get` */
             request_id?: string;
+        };
+        /** @description One entry per activity, in order */
+        AccountActivitiesCreateResponse: {
+            activities: ({
+                /** @description The account the activity was recorded on (24 lowercase hexadecimal characters) */
+                account_id: string;
+                /**
+                 * @description `by-id` when named by `str:o:organization_id`; else what the merge of its `fields` did
+                 * @enum {string}
+                 */
+                account_status: "created" | "merged" | "by-id";
+                /** @description The activity recorded (24 lowercase hexadecimal characters) */
+                activity_id: string;
+                /** @constant */
+                status: "ingested";
+            } | {
+                /** @constant */
+                account_status: "invalid";
+                /** @constant */
+                status: "invalid";
+                /** @description What is wrong, naming the member */
+                error: string;
+            })[];
+        };
+        /** @description An account’s activities, newest first */
+        AccountActivitiesResponse: {
+            activities: {
+                id: string;
+                /** @description The activity definition (`act:cm:…`, `act::o`) */
+                field_id: string;
+                attr: {
+                    [key: string]: unknown;
+                };
+                created_at: string;
+                /** @description The activity’s line in a feed, part by part */
+                render_cmds: {
+                    content: string;
+                    /** @description A path of the console */
+                    link?: string;
+                }[];
+                /** @description A custom activity’s display text */
+                display?: string;
+                value?: number;
+                location?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            meta: {
+                /** @description The activities the request selects (counted up to 1000) */
+                total_activities: number;
+                /** @description `activities` as sent */
+                field_ids: string[] | null;
+                has_more: boolean;
+                /** @description How long activities are kept: `{"type": "none", "max_value": 0}`, until the person is erased */
+                retention: {
+                    type: string;
+                    max_value: number;
+                };
+            };
+            offset: number;
+            next_offset: number;
+            /** @description The next page’s cursor, if any */
+            cursor_id: string | null;
+            has_more: boolean;
         };
         AudienceEntry: {
             /** @description The audience ID (24 hexadecimal characters) */
@@ -4505,18 +4609,18 @@ export interface operations {
                      *               "id": "act:cm:purchased",
                      *               "name": "Purchased",
                      *               "display_type": "activity",
-                     *               "attributes": {
-                     *                 "str:cm:item": {
+                     *               "attributes": [
+                     *                 {
                      *                   "id": "str:cm:item",
                      *                   "name": "Item",
                      *                   "display_type": "text"
                      *                 },
-                     *                 "int:cm:price": {
+                     *                 {
                      *                   "id": "int:cm:price",
                      *                   "name": "Price",
                      *                   "display_type": "currency"
                      *                 }
-                     *               }
+                     *               ]
                      *             }
                      *           }
                      *         }
@@ -5397,6 +5501,173 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["AccountDeleteResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsActivitiesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "activities": [
+                 *         {
+                 *           "activity_id": "act:oc:flight-booked",
+                 *           "attributes": {
+                 *             "int::v": 17500,
+                 *             "str:cm:carrier": "Easy Jet"
+                 *           },
+                 *           "fields": {
+                 *             "str:o:name": "Analytical Engines Ltd"
+                 *           }
+                 *         }
+                 *       ],
+                 *       "merge_by": [
+                 *         "str:o:name"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    activities: unknown[];
+                    merge_by?: ("str:o:name" | "str:o:website")[];
+                };
+            };
+        };
+        responses: {
+            /** @description One entry per activity, in order */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "activities": [
+                     *         {
+                     *           "account_id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "account_status": "merged",
+                     *           "activity_id": "66a1f0c4e4b0a1b2c3d4e611",
+                     *           "status": "ingested"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountActivitiesCreateResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            421: components["responses"]["Error421"];
+            422: components["responses"]["Error422"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    accountsGetActivities: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: the first answer is kept 24 hours and replayed (with `Idempotent-Replayed: true`) to a repeat with the same body; 422 for another body, 409 while the first runs. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "account_id": "66a1f0c3e4b0a1b2c3d4e600",
+                 *       "limit": 20
+                 *     }
+                 */
+                "application/json": {
+                    account_id: string;
+                    /** @default 50 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    timeframe?: {
+                        /** @enum {string} */
+                        type: "today" | "yesterday" | "last-24-hours" | "last-7-days" | "last-14-days" | "last-30-days" | "this-week" | "this-month" | "last-month" | "this-quarter" | "last-quarter" | "this-year" | "all";
+                    };
+                    cursor_id?: string;
+                    activities?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description A page of activities */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "activities": [
+                     *         {
+                     *           "id": "66a1f0c4e4b0a1b2c3d4e611",
+                     *           "field_id": "act:oc:flight-booked",
+                     *           "attr": {
+                     *             "str:cm:carrier": "Easy Jet"
+                     *           },
+                     *           "created_at": "2026-01-05T10:00:00.000Z",
+                     *           "render_cmds": [
+                     *             {
+                     *               "content": "Flight booked"
+                     *             }
+                     *           ],
+                     *           "display": "Flight booked"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total_activities": 1,
+                     *         "field_ids": null,
+                     *         "has_more": false,
+                     *         "retention": {
+                     *           "type": "none",
+                     *           "max_value": 0
+                     *         }
+                     *       },
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "cursor_id": null,
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AccountActivitiesResponse"];
                 };
             };
             400: components["responses"]["Error400"];

@@ -63,6 +63,9 @@ const ActivityInput = z.object({
   key: z.string().min(1).max(255).optional(),
 });
 
+/** Accounts' (organizations') activities: `act:oc:<name>`. */
+export const isAccountActivity = (activityId: string) => activityId.startsWith('act:oc:');
+
 /** A write of activities that stopped part-way: `notWritten` were not written. */
 export class ActivitiesNotWrittenError extends Error {
   constructor(
@@ -226,7 +229,7 @@ interface Pending {
 }
 
 /** The whole request fails when an activity is back-dated too far or dated in the future. */
-function checkDates(raw: unknown[], now: Date): void {
+export function checkDates(raw: unknown[], now: Date): void {
   raw.forEach((entry, index) => {
     const created = (entry as { created?: unknown } | null)?.created;
     if (typeof created !== 'string') return;
@@ -568,6 +571,11 @@ function prepareActivity(
   const definition = definitions.get(input.activity_id);
   if (!definition)
     return { error: `${where}.activity_id: no activity definition "${input.activity_id}"` };
+  if (isAccountActivity(definition.config.id)) {
+    return {
+      error: `${where}.activity_id: "${input.activity_id}" is an account activity (record it with POST /v1/accounts/activities/create)`,
+    };
+  }
   if (definition.config.archived_at) {
     return {
       error: `${where}.activity_id: the activity definition "${input.activity_id}" is archived (its recorded activities stay; no new ones are recorded)`,

@@ -170,7 +170,9 @@ export function describeInstance(tenant: Tenant): Record<FieldNamespace, SchemaN
   // Archived definitions (`definitions/activity/delete`) are no longer offered.
   for (const definition of tenant.instance.activities.filter((a) => !a.archived_at)) {
     const compiled = compileDefinition(definition);
-    namespaces.cm.fields[definition.id] = {
+    // Accounts' activities (`act:oc:`) are listed with the accounts' custom fields.
+    const namespace = definition.id.startsWith('act:oc:') ? namespaces.oc : namespaces.cm;
+    namespace.fields[definition.id] = {
       id: definition.id,
       name: definition.name,
       display_type:

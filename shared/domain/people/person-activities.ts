@@ -31,15 +31,35 @@ const TimeframeInput = z
   )
   .transform((value) => value.type);
 
-export const PersonActivitiesRequest = z.object({
-  person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
+const feedMembers = {
   limit: z.number().int().min(1).max(100).default(50),
   offset: z.number().int().min(0).default(0),
   timeframe: TimeframeInput.optional(),
   cursor_id: z.string().max(500).optional(),
   activities: z.array(z.string().min(1)).min(1).max(50).optional(),
+};
+
+export const PersonActivitiesRequest = z.object({
+  person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
+  ...feedMembers,
 });
 export type PersonActivitiesRequest = z.infer<typeof PersonActivitiesRequest>;
+
+/** `POST /v1/accounts/get/activities`: an account's activities, in the same shape. */
+export const AccountActivitiesRequest = z.object({
+  account_id: z.string().regex(ID_PATTERN, 'expected an account ID (24 hexadecimal characters)'),
+  ...feedMembers,
+});
+export type AccountActivitiesRequest = z.infer<typeof AccountActivitiesRequest>;
+
+/** Whose feed: a person's (`person_id`) or an account's (`account_id`). */
+export interface FeedSubject {
+  member: 'person_id' | 'account_id';
+  noun: 'person' | 'account';
+}
+const PERSON_FEED: FeedSubject = { member: 'person_id', noun: 'person' };
+
+type FeedRequest = Omit<PersonActivitiesRequest, 'person_id'> & { person_id: string };
 
 /** One part of an activity's line in a feed: text, and where it links (an audience). */
 export interface RenderCommand {
@@ -147,9 +167,10 @@ export interface ActivityFeedPorts {
 }
 
 export async function getPersonActivities(
-  request: PersonActivitiesRequest,
+  request: FeedRequest,
   instanceId: string,
   ports: ActivityFeedPorts,
+  subject: FeedSubject = PERSON_FEED,
 ) {
   const { reader, cursors } = ports;
   const range = request.timeframe
@@ -165,11 +186,12 @@ export async function getPersonActivities(
   };
   // The listing: the person and its settings, the timeframe as the instants it stood for.
   const listing = fingerprintOf({ v: 1, person: request.person_id, ...query });
-  const start = await startOf(request, listing, instanceId, ports);
+  const start = await startOf(request, listing, instanceId, ports, subject);
   if (!(await reader.personExists(instanceId, request.person_id))) {
-    throw new ValidationError(`person_id: no person ${request.person_id} in this instance`, [
-      { field: 'person_id', error: 'not found' },
-    ]);
+    throw new ValidationError(
+      `${subject.member}: no ${subject.noun} ${request.person_id} in this instance`,
+      [{ field: subject.member, error: 'not found' }],
+    );
   }
   const [page, counted] = await Promise.all([
     reader.activities(instanceId, request.person_id, {
@@ -217,16 +239,17 @@ export async function getPersonActivities(
  * or before `offset` (the end of an earlier page), walking at most `MAX_OFFSET` from it.
  */
 async function startOf(
-  request: PersonActivitiesRequest,
+  request: FeedRequest,
   listing: string,
   instanceId: string,
   ports: ActivityFeedPorts,
+  subject: FeedSubject,
 ): Promise<{ before?: string; skip: number; total?: number }> {
   if (request.cursor_id !== undefined) {
     const cursor = await ports.cursors.decode(Cursor, request.cursor_id);
     if (cursor.person !== request.person_id || cursor.listing !== listing) {
       throw new ValidationError(
-        'cursor_id: it was issued for another person or other settings (send person_id, activities and timeframe as for the first page)',
+        `cursor_id: it was issued for another ${subject.noun} or other settings (send ${subject.member}, activities and timeframe as for the first page)`,
         [{ field: 'cursor_id', error: 'issued for another listing' }],
       );
     }
