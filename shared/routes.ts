@@ -382,7 +382,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     access: ['config:read', 'organizations', 'activities'],
   }),
   api('POST', '/v1/accounts/get/activities', 'account-activities-get', {
-    access: ['config:read', 'organizations:read', 'activities:read'],
+    access: ['config:read', 'organizations:read', 'activities:read', 'signing'],
   }),
   // Audiences (issue 26, docs/audiences.md): definitions, and members' preferences.
   ...(

@@ -326,6 +326,11 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
       const names = (item[FIELD_NAMES] ?? {}) as Record<string, string>;
       const list = schema[listOf(kind)];
       const taken = names[nameKey(kind, field.id)] ?? list.find((f) => f.id === field.id)?.id;
+      // The name of a deleted field (of any type) stays reserved with its ID.
+      const deletedWith = taken === undefined ? undefined : schema.deleted_fields?.[taken];
+      if (taken !== undefined && deletedWith !== undefined) {
+        return { answer: { kind: 'deleted', id: taken, at: deletedWith } };
+      }
       if (taken !== undefined) return { answer: { kind: 'name-taken', id: taken } };
       if (list.length >= limits.fields) return { answer: { kind: 'full' } };
       const trackedCount = Object.keys(item[TRACKED] ?? {}).length;

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import {
+  DeleteCommand,
   GetCommand,
   TransactWriteCommand,
   type DynamoDBDocumentClient,
@@ -15,7 +16,9 @@ import {
   ORGANIZATION_KEY_FIELDS,
   ORGANIZATION_NAME,
 } from '../domain/organizations/organization-merge.js';
-import { batchGet, cancellationCodes, sumCounters } from './dynamo-helpers.js';
+import { batchGet, cancellationCodes, queryPartition, sumCounters } from './dynamo-helpers.js';
+import { currentDeadline } from '../lib/time-budget.js';
+import { logger } from '../lib/logger.js';
 import {
   nameToken,
   ORGANIZATION_SHARDS,
@@ -36,6 +39,13 @@ import { tagCountDeltas } from '../domain/people/tag-counts.js';
  * without people can be deleted (its item, its claims, its count).
  */
 const counterPk = (instanceId: string) => `${instanceId}#C`;
+/** A deleted account whose activities are still to delete (the requests table). */
+const forgetMarker = (instanceId: string, id: string) => ({
+  pk: `${instanceId}#OFORGET`,
+  sk: id,
+});
+/** What deleting leftover activities leaves of the call's time. */
+const FORGET_MARGIN_MS = 5_000;
 const shardOf = (id: string) => parseInt(id.slice(-4), 16) % ORGANIZATION_SHARDS;
 
 export class DynamoOrganizationLifecycleStore implements LifecycleStore {
@@ -113,7 +123,12 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
     counted: boolean,
     at: string,
   ) {
-    if (organization.tags.length === 0) return { items: [], pending: [], condition: {} };
+    // Conditioned on the version even without tags: a merge may tag it meanwhile.
+    const condition =
+      organization.version === undefined
+        ? { expression: ' AND attribute_not_exists(version)', values: {} }
+        : { expression: ' AND version = :v', values: { ':v': organization.version } };
+    if (organization.tags.length === 0) return { items: [], pending: [], condition };
     const holder = { tags: organization.tags, email: false, sms: false };
     const { items, pending } = directTagCountWrites(
       this.tables.organizations,
@@ -122,14 +137,7 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
       at,
       'OT',
     );
-    return {
-      items,
-      pending,
-      condition:
-        organization.version === undefined
-          ? { expression: ' AND attribute_not_exists(version)', values: {} }
-          : { expression: ' AND version = :v', values: { ':v': organization.version } },
-    };
+    return { items, pending, condition };
   }
 
   async archive(instanceId: string, id: string) {
@@ -146,7 +154,7 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
             UpdateExpression: 'SET archived_at = :at, lpk = :lpk REMOVE npk ADD version :one',
             ConditionExpression:
               'attribute_exists(pk) AND attribute_not_exists(archived_at)' +
-              (counts.condition.expression ?? ''),
+              counts.condition.expression,
             ExpressionAttributeValues: {
               ':at': at,
               ':lpk': `${instanceId}#X#${shardOf(id)}`,
@@ -158,11 +166,10 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
         this.counter(instanceId, -1, 1),
         ...counts.items,
       ]);
-      // Its tags changed since it was read: read again.
-      if (!applied && counts.items.length > 0) return 'again';
-      if (applied && counts.pending.length > 0)
-        await this.tags.applyOutbox(instanceId, counts.pending);
-      return applied;
+      // It changed since it was read (archived, or tagged): read again.
+      if (!applied) return 'again';
+      if (counts.pending.length > 0) await this.tags.applyOutbox(instanceId, counts.pending);
+      return true;
     });
   }
 
@@ -181,8 +188,7 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
             UpdateExpression:
               'SET lpk = :lpk, npk = :npk, nsk = :nsk REMOVE archived_at ADD version :one',
             // Archived organizations are not merged into: the name read is still the name.
-            ConditionExpression:
-              'attribute_exists(archived_at)' + (counts.condition.expression ?? ''),
+            ConditionExpression: 'attribute_exists(archived_at)' + counts.condition.expression,
             ExpressionAttributeValues: {
               ':lpk': `${instanceId}#L#${shard}`,
               ':npk': `${instanceId}#N#${shard}`,
@@ -195,25 +201,17 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
         this.counter(instanceId, 1, -1),
         ...counts.items,
       ]);
-      if (!applied && counts.items.length > 0) return 'again';
-      if (applied && counts.pending.length > 0)
-        await this.tags.applyOutbox(instanceId, counts.pending);
-      return applied;
+      if (!applied) return 'again';
+      if (counts.pending.length > 0) await this.tags.applyOutbox(instanceId, counts.pending);
+      return true;
     });
   }
 
   async erase(instanceId: string, id: string) {
     const organization = await this.read(instanceId, id);
     if (!organization?.archived) return false;
-    // Its activities go first (an account without people is deleted; nothing else names them).
-    if (organization.members === 0 && this.tables.activities) {
-      await new DynamoAccountActivityStore(this.db, {
-        activities: this.tables.activities,
-        organizations: this.tables.organizations,
-      }).forget(instanceId, id);
-    }
     const released = [...claimsOf(organization.fields, ORGANIZATION_KEY_FIELDS)];
-    return untilSettled(`organization ${id}`, async () => {
+    const erased = await untilSettled(`organization ${id}`, async () => {
       const items: TransactItem[] = [
         {
           Delete: {
@@ -234,6 +232,10 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
             ExpressionAttributeValues: { ':minus': -1 },
           },
         },
+        // Its activities are deleted right after: this says so until they are.
+        ...(this.tables.activities
+          ? [{ Put: { TableName: this.tables.requests, Item: forgetMarker(instanceId, id) } }]
+          : []),
       ];
       try {
         await this.db.send(new TransactWriteCommand({ TransactItems: items }));
@@ -247,6 +249,34 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
         return 'again';
       }
     });
+    if (erased) await this.forgetActivities(instanceId);
+    return erased;
+  }
+
+  /**
+   * Deletes the activities of the instance's deleted accounts whose markers are left (this
+   * one's, and any an earlier delete left part-way), each marker last, while time allows.
+   * A failure is logged, not thrown: the account is deleted, and the next delete goes on.
+   */
+  private async forgetActivities(instanceId: string): Promise<void> {
+    const { activities, requests, organizations } = this.tables;
+    if (!activities) return;
+    const store = new DynamoAccountActivityStore(this.db, { activities, organizations });
+    try {
+      const markers = await queryPartition(this.db, requests, forgetMarker(instanceId, '').pk);
+      for (const marker of markers) {
+        if (currentDeadline() - Date.now() < FORGET_MARGIN_MS) return;
+        await store.forget(instanceId, String(marker.sk));
+        await this.db.send(
+          new DeleteCommand({ TableName: requests, Key: { pk: marker.pk, sk: marker.sk } }),
+        );
+      }
+    } catch (error) {
+      logger.warn('Activities of a deleted account left; the next delete goes on', {
+        instanceId,
+        error: error as Error,
+      });
+    }
   }
 
   /** True when applied; false when its first item's condition failed (nothing changed). */

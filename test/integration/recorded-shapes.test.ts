@@ -277,6 +277,25 @@ describe('a person’s activity feed (person/get/activities)', () => {
       offset: 2,
       next_offset: 3,
     });
+    // By cursor, a rolling period keeps the instants of its first page.
+    const byCursor = await ok('/v1/person/get/activities', {
+      person_id: id,
+      activities: ['act:cm:signed-up'],
+      limit: 2,
+      timeframe: { type: 'last-24-hours' },
+      cursor_id: (
+        await ok('/v1/person/get/activities', {
+          person_id: id,
+          activities: ['act:cm:signed-up'],
+          limit: 2,
+          timeframe: { type: 'last-24-hours' },
+        })
+      ).cursor_id,
+    });
+    expect(byCursor).toMatchObject({
+      activities: [{ attr: { 'str:cm:plan': 'free' } }],
+      meta: { total_activities: 3, has_more: false },
+    });
     // The built-in ones, in the recorded words.
     const all = await ok('/v1/person/get/activities', {
       person_id: id,

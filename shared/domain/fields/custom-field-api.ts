@@ -114,7 +114,7 @@ export async function createCustomField(
   if (outcome.kind === 'deleted') {
     refuse(
       'name',
-      `"${request.name}" becomes the field name of ${field.id}, a field deleted at ${outcome.at}: its ID stays reserved (the values records held stay with them, unread)`,
+      `"${request.name}" is the name of ${outcome.id}, a field deleted at ${outcome.at}: its name and ID stay reserved (the values records held stay with them, unread)`,
     );
   }
   if (outcome.kind === 'name-taken') {

@@ -106,12 +106,18 @@ export interface ActivityReader {
 /** The most activities `meta.total_activities` counts (more: it says this many). */
 export const MAX_COUNTED_ACTIVITIES = 1_000;
 
+/**
+ * Where a feed's next page starts, and the instants its `timeframe` stood for on its first
+ * page: later pages keep them (a rolling "last 7 days" does not move under a client paging).
+ */
 const Cursor = z.object({
-  v: z.literal(3),
+  v: z.literal(4),
   person: z.string(),
   listing: z.string(),
   before: z.string().min(1),
   total: z.number().int(),
+  from: z.string().optional(),
+  to: z.string().optional(),
 });
 type Cursor = z.infer<typeof Cursor>;
 
@@ -173,20 +179,28 @@ export async function getPersonActivities(
   subject: FeedSubject = PERSON_FEED,
 ) {
   const { reader, cursors } = ports;
-  const range = request.timeframe
-    ? timeframeRange(
-        request.timeframe,
-        (ports.now ?? Date.now)(),
-        ports.timeZone ?? DEFAULT_TIME_ZONE,
-      )
-    : {};
+  // The listing: the person and its settings (the timeframe by name).
+  const listing = fingerprintOf({
+    v: 2,
+    person: request.person_id,
+    activities: request.activities ?? null,
+    timeframe: request.timeframe ?? null,
+  });
+  const start = await startOf(request, listing, instanceId, ports, subject);
+  // A page that continues one keeps its timeframe's instants; a first page reckons them now.
+  const range =
+    start.range ??
+    (request.timeframe
+      ? timeframeRange(
+          request.timeframe,
+          (ports.now ?? Date.now)(),
+          ports.timeZone ?? DEFAULT_TIME_ZONE,
+        )
+      : {});
   const query: ActivityQuery = {
     ...(request.activities ? { fieldIds: request.activities } : {}),
     ...range,
   };
-  // The listing: the person and its settings, the timeframe as the instants it stood for.
-  const listing = fingerprintOf({ v: 1, person: request.person_id, ...query });
-  const start = await startOf(request, listing, instanceId, ports, subject);
   if (!(await reader.personExists(instanceId, request.person_id))) {
     throw new ValidationError(
       `${subject.member}: no ${subject.noun} ${request.person_id} in this instance`,
@@ -208,7 +222,15 @@ export async function getPersonActivities(
   const total = Math.max(counted, nextOffset + (page.next ? 1 : 0));
   let cursorId: string | null = null;
   if (page.next) {
-    const cursor: Cursor = { v: 3, person: request.person_id, listing, before: page.next, total };
+    const cursor: Cursor = {
+      v: 4,
+      person: request.person_id,
+      listing,
+      before: page.next,
+      total,
+      ...(range.from === undefined ? {} : { from: range.from }),
+      ...(range.to === undefined ? {} : { to: range.to }),
+    };
     cursorId = await cursors.encode(cursor);
     if (request.cursor_id === undefined && ports.checkpoints) {
       await ports.checkpoints.save(instanceId, listing, nextOffset, cursors.signed.encode(cursor));
@@ -244,7 +266,12 @@ async function startOf(
   instanceId: string,
   ports: ActivityFeedPorts,
   subject: FeedSubject,
-): Promise<{ before?: string; skip: number; total?: number }> {
+): Promise<{
+  before?: string;
+  skip: number;
+  total?: number;
+  range?: { from?: string; to?: string };
+}> {
   if (request.cursor_id !== undefined) {
     const cursor = await ports.cursors.decode(Cursor, request.cursor_id);
     if (cursor.person !== request.person_id || cursor.listing !== listing) {
@@ -253,7 +280,7 @@ async function startOf(
         [{ field: 'cursor_id', error: 'issued for another listing' }],
       );
     }
-    return { before: cursor.before, skip: 0, total: cursor.total };
+    return { before: cursor.before, skip: 0, total: cursor.total, range: rangeOf(cursor) };
   }
   if (request.offset === 0) return { skip: 0 };
   const known = await ports.checkpoints?.nearest(instanceId, listing, request.offset);
@@ -271,5 +298,12 @@ async function startOf(
       [{ field: 'offset', error: `over ${MAX_OFFSET} past the nearest known position` }],
     );
   }
-  return cursor ? { before: cursor.before, skip, total: cursor.total } : { skip };
+  return cursor
+    ? { before: cursor.before, skip, total: cursor.total, range: rangeOf(cursor) }
+    : { skip };
 }
+
+const rangeOf = (cursor: Cursor) => ({
+  ...(cursor.from === undefined ? {} : { from: cursor.from }),
+  ...(cursor.to === undefined ? {} : { to: cursor.to }),
+});

@@ -106,7 +106,13 @@ export async function getTags(
     });
     tags.push(...page.tags.map((tag) => view(tag, '')));
     if (page.after !== undefined) next = { kind: 'p', after: page.after };
-    else if (listings.organizations && tags.length >= request.limit) next = { kind: 'o' };
+    else if (
+      listings.organizations &&
+      tags.length >= request.limit &&
+      ((await listings.organizations.hasTags?.(tenant.instance.id)) ?? true)
+    ) {
+      next = { kind: 'o' };
+    }
   }
   const room = request.limit - tags.length;
   const organizations =
