@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every figure of issue 13, each against a fresh local stack of its own
+ * `npm run bench`: the figures of docs/benchmarks.md, each against a fresh local stack of its own
  * (bench/lib/stack.ts: ports 6300, 9600, 6350, 9605, stopped by its PID after the figure:
  * DynamoDB Local's stream reads slow as its streams grow, so a figure run on a stack others
  * had filled measured their leftovers, and figure 3 ran out of time after figures 1 and 2), one
@@ -8,7 +8,7 @@
  * part of `npm test`. Each figure also runs alone: `node --import tsx bench/<figure>.ts`.
  *
  *   npm run bench                     # all figures, 16-30 minutes on 2 quiet cores
- *   npm run bench -- 1,2              # some figures only (numbers of the issue)
+ *   npm run bench -- 1,2              # some figures only (their numbers)
  *   BENCH_SCALE=0.5 npm run bench     # fewer requests per figure (quicker, noisier)
  *   CDP_FAULTS=conflict=0.2 npm run bench    # the stack's DynamoDB calls meet faults
  */
