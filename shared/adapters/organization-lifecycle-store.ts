@@ -23,6 +23,7 @@ import {
   nameToken,
   ORGANIZATION_SHARDS,
   organizationFromItem,
+  organizationHolder,
   organizationKey,
 } from './organization-store.js';
 import { auditPut, listingPage, untilSettled } from './people-lifecycle-store.js';
@@ -129,7 +130,7 @@ export class DynamoOrganizationLifecycleStore implements LifecycleStore {
         ? { expression: ' AND attribute_not_exists(version)', values: {} }
         : { expression: ' AND version = :v', values: { ':v': organization.version } };
     if (organization.tags.length === 0) return { items: [], pending: [], condition };
-    const holder = { tags: organization.tags, email: false, sms: false };
+    const holder = organizationHolder(organization);
     const { items, pending } = directTagCountWrites(
       this.tables.organizations,
       instanceId,

@@ -66,6 +66,66 @@ const ActivityInput = z.object({
 /** Accounts' (organizations') activities: `act:oc:<name>`. */
 export const isAccountActivity = (activityId: string) => activityId.startsWith('act:oc:');
 
+/**
+ * What people's and accounts' activities read alike: the definition (of the kind the route
+ * records, not archived), `created`, and the attributes with the definition's types (a date
+ * without a zone takes the instance's), at most `MAX_RECORD_BYTES` of them.
+ */
+export function readActivity(
+  input: { activity_id: string; attributes?: Record<string, unknown>; created?: string },
+  where: string,
+  definitions: ReadonlyMap<string, CompiledDefinition>,
+  kind: 'person' | 'account',
+  tenant: Tenant,
+  now: Date,
+):
+  | {
+      definition: CompiledDefinition;
+      createdAt: string;
+      attributes: ReturnType<typeof parseAttributes>;
+    }
+  | { error: string } {
+  const definition = definitions.get(input.activity_id);
+  if (!definition)
+    return { error: `${where}.activity_id: no activity definition "${input.activity_id}"` };
+  if (kind === 'person' && isAccountActivity(definition.config.id)) {
+    return {
+      error: `${where}.activity_id: "${input.activity_id}" is an account activity (record it with POST /v1/accounts/activities/create)`,
+    };
+  }
+  if (kind === 'account' && !isAccountActivity(definition.config.id)) {
+    return {
+      error: `${where}.activity_id: "${input.activity_id}" is a person activity (record it with POST /v1/activities/create); account activities are act:oc:<name>`,
+    };
+  }
+  if (definition.config.archived_at) {
+    return {
+      error: `${where}.activity_id: the activity definition "${input.activity_id}" is archived (its recorded activities stay; no new ones are recorded)`,
+    };
+  }
+  let createdAt = now.toISOString();
+  if (input.created !== undefined) {
+    const date = parseTimestamp(input.created);
+    if (!date)
+      return { error: `${where}.created: expected an ISO 8601 timestamp with date, time and zone` };
+    createdAt = date.toISOString();
+  }
+  let attributes: ReturnType<typeof parseAttributes>;
+  try {
+    attributes = parseAttributes(definition, input.attributes ?? {}, tenant.instance.timezone);
+  } catch (error) {
+    if (error instanceof FieldValueError) return { error: `${where}.attributes.${error.message}` };
+    throw error;
+  }
+  const attributeBytes = jsonBytes(attributes.values);
+  if (attributeBytes > MAX_RECORD_BYTES) {
+    return {
+      error: `${where}.attributes: the attributes take ${attributeBytes} bytes; at most ${MAX_RECORD_BYTES} are allowed (as UTF-8 JSON)`,
+    };
+  }
+  return { definition, createdAt, attributes };
+}
+
 /** A write of activities that stopped part-way: `notWritten` were not written. */
 export class ActivitiesNotWrittenError extends Error {
   constructor(
@@ -568,39 +628,9 @@ function prepareActivity(
     };
   }
   const input = parsed.data;
-  const definition = definitions.get(input.activity_id);
-  if (!definition)
-    return { error: `${where}.activity_id: no activity definition "${input.activity_id}"` };
-  if (isAccountActivity(definition.config.id)) {
-    return {
-      error: `${where}.activity_id: "${input.activity_id}" is an account activity (record it with POST /v1/accounts/activities/create)`,
-    };
-  }
-  if (definition.config.archived_at) {
-    return {
-      error: `${where}.activity_id: the activity definition "${input.activity_id}" is archived (its recorded activities stay; no new ones are recorded)`,
-    };
-  }
-  let createdAt = now.toISOString();
-  if (input.created !== undefined) {
-    const date = parseTimestamp(input.created);
-    if (!date)
-      return { error: `${where}.created: expected an ISO 8601 timestamp with date, time and zone` };
-    createdAt = date.toISOString();
-  }
-  let attributes: ReturnType<typeof parseAttributes>;
-  try {
-    attributes = parseAttributes(definition, input.attributes ?? {}, tenant.instance.timezone);
-  } catch (error) {
-    if (error instanceof FieldValueError) return { error: `${where}.attributes.${error.message}` };
-    throw error;
-  }
-  const attributeBytes = jsonBytes(attributes.values);
-  if (attributeBytes > MAX_RECORD_BYTES) {
-    return {
-      error: `${where}.attributes: the attributes take ${attributeBytes} bytes; at most ${MAX_RECORD_BYTES} are allowed (as UTF-8 JSON)`,
-    };
-  }
+  const read = readActivity(input, where, definitions, 'person', tenant, now);
+  if ('error' in read) return read;
+  const { definition, createdAt, attributes } = read;
   const location = LocationInput.optional().safeParse(input.location);
   if (!location.success) {
     const issue = location.error.issues[0];

@@ -1,20 +1,23 @@
 import { z } from 'zod';
 import {
   compileDefinition,
-  parseAttributes,
   renderDisplayText,
+  type CompiledDefinition,
 } from '../activities/activity-definitions.js';
-import { checkDates, isAccountActivity } from '../activities/record-activities.js';
-import { FieldValueError, ValidationError } from '../errors.js';
+import {
+  ActivitiesCreateRequest,
+  checkDates,
+  readActivity,
+} from '../activities/record-activities.js';
+import { ValidationError } from '../errors.js';
 import type { FieldValue } from '../fields/field-values.js';
-import { parseTimestamp } from '../fields/field-values.js';
 import { ID_PATTERN, newId } from '../ids.js';
 import type { Tenant } from '../tenancy.js';
 import { formatPath } from '../validation.js';
 import { ACCOUNT_NAMES } from './names.js';
 import {
   mergeOrganizations,
-  ORGANIZATION_KEY_FIELDS,
+  OrganizationMergeRequest,
   type OrganizationStore,
 } from './organization-merge.js';
 
@@ -27,19 +30,8 @@ import {
  * `POST /v1/accounts/get/activities`.
  */
 export const AccountActivitiesCreateRequest = z.object({
-  activities: z
-    .array(z.unknown())
-    .min(1, 'expected 1 to 100 activities')
-    .max(100, 'expected 1 to 100 activities'),
-  merge_by: z
-    .array(
-      z.enum(ORGANIZATION_KEY_FIELDS as [string, ...string[]], {
-        message: `expected ${ORGANIZATION_KEY_FIELDS.join(' or ')}`,
-      }),
-    )
-    .min(1, 'at least one merge field is required')
-    .max(2)
-    .optional(),
+  activities: ActivitiesCreateRequest.shape.activities,
+  merge_by: OrganizationMergeRequest.shape.merge_by.optional(),
 });
 export type AccountActivitiesCreateRequest = z.infer<typeof AccountActivitiesCreateRequest>;
 
@@ -91,6 +83,7 @@ interface Prepared {
 function prepare(
   raw: unknown,
   index: number,
+  definitions: ReadonlyMap<string, CompiledDefinition>,
   tenant: Tenant,
   request: AccountActivitiesCreateRequest,
   now: Date,
@@ -104,37 +97,12 @@ function prepare(
     };
   }
   const input = parsed.data;
-  const config = tenant.instance.activities.find((d) => d.id === input.activity_id);
-  if (!config)
-    return { error: `${where}.activity_id: no activity definition "${input.activity_id}"` };
-  if (!isAccountActivity(config.id)) {
-    return {
-      error: `${where}.activity_id: "${input.activity_id}" is a person activity (record it with POST /v1/activities/create); account activities are act:oc:<name>`,
-    };
-  }
-  if (config.archived_at) {
-    return {
-      error: `${where}.activity_id: the activity definition "${input.activity_id}" is archived (its recorded activities stay; no new ones are recorded)`,
-    };
-  }
-  let createdAt = now.toISOString();
-  if (input.created !== undefined) {
-    const date = parseTimestamp(input.created);
-    if (!date)
-      return { error: `${where}.created: expected an ISO 8601 timestamp with date, time and zone` };
-    createdAt = date.toISOString();
-  }
-  const definition = compileDefinition(config);
-  let attributes: ReturnType<typeof parseAttributes>;
-  try {
-    attributes = parseAttributes(definition, input.attributes ?? {}, tenant.instance.timezone);
-  } catch (error) {
-    if (error instanceof FieldValueError) return { error: `${where}.attributes.${error.message}` };
-    throw error;
-  }
+  const read = readActivity(input, where, definitions, 'account', tenant, now);
+  if ('error' in read) return read;
+  const { definition, createdAt, attributes } = read;
   const base = {
     index,
-    fieldId: config.id,
+    fieldId: definition.config.id,
     values: attributes.values,
     ...(attributes.conversionValue === undefined ? {} : { value: attributes.conversionValue }),
     display: renderDisplayText(definition, attributes.values),
@@ -176,8 +144,11 @@ export async function recordAccountActivities(
   checkDates(request.activities, now);
   const { tenant } = context;
   const instanceId = tenant.instance.id;
+  const definitions = new Map(
+    tenant.instance.activities.map((config) => [config.id, compileDefinition(config)]),
+  );
   const prepared = request.activities.map((raw, index) =>
-    prepare(raw, index, tenant, request, now),
+    prepare(raw, index, definitions, tenant, request, now),
   );
   const entries: Entry[] = prepared.map((entry) =>
     'error' in entry

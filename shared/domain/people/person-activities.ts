@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { canonicalJson } from '../../lib/canonical-json.js';
 import { ENTER_ACTIVITY, EXIT_ACTIVITY } from '../audiences/membership.js';
 import { MAX_OFFSET, type CursorCodec } from '../cursor.js';
 import { EMAIL_ACTIVITIES } from '../email/email-activities.js';
@@ -8,7 +6,7 @@ import { ValidationError } from '../errors.js';
 import { DEFAULT_TIME_ZONE } from '../fields/field-values.js';
 import { ID_PATTERN } from '../ids.js';
 import { PERMISSION_ACTIVITIES } from './person.js';
-import type { OffsetCheckpoints } from './person-get.js';
+import { fingerprintOf, type OffsetCheckpoints } from './person-get.js';
 import { timeframeRange, TIMEFRAMES } from './timeframes.js';
 
 /**
@@ -158,9 +156,6 @@ export function renderCommands(
   }
   return [{ content: activity.display ?? definitionName(activity.field_id) ?? activity.field_id }];
 }
-
-const fingerprintOf = (settings: unknown) =>
-  createHash('sha256').update(canonicalJson(settings)).digest('base64url').slice(0, 22);
 
 export interface ActivityFeedPorts {
   reader: ActivityReader;

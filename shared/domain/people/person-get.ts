@@ -241,7 +241,8 @@ export interface Listing {
   fingerprint: string;
 }
 
-const fingerprintOf = (settings: unknown) =>
+/** A listing's settings as a short key (cursors and kept positions are bound to it). */
+export const fingerprintOf = (settings: unknown) =>
   createHash('sha256').update(canonicalJson(settings)).digest('base64url').slice(0, 22);
 
 /**
