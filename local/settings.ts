@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { REGIONS, type Region } from '../shared/domain/regions.js';
 
 /**
- * Ports, paths and switches of the local stack, from the environment (README.md lists them).
+ * Ports, paths and switches of the local stack, from the environment (docs/local.md lists them).
  * Every port is configurable, so that two stacks can run side by side (the tests do).
  */
 export interface StackSettings {

@@ -292,7 +292,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/definitions/activity/create', 'activity-definition-create', {
     access: ['config:write'],
   }),
-  // Issue 25: what clients of the real API call first (docs/api.md, "Custom fields, tags").
+  // What clients of the real API call first (docs/api.md, "Custom fields, tags").
   api('PUT', '/v1/definitions/activity/modify', 'activity-definition-modify', {
     access: ['config:write'],
   }),
@@ -358,7 +358,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('PUT', '/v1/accounts/contacts/add', 'organizations-contacts-add', MEMBERSHIPS),
   api('PUT', '/v1/accounts/contacts/remove', 'organizations-contacts-remove', MEMBERSHIPS),
 
-  // Archive, restore and delete (issue 15): `inclusion_ids` at once, `all_rows_selected` in
+  // Archive, restore and delete: `inclusion_ids` at once, `all_rows_selected` in
   // the background (the ingest worker).
   api('PUT', '/v1/person/archive', 'person-archive', { access: PEOPLE_LIFECYCLE }),
   api('PUT', '/v1/person/restore', 'person-restore', { access: PEOPLE_LIFECYCLE }),
@@ -384,7 +384,7 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/v1/accounts/get/activities', 'account-activities-get', {
     access: ['config:read', 'organizations:read', 'activities:read', 'signing'],
   }),
-  // Audiences (issue 26, docs/audiences.md): definitions, and members' preferences.
+  // Audiences (docs/audiences.md): definitions, and members' preferences.
   ...(
     [
       ['POST', '/v1/audiences/create', 'audiences-create'],
@@ -401,7 +401,7 @@ export const ROUTES: readonly RouteDefinition[] = [
     // `async: true` is accepted onto the ingest queue (its body in the payloads bucket).
     access: ['config:read', 'people:read', 'audiences', 'queue:ingest', 'payloads:put'],
   }),
-  // Webhooks (issue 28, docs/webhooks.md): definitions and their secrets, in the config table.
+  // Webhooks (docs/webhooks.md): definitions and their secrets, in the config table.
   api('POST', '/v1/webhooks/create', 'webhooks-create', {
     access: ['config:write', 'webhook-secrets:wrap'],
   }),

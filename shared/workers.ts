@@ -4,8 +4,8 @@ import type { Access } from './routes.js';
 
 /**
  * The queue workers: one Lambda per entry, fed by its queue through an SQS event source
- * with partial batch failure reporting (CDK), or by a local poller (`npm start`). The
- * asynchronous ingestion and transactional email issues add their workers here.
+ * with partial batch failure reporting (CDK), or by a local poller (`npm start`). Features
+ * with queue work (asynchronous ingestion, transactional email, ...) add their workers here.
  */
 export interface WorkerDefinition {
   /** Folder under `functions/` holding `handler.ts`. */

@@ -3,9 +3,9 @@ import type { CfnWebACL } from 'aws-cdk-lib/aws-wafv2';
 import type { Region } from '../../shared/domain/regions.js';
 
 /**
- * Limits on what one caller can cost the deployment, at the edge and in Lambda (issue 23,
- * items 13, 14 and 16; docs/operations.md "Abuse limits"). Kept apart from the stacks so
- * that they can move with them.
+ * Limits on what one caller can cost the deployment, at the edge and in Lambda
+ * (docs/operations.md "Abuse limits"). Kept apart from the stacks so that they can move
+ * with them.
  */
 
 /** Requests to the email links (`/t/…`) one address may make in five minutes. */

@@ -7,7 +7,7 @@ import type { RegionData } from '../stacks/data-stack.js';
  * unknown outcome (shared/domain/email/deliver.ts): the depth of the SES events'
  * dead-letter queue (an event waiting there forbids any proof), and the fallback sending
  * domain, the From of its probes to the mailbox simulator (sent with `ses:send`).
- * Issue 23 (access `queue:email-events:dead-letters`); kept apart from the function
+ * Its access is `queue:email-events:dead-letters`; kept apart from the function
  * construct so that it can move with it.
  */
 export function grantDeliveryProof(fn: LambdaFunction, data: RegionData): void {

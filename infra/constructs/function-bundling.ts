@@ -10,7 +10,7 @@ export const FUNCTION_BUNDLING = {
   sourcemap: true,
   // Stack traces name the source file and line (`--enable-source-maps`); the sources' text is
   // left out of the map, which Node reads at load: a map a third the size, a first answer
-  // about 40 ms sooner (docs/benchmarks.md, issue 27's twenty-fourth part).
+  // about 40 ms sooner (measured in an earlier docs/benchmarks.md).
   sourcesContent: false,
   mainFields: ['module', 'main'],
   // Nothing is left to the runtime, the AWS SDK included: esbuild keeps the parts of it a

@@ -11,7 +11,7 @@ import type { Region } from '../../shared/domain/regions.js';
  * retained with the data, rotated yearly by KMS, under `alias/cdp-<region>-signing` (the
  * admin CLI wraps new keys with it). Only functions with access `signing` may decrypt with
  * it; the operator's credentials encrypt (`npm run admin -- apply`, `signing-key rotate`).
- * Issue 23, item 17: kept apart from the stacks so that it can move with them.
+ * Kept apart from the stacks so that it can move with them.
  */
 export class SigningKey extends Construct {
   readonly key: IKey;

@@ -46,7 +46,7 @@ export interface RegionData {
   /** The Amazon Location Service place index address lookups use. */
   placeIndex: { name: string; arn: string };
   email: EmailSendingData;
-  /** The KMS key wrapping the signing keyring (issue 23). */
+  /** The KMS key wrapping the signing keyring. */
   signingKey: IKey;
 }
 

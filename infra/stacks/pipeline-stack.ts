@@ -30,7 +30,7 @@ export const PipelineConfig = z.object({
 export type PipelineConfig = z.infer<typeof PipelineConfig>;
 
 /**
- * The example of docs/deploy-pipeline.md: synthesizes the pipeline offline (no AWS call is
+ * The example of docs/deploy.md, "The deploy pipeline": synthesizes the pipeline offline (no AWS call is
  * made), for the infra tests and `npm run lint:cfn`.
  */
 export const EXAMPLE_PIPELINE: PipelineConfig = {
@@ -129,7 +129,7 @@ export class PipelineStack extends Stack {
         }),
         commands: [
           // Not `npm ci`: it refuses a lockfile made where other platforms' optional
-          // binaries were unavailable (docs/deploy-pipeline.md).
+          // binaries were unavailable (docs/deploy.md, "The deploy pipeline").
           'npm install --no-audit --no-fund',
           'npm test',
           ['npx cdk synth', ...contextArguments].join(' '),

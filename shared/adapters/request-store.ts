@@ -33,7 +33,7 @@ import { personIdsNamedIn } from '../domain/people/person-references.js';
  *   after their transactions (new people with key claims), several records' in one item;
  * - `<inst>#REQ#<request_id>` / `N#<uuid>`: outcomes of records that wrote nothing.
  * A group's and a note's outcomes are one gzipped JSON object by record index (`outcomes_gz`;
- * before issue 27's nineteenth part a map, `outcomes`, still read).
+ * older records: a map, `outcomes`, still read).
  * Everything expires (DynamoDB TTL on `expires_at`) 21 days after its last change: longer
  * than the dead-letter queues keep a message (14 days), so a redriven message still finds
  * its request's ledger and applies each record once.
@@ -104,7 +104,7 @@ const StatusItem = z.object({
   status: z.enum(['queued', 'processing', 'done', 'failed']),
   records: z.number(),
   accepted_at: z.string(),
-  // The answer as gzipped JSON (before issue 27: as JSON text, still read).
+  // The answer as gzipped JSON (older records: as JSON text, still read).
   result_gz: z.instanceof(Uint8Array).optional(),
   result_json: z.string().optional(),
   failure: z

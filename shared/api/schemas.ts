@@ -518,7 +518,7 @@ export const HealthResponse = z
   .meta({ id: 'HealthResponse' });
 
 // ---------------------------------------------------------------------------------------
-// Beyond the spec (issue 15): the shapes of the real API's recorded answers (docs/api.md)
+// Beyond the spec: the shapes of the real API's recorded answers (docs/api.md)
 
 const count = (what: string) => z.number().int().min(0).meta({ description: what });
 

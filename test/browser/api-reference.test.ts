@@ -17,7 +17,7 @@ import { findChromium } from './chromium.js';
  * local stack serves it (the same HTTP adapter and handler modules, in this process: the
  * documentation routes need no store) and must list every endpoint of the routes table,
  * loading nothing from elsewhere and breaking no rule of its Content-Security-Policy.
- * `CDP_SCREENSHOT=<file>` keeps a screenshot (`npm run docs:screenshot` updates the README's).
+ * `CDP_SCREENSHOT=<file>` keeps a screenshot (`npm run docs:screenshot` updates docs/api-reference.png).
  */
 const DOCUMENTATION = ['openapi-document', 'api-reference', 'api-reference-assets'];
 

@@ -11,7 +11,7 @@ import { STREAM_WORKERS, WORKERS } from '../../shared/workers.js';
 import { logicalIdOf, restApiOf } from './rest-api-template.js';
 
 /**
- * Issue 22: each area's path resources and methods live in a routes stack of its own
+ * Each area's path resources and methods live in a routes stack of its own
  * (`routes-<group>`), so a route adds to its area's stacks and never to the API stack, and
  * the stage's deployment is named after the routes table, so a changed route deploys again.
  */

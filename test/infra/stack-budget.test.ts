@@ -105,7 +105,7 @@ describe('the stacks’ resource budget', () => {
     expect(overBudget(sizes)).toEqual([]);
   });
 
-  /** The resources of the API stack itself, which no route adds to (issue 22). */
+  /** The resources of the API stack itself, which no route adds to. */
   const apiStackSize = (sizes: StackSize[]) =>
     sizes.find((size) => size.template === 'cdp-default-api.template.json')?.resources;
   let today: StackSize[];

@@ -590,7 +590,7 @@ describe('the CDK app', () => {
             },
             VisibilityConfig: Match.objectLike({ SampledRequestsEnabled: false }),
           }),
-          // Issue 23: per-address rate rules, answered 429 in the error envelope.
+          // Per-address rate rules, answered 429 in the error envelope.
           Match.objectLike({
             Name: 'tracking-links-per-address',
             Action: {
@@ -649,7 +649,7 @@ describe('the CDK app', () => {
       });
     });
 
-    it('reserves concurrency for the routes that can run for seconds (issue 23, item 13)', () => {
+    it('reserves concurrency for the routes that can run for seconds', () => {
       const lambdas = functions.findResources('AWS::Lambda::Function');
       for (const spec of SPECS) {
         const found = Object.entries(lambdas).find(([id]) =>
@@ -681,7 +681,7 @@ describe('the CDK app', () => {
       expect(total).toBeLessThanOrEqual(500);
     });
 
-    it('wraps the signing keys with a KMS key of the region, rotated, retained (issue 23, item 17)', () => {
+    it('wraps the signing keys with a KMS key of the region, rotated, retained', () => {
       data.hasResourceProperties('AWS::KMS::Key', {
         EnableKeyRotation: true,
         Description: Match.stringLikeRegexp('signing keys'),

@@ -9,7 +9,7 @@ import { fieldsOf, uniqueEmail } from './people.js';
 import { call } from './stack.js';
 
 /**
- * The accounts names (issue 15): `/v1/accounts/merge`, `get`, `get-by-ids`, `contacts/add`
+ * The accounts names: `/v1/accounts/merge`, `get`, `get-by-ids`, `contacts/add`
  * and `contacts/remove` are the organizations endpoints under the names newer clients use,
  * and `/v1/organizations/get-by-ids` their by-ID lookup. One implementation: what one set of
  * names writes, the other reads.

@@ -61,7 +61,7 @@ describe('npm run admin -- key create', () => {
   });
 });
 
-describe('npm run admin -- key list | revoke (item 16)', () => {
+describe('npm run admin -- key list | revoke', () => {
   it('lists the keys of an instance by hash, and revokes one so that it stops working at once', async () => {
     const minted = lastLine(
       (await admin('key', 'create', '--instance', 'globex', '--data-source', 'CRM')).stdout,
@@ -124,7 +124,7 @@ describe('npm run admin -- key list | revoke (item 16)', () => {
   });
 });
 
-describe('npm run admin -- signing-key (item 17)', () => {
+describe('npm run admin -- signing-key', () => {
   it('keeps no signing secret in plain form, and rotates with an overlap: old cursors keep working', async () => {
     const { db } = stackDb();
     const table = tableName('default', 'config');

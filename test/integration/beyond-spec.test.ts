@@ -8,7 +8,7 @@ import { fieldsOf, uniqueEmail } from './people.js';
 import { call } from './stack.js';
 
 /**
- * Endpoints and options beyond the spec that clients of the real API use (issue 15):
+ * Endpoints and options beyond the spec that clients of the real API use:
  * `POST /v1/person/subscriptions`, `POST /v1/instance-schema/get` and `find_strategy: 2`
  * on every merge. The instances are applied here (the admin CLI), so that the schema they
  * answer is exactly this file's.

@@ -20,7 +20,7 @@ import { until } from './emails.js';
 import { call, stackDb, type ApiResponse } from './stack.js';
 
 /**
- * Archive, restore and delete (issue 15): archived people leave listings, searches, counters
+ * Archive, restore and delete: archived people leave listings, searches, counters
  * and member counts, keep their keys (a merge that finds them is refused) and come back on
  * restore; delete erases an archived person and everything that names them, which a scan of
  * every table then proves; counters always equal a recount. The same for organizations

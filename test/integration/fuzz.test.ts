@@ -14,7 +14,7 @@ import { baseUrl, stackDb } from './stack.js';
 import { checkedFetch } from '../contract.js';
 
 /**
- * Bad input, fuzzed (issue 12): generated malformed bodies to every route of the routes
+ * Bad input, fuzzed: generated malformed bodies to every route of the routes
  * table, the public email links included. Every body is built to be invalid in one known way
  * (a member of the wrong type, missing, out of range, too long, a wrong field ID, a bad time
  * zone, bad base64, a lone surrogate, invalid UTF-8, a prototype key, too deep, truncated),

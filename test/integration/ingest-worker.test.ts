@@ -866,7 +866,7 @@ describe('dead letters', () => {
     expect((await admin('dlq', 'list')).stdout).toContain('Dead letters of cdp-default-ingest: 0');
   });
 
-  it('records a request whose payload is gone from the bucket as failed at once, saying what was lost, and does not retry it (item 10)', async () => {
+  it('records a request whose payload is gone from the bucket as failed at once, saying what was lost, and does not retry it', async () => {
     Object.assign(process.env, stackAwsEnv());
     const sqs = createSqsClient();
     const { QueueUrl } = await sqs.send(

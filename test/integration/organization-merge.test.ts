@@ -251,7 +251,7 @@ describe('organization get', () => {
     expect(byCreation.meta.total_organizations).toBe(byCreation.ids.length);
   });
 
-  it('answers pages of 500, the most the real API documents (issue 25)', async () => {
+  it('answers pages of 500, the most the real API documents', async () => {
     const searched = await call('/v1/organizations/get', { key, body: { q: prefix, limit: 500 } });
     expect(searched.status).toBe(200);
     expect((searched.body.organizations as { id: string }[]).map((o) => o.id)).toEqual(created);
@@ -289,7 +289,7 @@ describe('organization get', () => {
     [{ cursor_id: 'garbage' }, /cursor_id/],
     [{ sort_by_field_id: 'int:o:employees' }, /sort_by_field_id/],
     [{ limit: 0 }, /\blimit: /],
-    // 1 to 500, as the real API documents (issue 25).
+    // 1 to 500, as the real API documents.
     [{ limit: 501 }, /\blimit: Too big/],
   ])('refuses %p', async (body, message) => {
     const response = await call('/v1/organizations/get', { key, body });

@@ -119,13 +119,13 @@ describe('person get', () => {
 
   it.each([
     [{ limit: 0 }, /limit/],
-    // 1 to 500, as the real API documents (issue 25).
+    // 1 to 500, as the real API documents.
     [{ limit: 501 }, /limit/],
     [{ offset: 10_000_001 }, /offset/],
     [{ offset: -1 }, /offset/],
     [{ sort_order: 'up' }, /sort_order/],
     [{ fields: ['str::nope'] }, /fields\[0\]: "str::nope" is not a person field/],
-    // The context fields are selectable (issue 25); an activity's conversion value is not.
+    // The context fields are selectable; an activity's conversion value is not.
     [{ fields: ['int::v'] }, /fields\[0\]: "int::v" cannot be selected/],
     [{ cursor_id: 'not-a-cursor' }, /cursor_id/],
   ])('refuses %p', async (body, message) => {

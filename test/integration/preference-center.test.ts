@@ -4,7 +4,7 @@ import { fieldsOf, mergeOne, uniqueEmail } from './people.js';
 import { KEYS, WORKER_PATIENCE_MS, WORKER_TEST_TIMEOUT_MS, baseUrl, call } from './stack.js';
 
 /**
- * The unsubscribe page of an email as a preference center (issue 26): the public audiences
+ * The unsubscribe page of an email as a preference center: the public audiences
  * the person belongs to, each with a button that unsubscribes from it alone; the page's
  * other button (and RFC 8058 one-click) still unsubscribes from all email.
  */

@@ -10,7 +10,7 @@ import { activitiesOf, listedEventually, merge, mergeOne, uniqueEmail } from './
 import { call, stackDb } from './stack.js';
 
 /**
- * What clients written for the real API call first (issue 25), replayed as each sends it on
+ * What clients written for the real API call first, replayed as each sends it on
  * its first run (written from their published sources and the vendor's reference, not
  * copied): a data-warehouse import that checks its key by listing custom fields and pages
  * people by 500, a WordPress CRM plugin that syncs tags and fields on setup, the account-copy

@@ -25,7 +25,7 @@ import {
 import { checkedFetch } from '../contract.js';
 
 /**
- * The security checks of issue 12: keys kept out of logs, answers and the admin CLI's output,
+ * The security checks: keys kept out of logs, answers and the admin CLI's output,
  * keys stored hashed, link tokens that cannot be forged or moved to another message, and
  * the security headers of every kind of answer.
  */

@@ -9,9 +9,9 @@ import { baseUrl, call, callRepeating, type ApiResponse } from './stack.js';
 import { checkedFetch } from '../contract.js';
 
 /**
- * Tenant isolation (issue 12): a key of instance A tries every endpoint of the routes table
+ * Tenant isolation: a key of instance A tries every endpoint of the routes table
  * with B's identifiers (people, organizations, activities and their keys, cursors, async
- * requests, messages, templates, Idempotency-Keys, link tokens, and since issue 25 custom
+ * requests, messages, templates, Idempotency-Keys, link tokens, and custom
  * fields, activity definitions and tags made through the API). Each try is paired with the
  * same request naming a value nobody ever used: both answers must be the same (status,
  * body without request_id, the tried value masked), so that B's data is neither read nor
@@ -145,7 +145,7 @@ interface World {
   idempotencyKeys: string[];
   idempotentBody: Body;
   cursors: { people: string; organizations: string; activities: string };
-  /** Made through the API (issue 25): a select field of each kind and an activity definition. */
+  /** Made through the API: a select field of each kind and an activity definition. */
   personField: string;
   organizationField: string;
   definition: string;
@@ -414,7 +414,7 @@ function secretsOf(world: World): string[] {
     'colour-b',
     'tier-b',
     'item-b',
-    // Issue 25: the names of fields, options, the definition and tags only B has.
+    // The names of fields, options, the definition and tags only B has.
     `secret-b-${stamp}`,
     `option-b-${stamp}`,
     `account-b-${stamp}`,
@@ -601,7 +601,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
         '/v1/audience/subscribe',
         (id) => ({ audience_id: id, people: [{ person_id: a.people[0], subscribed: false }] }),
       ],
-      // Archive, restore and delete (issue 15), of people and organizations, both names.
+      // Archive, restore and delete, of people and organizations, both names.
       ...[
         '/v1/person/archive',
         '/v1/person/restore',
@@ -653,7 +653,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
       );
     }
 
-    // Issue 25: B's custom fields, activity definitions and tags wherever a request names one,
+    // B's custom fields, activity definitions and tags wherever a request names one,
     // before A makes fields and definitions of its own under B's names (below).
     const bDefinitions = ['act:cm:b-only', b.definition];
     const bTagIds = b.tagIds.filter((id) => !a.tagIds.includes(id));
@@ -1040,7 +1040,7 @@ describe('tenant isolation: a key of instance A with instance B identifiers', ()
     expect(
       (bAfter.body.contacts as Record<string, { fields: Body }>)[b.people[1] as string]?.fields,
     ).toEqual({ 'bol::p': false });
-    // The count the issue's closing note reports (console.warn: the lint allows no log).
+    // The number of cases tried, printed for the record (console.warn: the lint allows no log).
     console.warn(`tenant isolation: ${cases} cases tried, each against a never-used value`);
   }, 120_000);
 });

@@ -429,7 +429,7 @@ describe('SES delivery: events, suppression, throttling, status', () => {
 });
 
 describe('delivery: outcomes SES leaves unknown, and events about other addresses', () => {
-  it('does not send again when SES took the email but its answer was a 500; its Send event marks it sent (item 1)', async () => {
+  it('does not send again when SES took the email but its answer was a 500; its Send event marks it sent', async () => {
     const to = uniqueEmail('lost-answer');
     await sesFaults({ answer_lost: 1, only_to: to });
     const [entry] = await sendOk({
@@ -448,7 +448,7 @@ describe('delivery: outcomes SES leaves unknown, and events about other addresse
     );
   });
 
-  it("attributes a cc address's complaint and bounce to that address: the recipient is not unsubscribed, the email not bounced (item 9)", async () => {
+  it("attributes a cc address's complaint and bounce to that address: the recipient is not unsubscribed, the email not bounced", async () => {
     const label = uniqueEmail('x').split('@')[0] as string;
     const complainer = `complaint+${label}@simulator.amazonses.com`;
     const bouncer = `bounce+${label}@simulator.amazonses.com`;
@@ -483,7 +483,7 @@ describe('delivery: outcomes SES leaves unknown, and events about other addresse
   });
 });
 
-describe('delivery: an email left sending by a crash on its last receive (item 5)', () => {
+describe('delivery: an email left sending by a crash on its last receive', () => {
   it('is shown by the DLQ listing with its state, and a redrive sends it once SES proves it never went', async () => {
     const { db } = stackDb();
     const store = new DynamoEmailStore(db, { emails: tableName('default', 'emails') });
@@ -554,7 +554,7 @@ describe('delivery: an email left sending by a crash on its last receive (item 5
   });
 });
 
-describe('tracking links replayed (item 14)', () => {
+describe('tracking links replayed', () => {
   it('records an open and a click once per window however often they are fetched, and answers each', async () => {
     const [entry] = await sendOk({
       asset: asset({ html_body: html('<p><a href="https://shop.example/replayed">Item</a></p>') }),

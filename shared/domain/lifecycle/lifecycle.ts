@@ -4,7 +4,7 @@ import { ID_PATTERN } from '../ids.js';
 import { runBounded } from '../../lib/bounded.js';
 
 /**
- * Archive, restore and delete (GDPR erasure) of people and organizations (issue 15). The
+ * Archive, restore and delete (GDPR erasure) of people and organizations. The
  * rules live here; what each operation writes is the store's affair (`LifecycleStore`):
  * - archiving takes a record out of listings, searches, counters and member counts, and keeps
  *   its merge-key claims (a merge that finds it is refused, never creates a second record);

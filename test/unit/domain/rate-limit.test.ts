@@ -89,7 +89,7 @@ describe('the rate limiter', () => {
     });
   });
 
-  it("charges a request's cost to its key: long requests empty the bucket, past empty, and others wait it out (item 13)", async () => {
+  it("charges a request's cost to its key: long requests empty the bucket, past empty, and others wait it out", async () => {
     const time = clock();
     const store = new MemoryRateLimitStore();
     const limiter = new RateLimiter(store, { now: time.now });

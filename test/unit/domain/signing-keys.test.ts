@@ -15,7 +15,7 @@ import {
 } from '../../../shared/domain/signing-keys.js';
 
 /**
- * The signing keyring (item 17): key IDs in link tokens and cursors, rotation with an
+ * The signing keyring: key IDs in link tokens and cursors, rotation with an
  * overlap, and the tokens and cursors made before key IDs existed (the legacy secret, k0).
  */
 const MESSAGE = '0123456789abcdef01234567';
@@ -107,7 +107,7 @@ describe('the signing keyring', () => {
     );
   });
 
-  it('expires link tokens a year after they were made (item 14)', async () => {
+  it('expires link tokens a year after they were made', async () => {
     const keyring = await keyringAt(
       { keys: [await storedKey(wrapper, new Date(T0), new Date(T0), 'k1')] },
       T0,

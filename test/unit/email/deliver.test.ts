@@ -249,7 +249,7 @@ describe('deliverEmail', () => {
     expect(ses.calls).toBe(0);
   });
 
-  describe('an unknown outcome (item 1): never sent again, settled by SES', () => {
+  describe('an unknown outcome: never sent again, settled by SES', () => {
     const unknown = () => new MailerError('unknown', 'SES: InternalFailure');
 
     it('does not send again after a 5xx; the Send event marks the email sent', async () => {
@@ -328,7 +328,7 @@ describe('deliverEmail', () => {
     });
   });
 
-  it('claims the email only after pacing and building it: a crash there leaves it queued (item 4)', async () => {
+  it('claims the email only after pacing and building it: a crash there leaves it queued', async () => {
     // The function is killed while it waits for its pacing slot, then while it reads the
     // attachments: neither promise ever settles, and nothing after it runs.
     const never = () => new Promise<never>(() => undefined);
@@ -350,7 +350,7 @@ describe('deliverEmail', () => {
     expect(store.record(MESSAGE).status).toBe('queued');
   });
 
-  it('does not claim an email when a call to SES could not end before the deadline (item 3)', async () => {
+  it('does not claim an email when a call to SES could not end before the deadline', async () => {
     const store = new MemoryEmailStore(record);
     const ses = { ...fakeSes(), callMaxMs: 20_000 };
     const error = await failure(
@@ -361,7 +361,7 @@ describe('deliverEmail', () => {
     expect(ses.calls).toBe(0);
   });
 
-  it('records the send, its SES ID and act::s when a bounce overtook the worker (item 8)', async () => {
+  it('records the send, its SES ID and act::s when a bounce overtook the worker', async () => {
     const store = new MemoryEmailStore(record);
     // SES takes the email, and its bounce is applied before the worker hears back.
     const ses = fakeSes(async () => {
@@ -417,7 +417,7 @@ describe('deliverEmail', () => {
 });
 
 describe('settleUndelivered (the last delivery failed too)', () => {
-  it('leaves an email a live attempt holds to that attempt (item 2)', async () => {
+  it('leaves an email a live attempt holds to that attempt', async () => {
     const store = new MemoryEmailStore(record);
     const clock = { now: T0 };
     // Attempt A claims the email and calls SES, which is slow to answer.

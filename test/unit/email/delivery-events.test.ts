@@ -39,7 +39,7 @@ function ports(store: MemoryEmailStore) {
 }
 
 describe('applySesEvent', () => {
-  it('suppresses a bounced or complaining address whose email was erased (item 7)', async () => {
+  it('suppresses a bounced or complaining address whose email was erased', async () => {
     const store = new MemoryEmailStore();
     const { ports: bouncePorts } = ports(store);
     expect(await applySesEvent(bounce('Gone@Example.com'), bouncePorts)).toMatch(/suppressed/);
@@ -49,7 +49,7 @@ describe('applySesEvent', () => {
     );
   });
 
-  it('attributes a cc complaint to the cc address: the recipient is not unsubscribed (item 9)', async () => {
+  it('attributes a cc complaint to the cc address: the recipient is not unsubscribed', async () => {
     const store = new MemoryEmailStore(sent);
     const { ports: complaintPorts, unsubscribed } = ports(store);
     expect(await applySesEvent(complaint('cc@example.com'), complaintPorts)).toBe(
@@ -64,7 +64,7 @@ describe('applySesEvent', () => {
     ]);
   });
 
-  it('attributes a cc-only hard bounce to the cc address: the email is not bounced (item 9)', async () => {
+  it('attributes a cc-only hard bounce to the cc address: the email is not bounced', async () => {
     const store = new MemoryEmailStore(sent);
     const { ports: bouncePorts } = ports(store);
     await applySesEvent(bounce('cc@example.com'), bouncePorts);

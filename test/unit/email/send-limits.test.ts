@@ -9,7 +9,7 @@ import { MemoryPeopleStore } from '../people/memory-people-store.js';
 import { ASSET, sendContext } from './send-context.js';
 
 /**
- * What a hostile request costs (items 11 and 12): links found in one linear pass that lets
+ * What a hostile request costs: links found in one linear pass that lets
  * other work run, a capped body, one rendering budget for the whole request, and a request
  * that stops building at its deadline and says which emails it did not build.
  */
@@ -33,7 +33,7 @@ async function othersRanDuring(work: () => Promise<unknown>): Promise<boolean> {
 }
 
 describe('building a hostile email', () => {
-  it('finds the links of 900 KB of "<a " in one pass that lets other work run (item 11)', async () => {
+  it('finds the links of 900 KB of "<a " in one pass that lets other work run', async () => {
     const hostile = `<p>${'<a '.repeat(300_000)}</p><a href="https://shop.example/x">x</a>`;
     let scan: Awaited<ReturnType<typeof scanHtml>> | undefined;
     expect(
@@ -52,7 +52,7 @@ describe('building a hostile email', () => {
     expect(links).toEqual(['https://shop.example/x']);
   });
 
-  it('lets other requests of the process run while it builds many emails of a large body (item 11)', async () => {
+  it('lets other requests of the process run while it builds many emails of a large body', async () => {
     const { ports, jobs } = sendContext(new MemoryPeopleStore());
     const body = `<html><body>${'<p>Hello <a href="https://shop.example/a">a</a></p>'.repeat(8_000)}</body></html>`;
     let answer: { emails: SendEntryResult[] } | undefined;
@@ -72,7 +72,7 @@ describe('building a hostile email', () => {
     expect(jobs).toHaveLength(3);
   });
 
-  it('refuses an html_body over its limit with a 413 naming it, before anyone is merged (item 11)', async () => {
+  it('refuses an html_body over its limit with a 413 naming it, before anyone is merged', async () => {
     const store = new MemoryPeopleStore();
     const { ports } = sendContext(store);
     const html = `<p>${'x'.repeat(EMAIL_LIMITS.htmlBodyBytes)}</p>`;
@@ -85,7 +85,7 @@ describe('building a hostile email', () => {
     expect(store.people.size).toBe(0);
   });
 
-  it('stops building at the deadline, queues what it built and says which it did not (item 11)', async () => {
+  it('stops building at the deadline, queues what it built and says which it did not', async () => {
     const harness = sendContext(new MemoryPeopleStore());
     const { jobs } = harness;
     // Each slow email takes a whole slice (100 ms here; the request's rendering time is not
@@ -124,7 +124,7 @@ describe('building a hostile email', () => {
     }
   });
 
-  it('refuses a tracked link with control characters when the email is built (item 14)', async () => {
+  it('refuses a tracked link with control characters when the email is built', async () => {
     const { ports, jobs } = sendContext(new MemoryPeopleStore());
     const answer = await sendTransactional(
       {
@@ -150,7 +150,7 @@ describe('building a hostile email', () => {
   });
 });
 
-describe('one rendering budget for the whole request (item 12)', () => {
+describe('one rendering budget for the whole request', () => {
   const nested = '{% for i in (1..100000) %}{% for j in (1..100000) %}x{% endfor %}{% endfor %}';
 
   it('spends one budget over every render: once it is gone, the rest fail at once', async () => {

@@ -8,7 +8,7 @@ import { ASSET, sendContext } from './send-context.js';
 /**
  * Queueing and recording the emails of a send when the queue or the emails table fails:
  * an entry is answered `queued` only if its message is in the queue and its record says so,
- * and no record says `queued` without a message behind it (item 6).
+ * and no record says `queued` without a message behind it.
  */
 const emails = [
   { fields: { 'str::email': 'ann@example.com' } },

@@ -32,7 +32,7 @@ const prepared = { raw: Buffer.from('raw'), from: 'a@x.example', to: 'ann@exampl
 const plenty = <T>(work: () => Promise<T>) => withDeadline(Date.now() + 60_000, work);
 
 describe('SesMailer', () => {
-  it('makes one SendEmail call when SES answers 500: the outcome is unknown, not retried (item 1)', async () => {
+  it('makes one SendEmail call when SES answers 500: the outcome is unknown, not retried', async () => {
     const { client, calls } = sesAnswering(awsError('InternalFailure', 500), 'second-copy');
     const mailer = new SesMailer(client, () => Promise.resolve(Buffer.alloc(0)));
     const error = await plenty(() => mailer.send(prepared, {})).catch((cause: unknown) => cause);
@@ -48,7 +48,7 @@ describe('SesMailer', () => {
     expect(calls).toHaveLength(2);
   });
 
-  it('starts no call that could not end before the deadline (item 3)', async () => {
+  it('starts no call that could not end before the deadline', async () => {
     const { client, calls } = sesAnswering(awsError('TooManyRequestsException', 429), 'ses-id');
     const mailer = new SesMailer(client, () => Promise.resolve(Buffer.alloc(0)));
     // The first backoff at its longest (200 ms): time for one call, not for a second one.

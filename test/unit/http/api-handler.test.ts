@@ -305,7 +305,7 @@ describe('the HTTP stack', () => {
 });
 
 describe('request cost', () => {
-  it("charges the tenant's key for the time its request took, and a replay nothing (item 13)", async () => {
+  it("charges the tenant's key for the time its request took, and a replay nothing", async () => {
     const charged: { tenant: string; elapsedMs: number }[] = [];
     const handler = apiHandler(
       findRoute('POST /v1/person/merge'),
@@ -337,7 +337,7 @@ describe('Idempotency-Key', () => {
   const withKey = (body: string, key = 'k-1', apiKey = 'good') =>
     event(body, { 'x-api-key': apiKey, 'idempotency-key': key });
 
-  it('keeps the keys of each data source apart: another data source is never answered with this one (item 18)', async () => {
+  it('keeps the keys of each data source apart: another data source is never answered with this one', async () => {
     const { handler, runs } = setup();
     const website = await handler(withKey('{"people":[{"a":1}]}', 'order-1', 'good'), context);
     const shop = await handler(withKey('{"people":[{"a":1}]}', 'order-1', 'shop'), context);

@@ -10,7 +10,7 @@ import { testTenant } from '../fixtures.js';
 import { MemoryRateLimitStore } from '../domain/memory-rate-limit-store.js';
 
 /**
- * Keys one by one (item 16): an address trying keys no one holds is refused before they cost
+ * Keys one by one: an address trying keys no one holds is refused before they cost
  * a read; a key revoked stops working in a warm container within the keys-version interval.
  */
 const VALID = 'a-valid-key-of-at-least-thirty-two-characters';
