@@ -1,5 +1,5 @@
 /**
- * Audiences (issue 26, docs/audiences.md): three figures, each beside a reference measured in
+ * Audiences (docs/audiences.md): three figures, each beside a reference measured in
  * the same run.
  *
  * 1. The lag from a merge to the membership it causes, with 20 audiences on the instance:

@@ -3,7 +3,8 @@
  * minified, the AWS SDK bundled too), its size, and the time a fresh Node process
  * takes to load the bundle and answer a first request (from the process's start, its own
  * `performance.now()` at the answer), beside a hello-world handler bundled and measured the
- * same way. The first requests go to the bench stack (API functions: a small valid request
+ * same way: the table gives the median and the slowest function of each kind, a note every
+ * function, and the log each one's load time. The first requests go to the bench stack (API functions: a small valid request
  * with the bench key; queue workers: an empty batch), with the environment the stack gives
  * its default-region functions. Median of `BENCH_COLD_RUNS` (3) processes each.
  *
@@ -153,37 +154,85 @@ export async function coldStartFigure(stack: BenchStack): Promise<FigureResult> 
     'hello',
     env,
   );
+  const functions = [
+    ...ROUTES.map((route) => ({ name: route.function, event: apiEvent(route), kind: 'API' })),
+    ...WORKERS.map((worker) => ({ name: worker.function, event: { Records: [] }, kind: 'worker' })),
+  ].filter((fn, i, all) => all.findIndex((other) => other.name === fn.name) === i);
+  const measured: {
+    name: string;
+    kind: string;
+    kb: number;
+    loadMs: number;
+    ms: number;
+    status: string;
+  }[] = [];
+  for (const fn of functions) {
+    const file = await bundle(fn.name, join(root, 'functions', fn.name, 'handler.ts'));
+    const run = await coldRuns(file, eventOf(fn.name, fn.event), fn.name, env);
+    measured.push({ name: fn.name, kind: fn.kind, kb: statSync(file).size / 1024, ...run });
+    console.error(
+      `bench: ${fn.name} loaded ${fixed(run.loadMs)} ms, answered ${fixed(run.ms)} ms (${run.status})`,
+    );
+  }
+  // The table gives the reference, the median and slowest function of each kind and how many
+  // meet the target; a note, every function.
+  const ref = `${fixed(reference.ms)} ms`;
+  const target = `≤ ${TARGET}`;
+  const timeText = (ms: number, loadMs: number, kb: number) =>
+    `${fixed(ms)} ms (load ${fixed(loadMs)}), ${fixed(kb)} KB`;
   const rows: Row[] = [
     {
       figure: '6 cold start',
-      measure: 'hello-world: bundle, load and first answer',
-      value: `${fixed(statSync(helloFile).size / 1024, 1)} KB, loaded ${fixed(reference.loadMs)} ms, answered ${fixed(reference.ms)} ms`,
+      measure: 'hello-world: first answer (the reference)',
+      value: `${fixed(reference.ms)} ms (load ${fixed(reference.loadMs)}), ${fixed(statSync(helloFile).size / 1024, 1)} KB`,
     },
   ];
-  const functions = [
-    ...ROUTES.map((route) => ({ name: route.function, event: apiEvent(route) })),
-    ...WORKERS.map((worker) => ({ name: worker.function, event: { Records: [] } })),
-  ].filter((fn, i, all) => all.findIndex((other) => other.name === fn.name) === i);
-  const ratios: number[] = [];
-  for (const fn of functions) {
-    const file = await bundle(fn.name, join(root, 'functions', fn.name, 'handler.ts'));
-    const measured = await coldRuns(file, eventOf(fn.name, fn.event), fn.name, env);
-    const ratio = measured.ms / reference.ms;
-    ratios.push(ratio);
-    rows.push({
-      figure: '6 cold start',
-      measure: `${fn.name} (first answer ${measured.status})`,
-      value: `${fixed(statSync(file).size / 1024)} KB, loaded ${fixed(measured.loadMs)} ms, answered ${fixed(measured.ms)} ms`,
-      reference: `${fixed(reference.ms)} ms`,
-      ratio,
-      target: `≤ ${TARGET}`,
-      met: ratio <= TARGET,
-    });
+  for (const kind of ['API', 'worker']) {
+    const ofKind = measured.filter((fn) => fn.kind === kind);
+    if (ofKind.length === 0) continue;
+    const middle = median(ofKind.map((fn) => fn.ms));
+    const slowest = ofKind.reduce((a, b) => (b.ms > a.ms ? b : a));
+    const label = kind === 'API' ? 'API functions' : 'queue workers';
+    rows.push(
+      {
+        figure: '6 cold start',
+        measure: `${label}: median of ${ofKind.length}, first answer`,
+        value: timeText(
+          middle,
+          median(ofKind.map((fn) => fn.loadMs)),
+          median(ofKind.map((fn) => fn.kb)),
+        ),
+        reference: ref,
+        ratio: middle / reference.ms,
+        target,
+        met: middle / reference.ms <= TARGET,
+      },
+      {
+        figure: '6 cold start',
+        measure: `${label}: slowest, ${slowest.name}`,
+        value: timeText(slowest.ms, slowest.loadMs, slowest.kb),
+        reference: ref,
+        ratio: slowest.ms / reference.ms,
+        target,
+        met: slowest.ms / reference.ms <= TARGET,
+      },
+    );
   }
+  const within = measured.filter((fn) => fn.ms / reference.ms <= TARGET).length;
+  rows.push({
+    figure: '6 cold start',
+    measure: `functions within ${TARGET} × the reference`,
+    value: `${within} of ${measured.length}`,
+    target: 'all',
+    met: within === measured.length,
+    notes: [
+      `Cold start of each function: first answer in ms (its status), bundle KB, ratio to hello-world: ${measured.map((fn) => `${fn.name} ${fixed(fn.ms)} (${fn.status}), ${fixed(fn.kb)} KB, ${fixed(fn.ms / reference.ms, 2)}`).join('; ')}.`,
+    ],
+  });
   return {
     rows,
     notes: [
-      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps without the sources' text, the AWS SDK v3 bundled with the function's code rather than loaded from the Lambda runtime's copy), each loaded in a fresh \`node\` (${process.version}, \`--enable-source-maps\` as deployed) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included), median of ${RUNS}. Lambda adds its own sandbox start-up to every function alike.`,
+      `Cold start: bundles as infra/constructs/cdp-function.ts makes them (esbuild, ESM, node22, minified, source maps without the sources' text, the AWS SDK v3 bundled with the function's code rather than loaded from the Lambda runtime's copy), each loaded in a fresh \`node\` (${process.version}, \`--enable-source-maps\` as deployed) that answers one request against the bench stack; the time is the process's own clock at the answer (Node's start included; the load, at the handler's import), median of ${RUNS}. Target: each function's first answer within ${TARGET} times hello-world's. Lambda adds its own sandbox start-up to every function alike.`,
     ],
   };
 }

@@ -106,11 +106,20 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       tags: ['bench'],
     }));
   const rows: Row[] = [];
-  const measure = async (what: string, records: number, work: () => Promise<unknown>) => {
+  /** What each row measured, said at length, with its writes by table and index. */
+  const details: string[] = [];
+  /** A row: `what` in a few words, `about` the rest of what it measured (for the note). */
+  const measure = async (
+    what: string,
+    records: number,
+    work: () => Promise<unknown>,
+    about = '',
+  ) => {
     meter = emptyMeter();
     await work();
     const wru = total(meter.wcu) / records;
     const rru = total(meter.rcu) / records;
+    const calls = totalCalls(meter);
     const dollars = wru * PRICE_PER_MILLION_WRITES + rru * PRICE_PER_MILLION_READS;
     const byTable = Object.entries(meter.wcu)
       .filter(([, units]) => units > 0)
@@ -118,10 +127,13 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       .join(', ');
     rows.push({
       figure: '7 cost',
-      measure: `${what}: ${fixed(totalCalls(meter) / records, 2)} calls${records > 1 ? ` (${totalCalls(meter)} in all)` : ''}${byTable ? `; writes by table/index: ${byTable}` : ''}`,
-      value: `${fixed(wru, 2)} WRU + ${fixed(rru, 2)} RRU`,
+      measure: what,
+      value: `${fixed(wru, 2)} WRU + ${fixed(rru, 2)} RRU, ${fixed(calls / records, 2)} calls`,
       reference: `$${fixed(dollars, 2)} per million`,
     });
+    const callsText = `${calls} call${calls === 1 ? '' : 's'} for ${records}`;
+    const said = [about, records > 1 ? callsText : '', byTable].filter(Boolean).join('; ');
+    if (said) details.push(`${what.charAt(0).toUpperCase()}${what.slice(1)}: ${said}`);
   };
   // The field index's share of each write: the entries the people stream's worker moves
   // (docs/data-model.md, indexes), from each person as it was before the write to after it.
@@ -136,12 +148,21 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     merged = results.flatMap((result) => result.person_id ?? []);
   };
   const states = (ids: string[]) => store.getPeople(tenant.instance.id, ids);
-  const indexShare = (what: string, before: Map<string, Person>, after: Map<string, Person>) =>
-    measure(what, 100, () =>
-      runBounded([...after.keys()], 1, async (id) => {
-        const { removed, added } = entryChanges(before.get(id), after.get(id));
-        await fieldIndex.apply(tenant.instance.id, id, removed, added);
-      }),
+  const indexShare = (
+    what: string,
+    before: Map<string, Person>,
+    after: Map<string, Person>,
+    about = '',
+  ) =>
+    measure(
+      what,
+      100,
+      () =>
+        runBounded([...after.keys()], 1, async (id) => {
+          const { removed, added } = entryChanges(before.get(id), after.get(id));
+          await fieldIndex.apply(tenant.instance.id, id, removed, added);
+        }),
+      about,
     );
   // The stack's own stream workers held meanwhile: they would write the same index entries
   // (and last seen) first, and the bench's writes would then be overwrites, which DynamoDB
@@ -150,22 +171,30 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     await measure('per person created (request of 100)', 100, () => mergeAll('Bench'));
     const created = await states(merged);
     await indexShare(
-      "per person created, the field index's share (an entry per stored value and tag: 6)",
+      "per person created, the field index's share",
       new Map(),
       created,
+      'an entry per stored value and tag',
     );
-    await measure('per unchanged merge (people the container has met: claim hints)', 100, () =>
-      mergeAll('Bench'),
+    await measure(
+      'per unchanged merge (claim hints)',
+      100,
+      () => mergeAll('Bench'),
+      'people the container has met',
     );
     const unchanged = await states(merged);
     await indexShare("per unchanged merge, the field index's share", created, unchanged);
-    await measure('per changed merge (last name: two name indexes move)', 100, () =>
-      mergeAll('Changed'),
+    await measure(
+      'per changed merge (last name)',
+      100,
+      () => mergeAll('Changed'),
+      'two name indexes move',
     );
     await indexShare(
-      "per changed merge, the field index's share (the old last name's entry out, the new one's in)",
+      "per changed merge, the field index's share",
       unchanged,
       await states(merged),
+      "the old last name's entry out, the new one's in",
     );
     let touched: string[] = [];
     const recordSome = async (people: DynamoPeopleStore) => {
@@ -190,33 +219,39 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     // A container that has not met these people reads their claims; one that has (the store
     // above merged them) reads only the people (claim hints, docs/data-model.md).
     await measure(
-      'per activity (100 of 20 existing people, tracked as touch; people new to the container)',
+      'per activity (people new to the container)',
       100,
       () => recordSome(new DynamoPeopleStore(db, tables)),
+      '100 activities of 20 existing people, tracked as a touch',
     );
-    await measure('per activity (the same; people the container has met: claim hints)', 100, () =>
-      recordSome(store),
+    await measure(
+      'per activity (claim hints)',
+      100,
+      () => recordSome(store),
+      'the same; people the container has met',
     );
     // What the last-seen worker does for those 100 activities off the request path: one
     // conditional update per person of its stream batch.
     const lastSeen = new DynamoLastSeenStore(db, tables);
     const unseen = await states(touched);
     await measure(
-      "per activity, the last-seen worker's share (its batch of the 100 above)",
+      "per activity, the last-seen worker's share",
       100,
       () =>
         runBounded(touched, 16, async (id) => {
           await lastSeen.touch(tenant.instance.id, id, new Date().toISOString());
         }),
+      'its batch of the 100 above',
     );
     await indexShare(
-      "per activity, the field index's share of last seen (its batch of the 100 above)",
+      "per activity, the field index's share of last seen",
       unseen,
       await states(touched),
+      'its batch of the 100 above',
     );
   });
   // The ingest worker's share of queued activities: a batch of 10 messages of 100 activities
-  // (20 existing people each), applied one after the other (as before issue 27, second part)
+  // (20 existing people each), applied one after the other (as the worker once applied them)
   // and at once with their reads shared (the worker's default), each batch new requests.
   const sqs = createSqsClient();
   const s3 = createS3Client();
@@ -263,13 +298,14 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     }));
     const worker = ingestWorker(atOnce);
     await measure(
-      `per activity, queued: the ingest worker's batch of 10 requests of 100 (20 existing people each), ${atOnce ? `applied ${atOnce} at a time (the default), reads shared` : 'applied one after the other'}`,
+      `per activity queued, ${atOnce ? `${atOnce} requests at a time (the default)` : 'one request after another'}`,
       1000,
       () => apply(worker, records),
+      `the ingest worker's batch of 10 requests of 100 (20 existing people each), ${atOnce ? `applied ${atOnce} at a time, reads shared` : 'applied one after the other'}`,
     );
   }
   // New people queued: their markers go after their transactions, one item for the people
-  // of a request that shared one (issue 27, twelfth part).
+  // of a request that shared one.
   const queuedPeople = ingestBatch('people', 'person-merge', (m) => ({
     people: Array.from({ length: 100 }, (_, i) => ({
       fields: { 'str::email': `${run}-queued-${m}-${i}@cost.bench` },
@@ -277,9 +313,10 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
   }));
   const peopleWorker = ingestWorker(2);
   await measure(
-    "per person created, queued: the ingest worker's batch of 10 requests of 100 new people, applied 2 at a time (the default)",
+    'per person created, queued',
     1000,
     () => apply(peopleWorker, queuedPeople),
+    "the ingest worker's batch of 10 requests of 100 new people, applied 2 at a time (the default)",
   );
   const env = readEnv(ApiEnv);
   const email = createEmailPorts(db);
@@ -312,9 +349,10 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
       },
     );
   await measure(
-    "per email accepted (existing recipients; the worker's sending not included)",
+    'per email accepted (existing recipients)',
     100,
     () => sendHundred(email.queue, 'cost'),
+    "the worker's sending not included",
   );
   // The email worker's share of a sent email: 100 more emails accepted into a queue of the
   // bench's own (the stack's worker does not read it), handed to the worker in batches of 10
@@ -342,7 +380,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     }
     const emailWorker = createEmailWorker(readEnv(EmailWorkerEnv, sendEnv), { db });
     await measure(
-      "per email sent, the email worker's share (the claim; SES's acceptance and the sent activity in one transaction; the batch's reads shared)",
+      "per email sent, the email worker's share",
       100,
       async () => {
         for (let start = 0; start < jobs.length; start += 10) {
@@ -353,6 +391,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
           );
         }
       },
+      "the claim; SES's acceptance and the sent activity in one transaction; the batch's reads shared",
     );
   } finally {
     await sqs.send(new DeleteQueueCommand({ QueueUrl: ownQueue })).catch(() => undefined);
@@ -367,7 +406,7 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     listing: store,
     fields: new DynamoFieldIndex(db, tableName('default', 'indexes')),
   };
-  await measure('per listing page (first page of 100, default order)', 1, () =>
+  await measure('per listing page (first of 100, default order)', 1, () =>
     getPeople(PersonGetRequest.parse({ limit: 100 }), tenant, ports, cursors),
   );
   await measure('per listing page (q search, page of 100)', 1, () =>
@@ -385,17 +424,18 @@ export async function costFigure(stack: BenchStack): Promise<FigureResult> {
     );
   }
   let next: string | undefined;
-  await measure('per listing page (first page of 500, default order)', 1, async () => {
+  await measure('per listing page (first of 500, default order)', 1, async () => {
     next = (await getPeople(PersonGetRequest.parse({ limit: 500 }), tenant, ports, cursors))
       .cursor_id;
   });
-  await measure('per listing page (second page of 500, with its cursor)', 1, () =>
+  await measure('per listing page (second of 500, its cursor)', 1, () =>
     getPeople(PersonGetRequest.parse({ limit: 500, cursor_id: next }), tenant, ports, cursors),
   );
   return {
     rows,
     notes: [
       `Cost: request units as DynamoDB Local reports them per call (ReturnConsumedCapacity INDEXES), transactions replayed item by item and their table writes counted twice (transactional); dollars at on-demand prices for us-east-1 (USD ${PRICE_PER_MILLION_WRITES} per million write request units, ${PRICE_PER_MILLION_READS} per million read request units). Each request also takes its rate-limit bucket (one small conditional write, 1 WRU) and, once a minute per container, its key and instance (cached reads): not included.`,
+      `Cost, what each row measured, its calls and its writes per record by table and index: ${details.join('. ')}.`,
     ],
   };
 }

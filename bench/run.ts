@@ -3,8 +3,9 @@
  * (bench/lib/stack.ts: ports 6300, 9600, 6350, 9605, stopped by its PID after the figure:
  * DynamoDB Local's stream reads slow as its streams grow, so a figure run on a stack others
  * had filled measured their leftovers, and figure 3 ran out of time after figures 1 and 2), one
- * table printed, and the same table written to docs/benchmarks.md with the machine it ran on
- * (between the `bench:start` and `bench:end` markers; the notes around them stay). Never
+ * table printed with its numbered notes (bench/lib/render.ts), and the same written to
+ * docs/benchmarks.md with the machine it ran on (between the `bench:start` and `bench:end`
+ * markers; the text around them stays). Never
  * part of `npm test`. Each figure also runs alone: `node --import tsx bench/<figure>.ts`.
  *
  *   npm run bench                     # all figures, 16-30 minutes on 2 quiet cores
@@ -13,15 +14,15 @@
  *   CDP_FAULTS=conflict=0.2 npm run bench    # the stack's DynamoDB calls meet faults
  */
 import { cpus, loadavg, release, totalmem } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { activitiesFigure } from './activities.js';
 import { coldStartFigure } from './cold-start.js';
 import { computeFigure } from './compute.js';
 import { costFigure } from './cost.js';
 import { listingFigure } from './person-get.js';
 import { personMergeFigure } from './person-merge.js';
-import { table, type FigureResult, type Row } from './lib/report.js';
+import { render, type FigureResult } from './lib/render.js';
 import { benchPortsFreed, withBenchStack, type BenchStack } from './lib/stack.js';
 import { transactionalFigure } from './transactional-send.js';
 
@@ -46,29 +47,37 @@ const chosen = FIGURES.filter((figure) => !wanted || wanted.includes(figure.n));
 const started = Date.now();
 const loadBefore = loadavg();
 
-const rows: Row[] = [];
-const notes: string[] = [];
+const results: { n: number; result: FigureResult }[] = [];
 for (const figure of chosen) {
   const t0 = Date.now();
   console.error(`bench: figure ${figure.n}, ${figure.name}…`);
   try {
     const result = figure.alone ? await figure.alone() : await withBenchStack(figure.run);
-    rows.push(...result.rows);
-    notes.push(...result.notes);
+    results.push({ n: figure.n, result });
   } catch (error) {
-    // One figure failing does not lose the others: its row says what happened.
+    // One figure failing does not lose the others: its row says so, its note what happened.
     console.error(error);
-    rows.push({
-      figure: `${figure.n} ${figure.name}`,
-      measure: 'FAILED',
-      value: String(error instanceof Error ? error.message : error).slice(0, 200),
+    const message = String(error instanceof Error ? error.message : error).slice(0, 300);
+    results.push({
+      n: figure.n,
+      result: {
+        rows: [
+          {
+            figure: `${figure.n} ${figure.name}`,
+            measure: 'FAILED',
+            value: 'no figure',
+            notes: [`${figure.name} failed: ${message}`],
+          },
+        ],
+        notes: [],
+      },
     });
   }
   // The next figure's stack starts on the same ports.
   if (!figure.alone) await benchPortsFreed();
   console.error(`bench: figure ${figure.n} took ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 }
-rows.sort((a, b) => Number.parseInt(a.figure) - Number.parseInt(b.figure));
+results.sort((a, b) => a.n - b.n);
 
 const minutes = (Date.now() - started) / 60_000;
 const cpu = cpus();
@@ -80,14 +89,14 @@ const machine = [
     .join(' / ')} at the end (1/5/15 min; above ${cpu.length} the machine was shared)`,
   `CDP_FAULTS=${process.env.CDP_FAULTS || '(none)'}, BENCH_SCALE=${process.env.BENCH_SCALE ?? '1'}, figures ${chosen.map((f) => f.n).join(', ')}`,
 ];
-const report = [
-  `${machine.join('; ')}.`,
-  '',
-  table(rows),
-  '',
-  ...notes.map((note) => `- ${note}`),
-].join('\n');
+const report = [`${machine.join('; ')}.`, '', render(results.map((r) => r.result))].join('\n');
 console.log(`\n${report}\n`);
+
+// The rows and notes as measured, beside the table (`.bench/` is not committed): a change of the
+// table's layout (bench/lib/render.ts) can be tried on them without running the figures again.
+const raw = resolve(import.meta.dirname, '..', '.bench', 'last-run.json');
+mkdirSync(dirname(raw), { recursive: true });
+writeFileSync(raw, `${JSON.stringify({ machine, results }, null, 2)}\n`);
 
 const doc = resolve(import.meta.dirname, '..', 'docs', 'benchmarks.md');
 const START = '<!-- bench:start -->';

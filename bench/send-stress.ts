@@ -1,5 +1,5 @@
 /**
- * Stress (issue 23, "held-out style"): one tenant sends a request of 100 recipients whose
+ * Stress (a hostile send beside another tenant): one tenant sends a request of 100 recipients whose
  * `html_body` is about 1 MB of hostile markup (`<a ` repeated, which a backtracking link
  * regex takes quadratic time over) wrapped around a nested-loop Liquid template, with the
  * same loops in its subject; then the same markup with a benign template, so that every

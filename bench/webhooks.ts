@@ -1,5 +1,5 @@
 /**
- * Webhooks (issue 28, docs/webhooks.md): figures beside references measured in the same run.
+ * Webhooks (docs/webhooks.md): figures beside references measured in the same run.
  *
  * 1. The lag from a merge to its delivery: a merge over HTTP, then the time until a receiver
  *    on this machine has the person's `person.created` (p50, p99), beside the merge's own

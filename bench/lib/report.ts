@@ -3,6 +3,7 @@ import { WORKERS } from '../../shared/workers.js';
 import { batchGet } from '../../shared/adapters/dynamo-helpers.js';
 import { statusKey } from '../../shared/adapters/request-store.js';
 import { tableName } from '../../shared/resources.js';
+import { fixed, render, type FigureResult, type Row } from './render.js';
 import {
   BENCH_INSTANCE,
   type BenchStack,
@@ -13,25 +14,7 @@ import {
   withStreamWorkersHeld,
 } from './stack.js';
 
-/**
- * What a figure reports: rows of one table (what was measured, its value, the store's
- * ceiling or the reference it is compared with, their ratio, and the target), and notes.
- */
-export interface Row {
-  figure: string;
-  measure: string;
-  value: string;
-  reference?: string;
-  ratio?: number;
-  target?: string;
-  /** Whether the target is met (undefined: no target). */
-  met?: boolean;
-}
-
-export interface FigureResult {
-  rows: Row[];
-  notes: string[];
-}
+export { fixed, type FigureResult, type Row } from './render.js';
 
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -44,7 +27,7 @@ export const median = (values: number[]) => percentile(values, 50);
 /**
  * The stack's CPU per record during an async drain and during the same records sent
  * synchronously (`withStackCpu`), and the cores each kept busy: while both fill the machine's
- * cores, the drain's rate is about the sync rate times the ratio of the two.
+ * cores, the drain's rate is about the sync rate times the ratio of the two. For a row's note.
  */
 export function cpuText(
   drain: RunCpu,
@@ -63,28 +46,24 @@ export function cpuText(
   // to a poll), and for how long a record. Every figure against DynamoDB Local is bounded by
   // this one thread: the rates' ratio is about the ratio of the busy shares over that of the
   // times per record.
-  const store = (run: RunCpu, count: number) => {
-    const busy = run.storeThreadSeconds ?? Number.NaN;
-    return `${fixed((100 * busy) / (run.activeSeconds ?? run.seconds))} % (${fixed((busy * 1e6) / count)} µs per ${record})`;
-  };
+  const busy = (run: RunCpu) =>
+    fixed((100 * (run.storeThreadSeconds ?? Number.NaN)) / (run.activeSeconds ?? run.seconds));
+  const perRecord = (run: RunCpu, count: number) =>
+    fixed(((run.storeThreadSeconds ?? Number.NaN) * 1e6) / count);
   const thread =
     Number.isFinite(drain.storeThreadSeconds) && Number.isFinite(sync.storeThreadSeconds)
-      ? `; DynamoDB Local's database thread busy ${store(drain, records)} and ${store(sync, syncRecords)}`
+      ? `; DynamoDB Local's database thread busy ${busy(drain)} % / ${busy(sync)} % (${perRecord(drain, records)} / ${perRecord(sync, syncRecords)} µs per ${record})`
       : '';
-  return `the stack's CPU per ${record} while each ran: async ${fixed(drainUs)} µs, sync ${fixed(syncUs)} µs, ratio ${fixed(syncUs / drainUs, 2)}; cores busy ${cores(drain)} and ${cores(sync)} of ${availableParallelism()}${thread}`;
+  return `the stack's CPU per ${record}: async ${fixed(drainUs)} µs, sync ${fixed(syncUs)} µs (ratio ${fixed(syncUs / drainUs, 2)}); cores busy ${cores(drain)} / ${cores(sync)} of ${availableParallelism()}${thread}`;
 }
 
-/** Per-request latencies as the rows print them. */
+/** Per-request latencies as the notes give them. */
 export const latencyText = (latencies: number[]) =>
-  `p50 ${fixed(percentile(latencies, 50))} / p95 ${fixed(percentile(latencies, 95))} / p99 ${fixed(percentile(latencies, 99))} ms`;
+  `p50/p95/p99 ${[50, 95, 99].map((p) => fixed(percentile(latencies, p))).join('/')} ms`;
 
 /** The ratio of each round, in the order they ran (the row's ratio is their median). */
 export const roundsText = (ratios: number[]) =>
-  `median of ${ratios.length} rounds: ${ratios.map((r) => fixed(r, 2)).join(', ')}`;
-
-export function fixed(value: number, digits = 0): string {
-  return Number.isFinite(value) ? value.toFixed(digits) : '–';
-}
+  ratios.length === 1 ? 'one round' : `rounds ${ratios.map((r) => fixed(r, 2)).join(', ')}`;
 
 /**
  * Calls a ceiling keeps in flight at most, across all its requests: below the 50 sockets the
@@ -115,8 +94,8 @@ export function gate(limit: number): <T>(call: () => Promise<T>) => Promise<T> {
 
 /**
  * Batches the ingest worker runs at once (its event source's maximum concurrency): the
- * concurrency of the synchronous requests an async drain is compared with (issue 27: "at the
- * same concurrency"; the knob, docs/api.md).
+ * concurrency of the synchronous requests an async drain is compared with (the same
+ * concurrency on both sides; the knob, docs/api.md).
  */
 export const INGEST_CONCURRENCY =
   WORKERS.find((worker) => worker.queue === 'ingest')?.maxConcurrency ?? 1;
@@ -163,22 +142,6 @@ export async function burst(
     }),
   );
   return performance.now() - started;
-}
-
-/** The rows as one Markdown table. */
-export function table(rows: Row[]): string {
-  const lines = [
-    '| Figure | Measure | Value | Ceiling / reference | Ratio | Target | Met |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
-  ];
-  for (const row of rows) {
-    lines.push(
-      `| ${row.figure} | ${row.measure} | ${row.value} | ${row.reference ?? ''} | ${
-        row.ratio === undefined ? '' : fixed(row.ratio, 2)
-      } | ${row.target ?? ''} | ${row.met === undefined ? '' : row.met ? 'yes' : 'no'} |`,
-    );
-  }
-  return lines.join('\n');
 }
 
 /** A JSON POST to the API; the parsed answer, or an error naming the status. */
@@ -332,7 +295,7 @@ const STORE_POLL_KEYS = 10;
  * spent meanwhile. Whether the requests are done is asked of the store, not of the API: each
  * `/v1/async/get` of a done request cost the API process 4-7 ms (it reads, unzips and sends
  * the whole answer), about 30 µs of the two cores per activity drained, taken from the worker
- * being measured (issue 27, nineteenth part); a client's retrieval of its answers is not the
+ * being measured; a client's retrieval of its answers is not the
  * drain. On one machine the end-to-end run (`acceptAndDrain`) also measures the accepts and
  * the polls, which share its two cores with the worker; on AWS they run on functions of their
  * own.
@@ -412,7 +375,7 @@ function allRuns<T>(runs: Timed<T>[], rate: (run: Timed<T>) => number) {
  * Unmeasured drains alone before the measured ones (`BENCH_DRAIN_WARMUPS`, 3 unless set):
  * the worker's process has handled a hundred-odd requests by then where the API's has handled
  * hundreds, and its CPU per record kept falling over its next three or four drains of 96
- * requests (V8 compiling its paths; issue 27, eighteenth and twenty-fifth parts).
+ * requests (V8 compiling its paths).
  */
 export const DRAIN_WARMUPS = countFromEnv('BENCH_DRAIN_WARMUPS', 3);
 /**
@@ -437,7 +400,7 @@ export const DRAIN_CYCLES = countFromEnv('BENCH_DRAIN_CYCLES', 6);
  * one before ends: no run meets their reads and writes for another run's records, and none
  * waits for a settle. Settled before each run instead (up to 2026-12-02), a cycle read
  * 0.79-1.23 on the same code, as how much of the stream workers' backlog a settle left
- * depended on the streams' size; held through, 0.82-1.06 (issue 27, twenty-seventh part).
+ * depended on the streams' size; held through, 0.82-1.06.
  * Their backlog, every run's stream records, is left when this returns: the comparison is the
  * last work of its figure's stack (working through it took DynamoDB Local minutes, and calls
  * made meanwhile timed out).
@@ -508,13 +471,16 @@ export async function drainBesideSync<S extends { rate: number }>(
   };
 }
 
-/** Issue 27: the async drain at least at the sync rate of the same concurrency. */
-const DRAIN_TARGET = 1;
+/**
+ * How the drain alone and its reference are run (`drainBesideSync`), and why its rows have no
+ * target: the note both figures' drain rows share.
+ */
+export const DRAIN_METHOD = `Async drain alone (figures 1 and 2): requests accepted while the queue workers are held, then drained with nothing else running, from the workers' release to the last finish the worker wrote (read from the store); beside the same records sent synchronously at the ingest worker's concurrency. ${DRAIN_WARMUPS} drains and one sync run unmeasured, then ${DRAIN_CYCLES} cycles of sync, drain, drain, sync, each run as the one before ends, the stream workers held through them all; each side is all its runs together. Reported without a target: on one machine both sides are bounded by DynamoDB Local's one database thread, so the ratio measures the emulator's CPU per call, not the platform.`;
 
 /**
  * The two rows of an async drain against the same records sent synchronously at the worker's
- * concurrency: from the first accept to the last done (the accepts share the cores; no
- * target), and the drain alone (the target).
+ * concurrency: from the first accept to the last done (the accepts share the cores), and the
+ * drain alone. Neither has a target (`DRAIN_METHOD`).
  */
 export function drainRows(run: {
   figure: string;
@@ -536,30 +502,34 @@ export function drainRows(run: {
   cycles: number[];
 }): Row[] {
   const { figure, what, record, records, concurrency, endToEnd, alone, sync } = run;
-  const reference = `${fixed(sync.result.rate)}/s`;
-  const aloneRatio = alone.result / sync.result.rate;
+  const reference = `${fixed(sync.result.rate)}/s sync, c=${concurrency}`;
+  const What = what.charAt(0).toUpperCase() + what.slice(1);
   return [
     {
       figure,
-      measure: `async accept and drain of ${what} (first accept to last done; the accepts share the cores) against sync at c=${concurrency} (${run.detail}; ${cpuText(endToEnd, sync, run.endToEndRecords ?? records, record, records)})`,
+      measure: `async ${what}/s, first accept to last done`,
       value: `${fixed(endToEnd.result.drain)}/s`,
       reference,
       ratio: endToEnd.result.drain / sync.result.rate,
+      notes: [
+        `${What}, async accept and drain: ${run.detail}; from the first accept to the last request done as the API answers it, the accepts and polls sharing the cores with the worker; ${cpuText(endToEnd, sync, run.endToEndRecords ?? records, record, records)}.`,
+      ],
     },
     {
       figure,
-      measure: `async drain of ${what} alone (accepted while the workers were held; its end the last finish the worker wrote) against sync at c=${concurrency}, the ingest worker's (${DRAIN_WARMUPS} drains and a sync run unmeasured, then ${run.cycles.length} cycles of sync, drain, drain, sync, each run as the one before ended, the stream workers held through them all: each side all its runs, the cycles ${run.cycles.map((ratio) => fixed(ratio, 2)).join(', ')}; ${cpuText(alone, sync, records, record)})`,
+      measure: `async ${what}/s, drain alone`,
       value: `${fixed(alone.result)}/s`,
       reference,
-      ratio: aloneRatio,
-      target: `≥ ${DRAIN_TARGET}`,
-      met: aloneRatio >= DRAIN_TARGET,
+      ratio: alone.result / sync.result.rate,
+      notes: [
+        DRAIN_METHOD,
+        `${What}, drain alone: ${records.toLocaleString('en')} records a run; each cycle's ratio ${run.cycles.map((ratio) => fixed(ratio, 2)).join(', ')}; ${cpuText(alone, sync, records, record)}.`,
+      ],
     },
   ];
 }
 
 /** A whole run of one figure on its own: a stack of its own, the rows printed. */
 export function printFigure(title: string, result: FigureResult): void {
-  console.log(`\n${title}\n\n${table(result.rows)}\n`);
-  for (const note of result.notes) console.log(`- ${note}`);
+  console.log(`\n${title}\n\n${render([result])}\n`);
 }

@@ -185,7 +185,7 @@ function threadCpuSeconds(pid: number, prefix: string): number {
 /**
  * DynamoDB Local's one database thread (sqlite4java's `SQLiteQueue`): every SQLite statement
  * of every table, and each item's JSON, runs on it, so that every figure against DynamoDB
- * Local is bounded by this one thread's time (issue 27, twenty-ninth and thirtieth parts).
+ * Local is bounded by this one thread's time.
  */
 const STORE_THREAD = 'SQLiteQueue';
 
@@ -290,7 +290,7 @@ export function withStreamWorkersHeld<T>(stack: BenchStack, work: () => Promise<
  * A run measured on its own: once the stack is idle (`settle`), with the stream workers held
  * (`withStreamWorkersHeld`). A run of a second met the stream workers' reads and writes for
  * its own records (polled once a second) or did not, and its ratio moved with that more than
- * with what the path did (issue 27, eighteenth part).
+ * with what the path did.
  */
 export async function isolated<T>(stack: BenchStack, work: () => Promise<T>): Promise<T> {
   await settle(stack);
