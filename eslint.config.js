@@ -13,6 +13,7 @@ export default tseslint.config(
       '.scratch/',
       '.venv/',
       '.localstack/',
+      'console/dist*/',
     ],
   },
   eslint.configs.recommended,

@@ -22,6 +22,12 @@ export const LEFT_OUT_ON_LOCALSTACK = {
   'AWS::Location::PlaceIndex': "no Amazon Location Service in LocalStack's free edition",
   'AWS::CloudWatch::Dashboard':
     "LocalStack's free CloudFormation has no CloudWatch dashboard provider",
+  'AWS::Cognito::UserPool':
+    "no Amazon Cognito in LocalStack's free edition (the console's sign-in: the console's API then refuses every request)",
+  'AWS::Cognito::UserPoolClient': "no Amazon Cognito in LocalStack's free edition",
+  'AWS::Cognito::UserPoolDomain': "no Amazon Cognito in LocalStack's free edition",
+  'AWS::Cognito::UserPoolGroup': "no Amazon Cognito in LocalStack's free edition",
+  'AWS::Cognito::ManagedLoginBranding': "no Amazon Cognito in LocalStack's free edition",
 } as const;
 
 export type LeftOutType = keyof typeof LEFT_OUT_ON_LOCALSTACK;

@@ -1,3 +1,4 @@
+import type { SiteAnswer } from './console-site.js';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
@@ -26,6 +27,8 @@ import { matchRoute, type RouteDefinition } from '../shared/routes.js';
 export interface RegionHandlers {
   routes: Map<RouteDefinition, HttpHandler>;
   fallback: HttpHandler;
+  /** The console's pages (`/console/…`), as CloudFront serves them on AWS. */
+  site?: (method: string, pathname: string) => SiteAnswer | undefined;
 }
 
 type EdgeError = (typeof EDGE_ERRORS)[keyof typeof EDGE_ERRORS];
@@ -197,6 +200,12 @@ export function createRegionServer(handlers: RegionHandlers): Server {
           const body = await readBody(request);
           const url = new URL(request.url ?? '/', 'http://localhost');
           const method = request.method ?? 'GET';
+          const page = handlers.site?.(method, url.pathname);
+          if (page) {
+            response.writeHead(page.statusCode, page.headers);
+            response.end(method === 'HEAD' ? undefined : page.body);
+            return;
+          }
           const match = matchRoute(method, url.pathname);
           const route = match.kind === 'route' ? match.route : undefined;
           const handler = route ? handlers.routes.get(route) : handlers.fallback;

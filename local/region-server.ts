@@ -15,6 +15,7 @@ import { queueUrlVariable, tableVariable } from '../shared/resources.js';
 import { FALLBACK_FUNCTION, ROUTES, type RouteDefinition } from '../shared/routes.js';
 import { keepsStreamRecord, STREAM_WORKERS, WORKERS } from '../shared/workers.js';
 import { createRegionServer } from './http-adapter.js';
+import { consoleSite } from './console-site.js';
 import { regionRoleFrom, usesExternalAws, type RegionRole } from './settings.js';
 import { recheckAllJob } from '../shared/worker/audience-runtime.js';
 import { startQueuePoller, type SqsHandler } from './queue-poller.js';
@@ -73,7 +74,12 @@ async function serve(port: number) {
   const routes = new Map<RouteDefinition, HttpHandler>();
   for (const route of ROUTES) routes.set(route, await loadHandler<HttpHandler>(route.function));
   const fallback = await loadHandler<HttpHandler>(FALLBACK_FUNCTION.function);
-  const server = createRegionServer({ routes, fallback });
+  const { CONSOLE_ISSUER, CONSOLE_CLIENT_ID, CDP_REGION } = process.env;
+  const site =
+    CONSOLE_ISSUER && CONSOLE_CLIENT_ID && CDP_REGION
+      ? consoleSite({ issuer: CONSOLE_ISSUER, clientId: CONSOLE_CLIENT_ID, region: CDP_REGION })
+      : undefined;
+  const server = createRegionServer({ routes, fallback, ...(site ? { site } : {}) });
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolveListen);

@@ -11,6 +11,8 @@ export interface StackSettings {
   dynamodbPort: number;
   sqsPort: number;
   sesPort: number;
+  /** The console's local identity provider (`CONSOLE_ISSUER_PORT`, default `PORT` + 3, the port after the regions'). */
+  consoleIssuerPort: number;
   dataDir: string;
   ephemeral: boolean;
   seedFile: string | undefined;
@@ -183,12 +185,14 @@ export function useSesStandIn(settings: StackSettings): void {
 }
 
 export function readStackSettings(): StackSettings {
+  const port = portFrom('PORT', 3000);
   return {
     host: '127.0.0.1',
-    port: portFrom('PORT', 3000),
+    port,
     dynamodbPort: portFrom('DYNAMODB_PORT', 8000),
     sqsPort: portFrom('SQS_PORT', 4566),
     sesPort: portFrom('SES_PORT', 8005),
+    consoleIssuerPort: portFrom('CONSOLE_ISSUER_PORT', port + 3),
     dataDir: resolve(process.env.CDP_DATA_DIR ?? '.data'),
     ephemeral: process.env.CDP_EPHEMERAL === '1' || process.env.CDP_EPHEMERAL === 'true',
     seedFile: process.env.CDP_SEED_FILE || undefined,

@@ -40,6 +40,13 @@ import {
   tableVariable,
 } from '../shared/resources.js';
 import { demoConfiguration, type DemoKeys } from './demo-config.js';
+import { buildConsole } from './console-site.js';
+import {
+  CONSOLE_CLIENT_ID,
+  loadConsoleUsers,
+  startConsoleIssuer,
+  type LocalConsoleUser,
+} from './console-issuer.js';
 import {
   dropTables,
   ensureBuckets,
@@ -291,6 +298,9 @@ function regionEnv(
 ) {
   const env: Record<string, string> = {
     CDP_REGION: region,
+    // The console's sign-in: the local issuer stands in for the region's Cognito user pool.
+    CONSOLE_ISSUER: consoleIssuerUrl(settings),
+    CONSOLE_CLIENT_ID: CONSOLE_CLIENT_ID,
     PORT: String(regionPort(settings, region)),
     BASE_URL_DEFAULT: baseUrl(settings, 'default'),
     BASE_URL_AU: baseUrl(settings, 'au'),
@@ -322,6 +332,27 @@ function regionEnv(
     queueName(region, 'email-events', true),
   );
   return env;
+}
+
+const consoleIssuerUrl = (settings: StackSettings) =>
+  `http://${settings.host}:${settings.consoleIssuerPort}`;
+
+/** Where each region's console is served (its sign-in returns there). */
+const consoleUrls = (settings: StackSettings) =>
+  settings.regions.map((region) => `${baseUrl(settings, region)}/console/`);
+
+async function startIssuer(settings: StackSettings): Promise<LocalConsoleUser[]> {
+  const users = loadConsoleUsers(settings.dataDir, settings.ephemeral);
+  const issuer = await startConsoleIssuer({
+    host: settings.host,
+    port: settings.consoleIssuerPort,
+    consoleUrls: consoleUrls(settings),
+    users,
+    dataDir: settings.dataDir,
+    ephemeral: settings.ephemeral,
+  });
+  servers.push(issuer);
+  return users;
 }
 
 async function startRegion(settings: StackSettings, region: Region, queues: RegionQueues) {
@@ -385,7 +416,12 @@ function serviceLines(settings: StackSettings): string[] {
   ];
 }
 
-function printBanner(settings: StackSettings, configuration: ConfigurationFile, keys?: DemoKeys) {
+function printBanner(
+  settings: StackSettings,
+  configuration: ConfigurationFile,
+  users: LocalConsoleUser[],
+  keys?: DemoKeys,
+) {
   const lines = ['', 'CDP API is running (Ctrl-C stops it).', ''];
   for (const region of settings.regions) {
     lines.push(`  ${region.padEnd(8)} ${baseUrl(settings, region)}`);
@@ -407,6 +443,11 @@ function printBanner(settings: StackSettings, configuration: ConfigurationFile, 
   } else {
     const ids = configuration.instances.map((i) => `${i.id} (${i.region})`).join(', ');
     lines.push(`Instances from ${settings.seedFile ?? ''}: ${ids || 'none'}`);
+  }
+  lines.push('', `Console: ${consoleUrls(settings).join('  ')}`);
+  lines.push(`Console sign-in (issuer ${consoleIssuerUrl(settings)}):`);
+  for (const user of users) {
+    lines.push(`  ${user.email}  ${user.password}  ${user.groups.join(', ') || '(no groups)'}`);
   }
   lines.push(
     '',
@@ -434,6 +475,7 @@ async function main(): Promise<void> {
     if (!settings.skipEmulators.has('sqs')) ports.push([settings.sqsPort, 'SQS_PORT']);
     ports.push([settings.sesPort, 'SES_PORT']);
   }
+  ports.push([settings.consoleIssuerPort, 'CONSOLE_ISSUER_PORT']);
   for (const [port, variable] of ports) await checkPortFree(port, variable);
   const { configuration, demoKeys } = loadConfiguration(settings);
   const away = configuration.instances.filter((i) => !settings.regions.includes(i.region));
@@ -513,12 +555,14 @@ async function main(): Promise<void> {
     });
   }
   if (!external || external.sesStandIn) await startSes(settings, sns, sesTopics);
+  const consoleUsers = await startIssuer(settings);
+  await buildConsole();
   await Promise.all(
     settings.regions.map((region) =>
       startRegion(settings, region, queues.get(region) as RegionQueues),
     ),
   );
-  if (!stopping) printBanner(settings, configuration, demoKeys);
+  if (!stopping) printBanner(settings, configuration, consoleUsers, demoKeys);
 }
 
 main().catch((error: unknown) => {

@@ -123,6 +123,11 @@ export interface RouteDefinition {
   readonly function: string;
   /** Whether the route requires an API key. */
   readonly auth: boolean;
+  /**
+   * A route of the console's API (`/console/v1/…`): the signed-in user's ID token
+   * (`Authorization: Bearer`) instead of a key, which it never accepts (docs/console.md).
+   */
+  readonly console?: true;
   /** Bodies above this are refused with 413 before they are parsed. */
   readonly maxBodyBytes: number;
   readonly memoryMb: number;
@@ -252,6 +257,14 @@ function documentation(packageFiles: string[] = []): Partial<RouteDefinition> {
     access: [],
     ...(packageFiles.length > 0 ? { packageFiles } : {}),
   };
+}
+
+/**
+ * The console's API: the signed-in user's token, and what each route reads or changes in
+ * the config table (instances, data sources, keys, and the audit log beside them).
+ */
+function consoleApi(access: Access[]): Partial<RouteDefinition> {
+  return { auth: false, console: true, memoryMb: 512, timeoutSeconds: 10, access };
 }
 
 /** The renderer's files the reference page loads (`GET /docs/<file>`). */
@@ -429,6 +442,13 @@ export const ROUTES: readonly RouteDefinition[] = [
     'unsubscribe',
     tracking(['emails', 'people', 'activities', 'organizations:read', 'audiences']),
   ),
+  // The console's API (docs/console.md).
+  api('GET', '/console/v1/me', 'console-me', { ...consoleApi(['config:read']), maxBodyBytes: 0 }),
+  api('POST', '/console/v1/instances/get', 'console-instances-get', consoleApi(['config:read'])),
+  api('POST', '/console/v1/keys/get', 'console-keys-get', consoleApi(['config:read'])),
+  api('POST', '/console/v1/keys/create', 'console-keys-create', consoleApi(['config:write'])),
+  api('PUT', '/console/v1/keys/revoke', 'console-keys-revoke', consoleApi(['config:write'])),
+  api('POST', '/console/v1/audit/get', 'console-audit-get', consoleApi(['config:read'])),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),
   ...REFERENCE_ASSETS.map((file) =>

@@ -28,7 +28,7 @@ import { QUEUES, TABLES } from '../../shared/resources.js';
 import { Operations, type MonitoredFunction } from '../constructs/operations.js';
 import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
-import { functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
+import { CONSOLE_GROUP, functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
 import { FunctionStack } from './function-stack.js';
 import { apiShapeOf, parentPath, routeLayout } from './route-layout.js';
 import { LAMBDA_PROXY, RouteStack, lambdaProxy } from './route-stack.js';
@@ -161,7 +161,15 @@ export class ApiStack extends Stack {
         group,
         specs: specs.filter((spec) => spec.group === group),
         data: props.data,
-        environment,
+        // The console's functions are told its sign-in (docs/console.md).
+        environment:
+          group === CONSOLE_GROUP && props.data.console
+            ? {
+                ...environment,
+                CONSOLE_ISSUER: props.data.console.issuer,
+                CONSOLE_CLIENT_ID: props.data.console.clientId,
+              }
+            : environment,
         publicBaseUrl: props.baseUrls[props.region],
         alarmTopic: operations.topic,
         api: this.api,

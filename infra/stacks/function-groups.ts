@@ -43,8 +43,13 @@ export const AREA_GROUPS: Readonly<Record<string, FunctionGroup>> = {
 
 /** The group of the public routes outside `/v1`, and of the fallback. */
 export const PUBLIC_GROUP: FunctionGroup = 'public';
-/** The email links (`/t/…`) are served with the rest of email. */
-const PUBLIC_AREAS: Readonly<Record<string, FunctionGroup>> = { t: 'email' };
+/** The group of the console's API (`/console/…`). */
+export const CONSOLE_GROUP: FunctionGroup = 'console';
+/** The email links (`/t/…`) are served with the rest of email; the console's API is its own. */
+const PUBLIC_AREAS: Readonly<Record<string, FunctionGroup>> = {
+  t: 'email',
+  console: CONSOLE_GROUP,
+};
 /** The queue workers, apart from the request path. */
 export const WORKERS_GROUP: FunctionGroup = 'workers';
 

@@ -61,6 +61,11 @@ const TAGS: { name: Tag; description: string }[] = [
   },
   { name: 'Email links', description: 'The signed links inside sent emails (no key)' },
   { name: 'Service', description: 'Health and this documentation (no key)' },
+  {
+    name: 'Console',
+    description:
+      'The console’s own API: a signed-in user’s ID token, never an API key (docs/console.md)',
+  },
 ];
 
 /** The error statuses of a route: those of its kind, and its own. */
@@ -68,6 +73,7 @@ export function errorStatuses(route: RouteDefinition, endpoint: Endpoint): numbe
   const statuses = new Set<number>([413, 429, 431, 500, 502, 504]);
   if (route.access.length > 0) statuses.add(503);
   if (route.auth) [400, 401, 421].forEach((status) => statuses.add(status));
+  if (route.console) [400, 401].forEach((status) => statuses.add(status));
   if (route.method !== 'GET' && route.path.startsWith('/v1/')) {
     statuses.add(409);
     statuses.add(422);
@@ -132,7 +138,7 @@ function operation(route: RouteDefinition, endpoint: Endpoint): ZodOpenApiOperat
     tags: [endpoint.tag],
     summary: endpoint.summary,
     description: `${endpoint.description}${limit}`,
-    ...(route.auth ? {} : { security: [] }),
+    ...(route.console ? { security: [{ ConsoleSignIn: [] }] } : route.auth ? {} : { security: [] }),
     ...(idempotent(route)
       ? { parameters: [{ $ref: '#/components/parameters/IdempotencyKey' }] }
       : {}),
@@ -162,7 +168,11 @@ export function operationId(route: Pick<RouteDefinition, 'method' | 'path'>): st
     .replace(/^\/v1\//, '')
     .split(/[^A-Za-z0-9]+/)
     .filter(Boolean);
-  const named = route.path.startsWith('/v1/') ? words : [route.method.toLowerCase(), ...words];
+  const named = route.path.startsWith('/v1/')
+    ? words
+    : route.path.startsWith('/console/v1/')
+      ? words.filter((word) => word !== 'v1')
+      : [route.method.toLowerCase(), ...words];
   return named
     .map((word, index) =>
       index === 0 ? word.toLowerCase() : `${word[0]?.toUpperCase() ?? ''}${word.slice(1)}`,
@@ -233,6 +243,13 @@ export function buildDocument(baseUrls: Record<Region, string>) {
             in: 'header',
             name: 'X-Api-Key',
             description: 'The private key of a custom API data source',
+          },
+          ConsoleSignIn: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'The ID token of a console sign-in (Amazon Cognito on AWS, the local issuer under npm start)',
           },
         },
         parameters: {

@@ -2,6 +2,7 @@ import type { RouteKey } from '../routes.js';
 import { ACTIVITIES } from './endpoints/activities.js';
 import { AUDIENCES } from './endpoints/audiences.js';
 import type { Endpoint } from './endpoints/common.js';
+import { CONSOLE } from './endpoints/console.js';
 import { EMAIL } from './endpoints/email.js';
 import { ORGANIZATIONS } from './endpoints/organizations.js';
 import { PEOPLE } from './endpoints/people.js';
@@ -32,10 +33,10 @@ export type { Answer, Endpoint, Tag } from './endpoints/common.js';
  * - `audiences.ts`: `audiences/*` and `audience/subscribe`;
  * - `webhooks.ts`: `webhooks/*`;
  * - `service.ts`: `GET /health`, `GET /openapi.json` and the reference page (`GET /docs/*`);
+ * - `console.ts`: the console's own API (`/console/v1/*`, tag `Console`);
  * - `common.ts`: `Tag`, `Answer`, `Endpoint`, the IDs of the examples and the helpers more
  *   than one area uses (`lifecycle` for archive, restore and delete; `html`).
- * A route goes into its area's file; a new area (a console API with its own tag, say) gets a
- * file of its own, spread here.
+ * A route goes into its area's file; a new area gets a file of its own, spread here.
  */
 export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   ...PEOPLE,
@@ -45,4 +46,5 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   ...AUDIENCES,
   ...WEBHOOKS,
   ...SERVICE,
+  ...CONSOLE,
 };

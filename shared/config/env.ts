@@ -258,3 +258,14 @@ export const WebhooksEnv = z.object({
   /** How long one message of a replay works before it queues the rest. */
   WEBHOOK_REPLAY_SLICE_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
 });
+
+/**
+ * The console's identity provider (docs/console.md): its issuer, the console's app client
+ * and, when the issuer does not publish its keys at `<issuer>/.well-known/jwks.json`, where
+ * it does. Without an issuer the console's routes refuse every request (401).
+ */
+export const ConsoleEnv = z.object({
+  CONSOLE_ISSUER: z.url().optional(),
+  CONSOLE_CLIENT_ID: z.string().min(1).optional(),
+  CONSOLE_JWKS_URL: z.url().optional(),
+});

@@ -73,6 +73,18 @@ export class UnknownApiKeyError extends CdpError {
   }
 }
 
+/**
+ * A console request without a valid sign-in: no `Authorization: Bearer` token, or one that
+ * is not a current ID token of the console's identity provider (401).
+ */
+export class SignInRequiredError extends CdpError {
+  constructor(
+    problem = 'send the ID token of your console sign-in as Authorization: Bearer <token>',
+  ) {
+    super(`Sign in to the console: ${problem}`);
+  }
+}
+
 /** A key of an instance that lives in another region: the caller must use that region's address. */
 export class WrongRegionError extends CdpError {
   constructor(

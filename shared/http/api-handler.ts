@@ -10,6 +10,8 @@ import { z as zod } from 'zod';
 import { readEnv } from '../config/env.js';
 import { PayloadTooLargeError, ValidationError } from '../domain/errors.js';
 import type { Tenant } from '../domain/tenancy.js';
+import type { ConsoleUser } from '../domain/console/console-user.js';
+import { bearerTokenOf, type ConsoleVerifier } from '../adapters/console-tokens.js';
 import { parseWith } from '../domain/validation.js';
 import { logger } from '../lib/logger.js';
 import { currentDeadline, withDeadline } from '../lib/time-budget.js';
@@ -30,6 +32,8 @@ export type Authenticator = (apiKey: string | undefined, sourceIp?: string) => P
 
 interface ApiContext extends Context {
   tenant?: Tenant;
+  /** The console's signed-in user (console routes: `consoleHandler`). */
+  user?: ConsoleUser;
 }
 
 type Event = APIGatewayProxyEvent;
@@ -59,7 +63,7 @@ export type HttpHandler = (event: APIGatewayProxyEvent, context: Context) => Pro
  * middy types the event as the union of what its event normalizer accepts (v1 and v2
  * payloads); the functions are deployed behind a REST API (v1) only, hence the narrowing.
  */
-function asHttpHandler(handler: (event: never, context: never) => Promise<HttpResponse>) {
+export function asHttpHandler(handler: (event: never, context: never) => Promise<HttpResponse>) {
   return handler as HttpHandler;
 }
 
@@ -85,7 +89,7 @@ function deadlineOf(context: Context): number {
 }
 
 /** Runs every middleware and the handler within the request's deadline. */
-function withRequestBudget(handler: HttpHandler): HttpHandler {
+export function withRequestBudget(handler: HttpHandler): HttpHandler {
   return (event, context) => withDeadline(deadlineOf(context), () => handler(event, context));
 }
 
@@ -151,6 +155,15 @@ function authentication(authenticate: Authenticator): Middleware {
   };
 }
 
+/** The console's routes: the signed-in user's ID token instead of a key (`consoleHandler`). */
+function signIn(verify: ConsoleVerifier): Middleware {
+  return {
+    before: async (request) => {
+      request.context.user = await verify(bearerTokenOf(request.event.headers.authorization));
+    },
+  };
+}
+
 function errorEnvelope(): Middleware {
   return {
     after: (request) => {
@@ -201,11 +214,12 @@ const LINK_PAGE_POLICY: ContentSecurityPolicy = {
   'upgrade-insecure-requests': false,
 };
 
-function stack(
+export function httpStack(
   route?: RouteDefinition,
   authenticate?: Authenticator,
   jsonBody = true,
   pagePolicy: ContentSecurityPolicy = LINK_PAGE_POLICY,
+  verifyUser?: ConsoleVerifier,
 ) {
   const handler = middy<Event, HttpResponse, Error, ApiContext>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
@@ -214,6 +228,7 @@ function stack(
     .use(httpEventNormalizer());
   if (route) handler.use(bodyGuard(route));
   if (authenticate) handler.use(authentication(authenticate));
+  if (verifyUser) handler.use(signIn(verifyUser));
   if (route && route.method !== 'GET' && jsonBody) {
     handler
       .use(emptyBodyAsObject())
@@ -259,7 +274,7 @@ export function apiHandler<S extends z.ZodType, R extends z.ZodType = z.ZodUnkno
   if (route.method !== 'GET' && route.path.startsWith('/v1/') && !options.idempotency) {
     throw new Error(`${routeKey(route)} needs an idempotency store (REQUESTS_TABLE)`);
   }
-  const handler = stack(route, options.authenticate).handler(async (event, context) => {
+  const handler = httpStack(route, options.authenticate).handler(async (event, context) => {
     const { tenant } = context;
     if (!tenant) throw new Error('authentication middleware did not run');
     const raw: unknown = event.body;
@@ -323,7 +338,7 @@ export function routeHandlers(handlers: Partial<Record<RouteKey, HttpHandler>>):
 
 /** An endpoint that needs no key and reads no body (health, the fallback route). */
 export function publicHandler(run: (event: Event) => Promise<HandlerResult>): HttpHandler {
-  const handler = stack().handler(async (event) => {
+  const handler = httpStack().handler(async (event) => {
     const result = await run(event);
     return json(result.status ?? 200, result.body, result.headers);
   });
@@ -339,6 +354,6 @@ export function publicRoute(
   run: (event: Event) => Promise<HttpResponse>,
   options: { contentSecurityPolicy?: ContentSecurityPolicy } = {},
 ): HttpHandler {
-  const handler = stack(route, undefined, false, options.contentSecurityPolicy).handler(run);
+  const handler = httpStack(route, undefined, false, options.contentSecurityPolicy).handler(run);
   return withRequestBudget(asHttpHandler(handler));
 }

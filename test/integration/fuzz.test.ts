@@ -11,6 +11,7 @@ import { TABLES, tableName } from '../../shared/resources.js';
 import { ROUTES, routeKey, type RouteDefinition } from '../../shared/routes.js';
 import { adminEnv, run } from './cli.js';
 import { baseUrl, stackDb } from './stack.js';
+import { consoleUser, signIn } from './console.js';
 import { checkedFetch } from '../contract.js';
 
 /**
@@ -412,7 +413,53 @@ function customFieldUpdate(fieldId: string): RouteFuzz {
   };
 }
 
+/** The console's routes: an instance named by its ID (the signed-in admin may manage all). */
+const consoleInstance: Member = {
+  name: 'instance_id',
+  required: true,
+  invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(65, 500)),
+};
+
 const ROUTE_FUZZ: Record<string, RouteFuzz> = {
+  'POST /console/v1/instances/get': { base: () => ({}), members: [] },
+  'POST /console/v1/keys/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [consoleInstance],
+  },
+  'POST /console/v1/keys/create': {
+    base: () => ({ instance_id: 'acme', data_source: 'Website' }),
+    members: [
+      consoleInstance,
+      {
+        name: 'data_source',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(101, 500)),
+      },
+    ],
+  },
+  'PUT /console/v1/keys/revoke': {
+    base: () => ({ instance_id: 'acme', key_hash: '0'.repeat(64) }),
+    members: [
+      consoleInstance,
+      {
+        name: 'key_hash',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('string'),
+          fc.string({ maxLength: 70 }).filter((s) => !/^[0-9a-f]{64}$/.test(s)),
+          fc.constant('A'.repeat(64)),
+        ),
+      },
+    ],
+  },
+  'POST /console/v1/audit/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [
+      consoleInstance,
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'before', invalid: fc.oneof(wrongType('string'), fc.string({ maxLength: 30 })) },
+    ],
+  },
   ...Object.fromEntries(LIFECYCLE_ROUTES.map((route) => [route, lifecycle])),
   'POST /v1/person/merge': {
     base: (u) => ({ people: [{ fields: { 'str::email': email(u) } }] }),
@@ -1549,7 +1596,11 @@ async function send(route: RouteDefinition, fuzzCase: Case) {
   const url = `${baseUrl('default')}${route.path}${fuzzCase.query === undefined ? '' : `?${fuzzCase.query}`}`;
   const response = await checkedFetch(url, {
     method: route.method,
-    headers: { 'content-type': 'application/json', ...(route.auth ? { 'x-api-key': KEY } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      ...(route.auth ? { 'x-api-key': KEY } : {}),
+      ...(route.console ? { authorization: `Bearer ${consoleToken}` } : {}),
+    },
     ...(body && route.method !== 'GET' ? { body } : {}),
   });
   const text = await response.text();
@@ -1643,12 +1694,15 @@ async function countItems(): Promise<Record<string, number>> {
 const FUZZED = ROUTES.filter((route) => route.maxBodyBytes > 0);
 let before: Record<string, number> = {};
 let startedAt = 0;
+/** The console's routes are fuzzed as a platform admin (every instance is theirs). */
+let consoleToken = '';
 
 beforeAll(async () => {
   const file = join(mkdtempSync(join(tmpdir(), 'cdp-fuzz-')), 'config.json');
   writeFileSync(file, JSON.stringify(CONFIG));
   const applied = await run(['local/admin.ts', 'apply', file, '--settle', '0'], adminEnv());
   if (applied.code !== 0) throw new Error(`apply failed: ${applied.stderr}`);
+  consoleToken = await signIn(consoleUser('admin@platform.test'));
   before = await countItems();
   startedAt = Date.now();
 });

@@ -199,6 +199,8 @@ export function stackEnv(ports: StackPorts, extra: Record<string, string> = {}):
     // on a loaded machine it would take tokens the rate-limit tests count exactly. The charge
     // itself is tested in test/unit/domain/rate-limit.test.ts and api-handler.test.ts.
     CDP_REQUEST_COST_MS: '60000',
+    // The console's users: one per instance of the console tests, an admin, and one without groups.
+    CDP_CONSOLE_USERS: 'test/fixtures/console-users.json',
     ...extra,
   };
 }

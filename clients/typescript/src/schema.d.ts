@@ -1264,6 +1264,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who signed in
+         * @description The signed-in user (from their ID token) and the instances of this region their groups let them manage: every instance for the `platform-admin` group, else one per `instance:<id>` group.
+         */
+        get: operations["consoleMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/instances/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The instances the user may manage
+         * @description The instances of this region the signed-in user may manage, by ID. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleInstancesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/keys/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's data sources and API keys
+         * @description Each data source with its merge preferences and its keys, by their SHA-256 (a key is never kept, so never shown again). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleKeysGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/keys/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint an API key
+         * @description A new key of a data source, shown in this answer only (its SHA-256 is kept), recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleKeysCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/keys/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Revoke an API key
+         * @description The key, named by its SHA-256, is refused everywhere within seconds; recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleKeysRevoke"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/audit/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's audit log
+         * @description Every change made through the console to the instance (who, what, when, from where), newest first; `next` continues. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleAuditGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -2415,6 +2535,73 @@ export interface components {
             completed_at?: string;
             /** @description Why a failed replay stopped */
             error?: string;
+        };
+        ConsoleMeResponse: {
+            /** @description The user's ID at the identity provider */
+            subject: string;
+            email: string | null;
+            platform_admin: boolean;
+            /** @description The instances of this region the user may manage */
+            instances: components["schemas"]["ConsoleInstance"][];
+        };
+        ConsoleInstance: {
+            id: string;
+            name: string;
+            plan: string;
+            /** @enum {string} */
+            region: "default" | "au" | "eu";
+        };
+        ConsoleInstancesResponse: {
+            instances: components["schemas"]["ConsoleInstance"][];
+        };
+        ConsoleKeysResponse: {
+            instance_id: string;
+            data_sources: {
+                name: string;
+                merge_by: string[];
+                merge_strategy: number;
+                find_strategy: number;
+                keys: components["schemas"]["ConsoleKeyListing"][];
+            }[];
+        };
+        ConsoleKeyListing: {
+            /** @description The key's SHA-256: the key itself is never kept */
+            key_hash: string;
+            /** @enum {string} */
+            origin: "file" | "minted";
+            created_at: string | null;
+            revoked_at: string | null;
+        };
+        ConsoleKeyCreatedResponse: {
+            instance_id: string;
+            data_source: string;
+            /** @description The new key: shown in this answer only */
+            key: string;
+            key_hash: string;
+        };
+        ConsoleKeyRevokedResponse: {
+            instance_id: string;
+            key_hash: string;
+            /** @constant */
+            revoked: true;
+        };
+        ConsoleAuditResponse: {
+            entries: {
+                at: string;
+                actor: {
+                    subject: string;
+                    email: string | null;
+                };
+                action: string;
+                target: string;
+                source_ip: string;
+                request_id: string;
+                details: {
+                    [key: string]: string | number | boolean | null;
+                };
+            }[];
+            /** @description The next page: send it as `before` */
+            next: string | null;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -7085,6 +7272,333 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "subject": "3f1c2b4a-0d1e-4f5a-9b8c-7d6e5f4a3b2c",
+                     *       "email": "ops@acme.test",
+                     *       "platform_admin": false,
+                     *       "instances": [
+                     *         {
+                     *           "id": "acme",
+                     *           "name": "Acme Corp",
+                     *           "plan": "business",
+                     *           "region": "default"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleMeResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleInstancesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The instances */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instances": [
+                     *         {
+                     *           "id": "acme",
+                     *           "name": "Acme Corp",
+                     *           "plan": "business",
+                     *           "region": "default"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleInstancesResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleKeysGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The data sources */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "data_sources": [
+                     *         {
+                     *           "name": "Website",
+                     *           "merge_by": [
+                     *             "str::email"
+                     *           ],
+                     *           "merge_strategy": 2,
+                     *           "find_strategy": 0,
+                     *           "keys": [
+                     *             {
+                     *               "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *               "origin": "minted",
+                     *               "created_at": "2026-12-01T09:30:00.000Z",
+                     *               "revoked_at": null
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleKeysResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleKeysCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "data_source": "Website"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    data_source: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new key */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "data_source": "Website",
+                     *       "key": "cdp_default_5mXq0yZ8b2Jk1VfS4tWc9rEhL7nPaQ3dGuIoT6sYxB0",
+                     *       "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleKeyCreatedResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleKeysRevoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    key_hash: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Revoked */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *       "revoked": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleKeyRevokedResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleAuditGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "limit": 50
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @default 50 */
+                    limit?: number;
+                    before?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of the log */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "entries": [
+                     *         {
+                     *           "at": "2026-12-01T09:30:00.000Z",
+                     *           "actor": {
+                     *             "subject": "3f1c2b4a-0d1e-4f5a-9b8c-7d6e5f4a3b2c",
+                     *             "email": "ops@acme.test"
+                     *           },
+                     *           "action": "key.create",
+                     *           "target": "data_source:Website",
+                     *           "source_ip": "203.0.113.7",
+                     *           "request_id": "c0ffee00-0000-4000-8000-000000000001",
+                     *           "details": {
+                     *             "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAuditResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
             404: components["responses"]["Error404"];
             413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];

@@ -18,7 +18,8 @@ export type Tag =
   | 'Instance'
   | 'Audiences'
   | 'Webhooks'
-  | 'Service';
+  | 'Service'
+  | 'Console';
 
 export interface Answer {
   description: string;

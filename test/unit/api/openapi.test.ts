@@ -58,6 +58,11 @@ describe('the OpenAPI document', () => {
     const components = committed.components as Record<string, Record<string, unknown>>;
     expect(components.securitySchemes).toEqual({
       ApiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Api-Key' }),
+      ConsoleSignIn: expect.objectContaining({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+      }),
     });
     expect(committed.servers).toHaveLength(3);
     const merge = committed.paths['/v1/person/merge']?.post as unknown as {
@@ -71,6 +76,16 @@ describe('the OpenAPI document', () => {
     const health = committed.paths['/health']?.get as unknown as Record<string, unknown>;
     expect(health.security).toEqual([]);
     expect(Object.keys(health.responses as object)).not.toContain('401');
+    // The console's routes take the signed-in user's token, never the key.
+    const keys = committed.paths['/console/v1/keys/create']?.post as unknown as Record<
+      string,
+      unknown
+    >;
+    expect(keys.security).toEqual([{ ConsoleSignIn: [] }]);
+    expect(keys.tags).toEqual(['Console']);
+    expect(Object.keys(keys.responses as object)).toEqual(
+      expect.arrayContaining(['200', '400', '401', '404']),
+    );
   });
 
   it('gives examples that its own schemas accept', () => {

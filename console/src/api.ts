@@ -1,0 +1,52 @@
+import { useAuth } from 'react-oidc-context';
+import type { z } from 'zod';
+import type {
+  ConsoleAuditResponse,
+  ConsoleInstancesResponse,
+  ConsoleKeyCreatedResponse,
+  ConsoleKeyRevokedResponse,
+  ConsoleKeysResponse,
+  ConsoleMeResponse,
+} from '../../shared/api/console-schemas.ts';
+
+/** The console's API, typed from the schemas its functions answer with. */
+export interface ConsoleConfig {
+  issuer: string;
+  client_id: string;
+  region: string;
+}
+
+export type Me = z.infer<typeof ConsoleMeResponse>;
+export type Instances = z.infer<typeof ConsoleInstancesResponse>;
+export type Keys = z.infer<typeof ConsoleKeysResponse>;
+export type KeyCreated = z.infer<typeof ConsoleKeyCreatedResponse>;
+export type KeyRevoked = z.infer<typeof ConsoleKeyRevokedResponse>;
+export type Audit = z.infer<typeof ConsoleAuditResponse>;
+
+/** An answer other than 2xx: the API's error envelope. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Calls a route of the console's API with the signed-in user's ID token. */
+export function useConsoleApi() {
+  const auth = useAuth();
+  return async <T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`/console/v1/${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${auth.user?.id_token ?? ''}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const answer = (await response.json()) as T & { error?: string };
+    if (!response.ok) throw new ApiError(response.status, answer.error ?? response.statusText);
+    return answer;
+  };
+}

@@ -1,0 +1,80 @@
+import { z } from 'zod';
+
+/** The answers of the console's API (docs/console.md), typed and documented from here. */
+export const ConsoleInstance = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    plan: z.string(),
+    region: z.enum(['default', 'au', 'eu']),
+  })
+  .meta({ id: 'ConsoleInstance' });
+
+export const ConsoleMeResponse = z
+  .object({
+    subject: z.string().describe("The user's ID at the identity provider"),
+    email: z.string().nullable(),
+    platform_admin: z.boolean(),
+    instances: z
+      .array(ConsoleInstance)
+      .describe('The instances of this region the user may manage'),
+  })
+  .meta({ id: 'ConsoleMeResponse' });
+
+export const ConsoleInstancesResponse = z
+  .object({ instances: z.array(ConsoleInstance) })
+  .meta({ id: 'ConsoleInstancesResponse' });
+
+export const ConsoleKeyListing = z
+  .object({
+    key_hash: z.string().describe("The key's SHA-256: the key itself is never kept"),
+    origin: z.enum(['file', 'minted']),
+    created_at: z.string().nullable(),
+    revoked_at: z.string().nullable(),
+  })
+  .meta({ id: 'ConsoleKeyListing' });
+
+export const ConsoleKeysResponse = z
+  .object({
+    instance_id: z.string(),
+    data_sources: z.array(
+      z.object({
+        name: z.string(),
+        merge_by: z.array(z.string()),
+        merge_strategy: z.number().int(),
+        find_strategy: z.number().int(),
+        keys: z.array(ConsoleKeyListing),
+      }),
+    ),
+  })
+  .meta({ id: 'ConsoleKeysResponse' });
+
+export const ConsoleKeyCreatedResponse = z
+  .object({
+    instance_id: z.string(),
+    data_source: z.string(),
+    key: z.string().describe('The new key: shown in this answer only'),
+    key_hash: z.string(),
+  })
+  .meta({ id: 'ConsoleKeyCreatedResponse' });
+
+export const ConsoleKeyRevokedResponse = z
+  .object({ instance_id: z.string(), key_hash: z.string(), revoked: z.literal(true) })
+  .meta({ id: 'ConsoleKeyRevokedResponse' });
+
+export const ConsoleAuditResponse = z
+  .object({
+    entries: z.array(
+      z.object({
+        at: z.string(),
+        actor: z.object({ subject: z.string(), email: z.string().nullable() }),
+        action: z.string(),
+        target: z.string(),
+        source_ip: z.string(),
+        request_id: z.string(),
+        details: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()])),
+      }),
+    ),
+    next: z.string().nullable().describe('The next page: send it as `before`'),
+  })
+  .meta({ id: 'ConsoleAuditResponse' });

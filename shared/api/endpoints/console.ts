@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import {
+  ConsoleAuditRequest,
+  ConsoleInstanceRequest,
+  ConsoleKeyCreateRequest,
+  ConsoleKeyRevokeRequest,
+} from '../../domain/console/console-keys.js';
+import type { RouteKey } from '../../routes.js';
+import {
+  ConsoleAuditResponse,
+  ConsoleInstancesResponse,
+  ConsoleKeyCreatedResponse,
+  ConsoleKeyRevokedResponse,
+  ConsoleKeysResponse,
+  ConsoleMeResponse,
+} from '../console-schemas.js';
+import type { Endpoint } from './common.js';
+
+const instance = { id: 'acme', name: 'Acme Corp', plan: 'business', region: 'default' };
+const keyHash = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+const NOT_YOURS =
+  'An instance the user may not manage is answered 404, as one that does not exist.';
+
+/** The console's own API (docs/console.md): a signed-in user's ID token, never a key. */
+export const CONSOLE = {
+  'GET /console/v1/me': {
+    tag: 'Console',
+    summary: 'Who signed in',
+    description:
+      'The signed-in user (from their ID token) and the instances of this region their groups let them manage: every instance for the `platform-admin` group, else one per `instance:<id>` group.',
+    responses: {
+      200: {
+        description: 'The user',
+        schema: ConsoleMeResponse,
+        example: {
+          subject: '3f1c2b4a-0d1e-4f5a-9b8c-7d6e5f4a3b2c',
+          email: 'ops@acme.test',
+          platform_admin: false,
+          instances: [instance],
+        },
+      },
+    },
+  },
+  'POST /console/v1/instances/get': {
+    tag: 'Console',
+    summary: 'The instances the user may manage',
+    description: 'The instances of this region the signed-in user may manage, by ID.',
+    request: z.strictObject({}),
+    requestExample: {},
+    responses: {
+      200: {
+        description: 'The instances',
+        schema: ConsoleInstancesResponse,
+        example: { instances: [instance] },
+      },
+    },
+  },
+  'POST /console/v1/keys/get': {
+    tag: 'Console',
+    summary: "An instance's data sources and API keys",
+    description: `Each data source with its merge preferences and its keys, by their SHA-256 (a key is never kept, so never shown again). ${NOT_YOURS}`,
+    request: ConsoleInstanceRequest,
+    requestExample: { instance_id: 'acme' },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'The data sources',
+        schema: ConsoleKeysResponse,
+        example: {
+          instance_id: 'acme',
+          data_sources: [
+            {
+              name: 'Website',
+              merge_by: ['str::email'],
+              merge_strategy: 2,
+              find_strategy: 0,
+              keys: [
+                {
+                  key_hash: keyHash,
+                  origin: 'minted',
+                  created_at: '2026-12-01T09:30:00.000Z',
+                  revoked_at: null,
+                },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  },
+  'POST /console/v1/keys/create': {
+    tag: 'Console',
+    summary: 'Mint an API key',
+    description: `A new key of a data source, shown in this answer only (its SHA-256 is kept), recorded in the audit log. ${NOT_YOURS}`,
+    request: ConsoleKeyCreateRequest,
+    requestExample: { instance_id: 'acme', data_source: 'Website' },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'The new key',
+        schema: ConsoleKeyCreatedResponse,
+        example: {
+          instance_id: 'acme',
+          data_source: 'Website',
+          key: 'cdp_default_5mXq0yZ8b2Jk1VfS4tWc9rEhL7nPaQ3dGuIoT6sYxB0',
+          key_hash: keyHash,
+        },
+      },
+    },
+  },
+  'PUT /console/v1/keys/revoke': {
+    tag: 'Console',
+    summary: 'Revoke an API key',
+    description: `The key, named by its SHA-256, is refused everywhere within seconds; recorded in the audit log. ${NOT_YOURS}`,
+    request: ConsoleKeyRevokeRequest,
+    requestExample: { instance_id: 'acme', key_hash: keyHash },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'Revoked',
+        schema: ConsoleKeyRevokedResponse,
+        example: { instance_id: 'acme', key_hash: keyHash, revoked: true },
+      },
+    },
+  },
+  'POST /console/v1/audit/get': {
+    tag: 'Console',
+    summary: "An instance's audit log",
+    description: `Every change made through the console to the instance (who, what, when, from where), newest first; \`next\` continues. ${NOT_YOURS}`,
+    request: ConsoleAuditRequest,
+    requestExample: { instance_id: 'acme', limit: 50 },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'A page of the log',
+        schema: ConsoleAuditResponse,
+        example: {
+          entries: [
+            {
+              at: '2026-12-01T09:30:00.000Z',
+              actor: { subject: '3f1c2b4a-0d1e-4f5a-9b8c-7d6e5f4a3b2c', email: 'ops@acme.test' },
+              action: 'key.create',
+              target: 'data_source:Website',
+              source_ip: '203.0.113.7',
+              request_id: 'c0ffee00-0000-4000-8000-000000000001',
+              details: { key_hash: keyHash },
+            },
+          ],
+          next: null,
+        },
+      },
+    },
+  },
+} satisfies Partial<Record<RouteKey, Endpoint>>;

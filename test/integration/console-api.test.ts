@@ -1,0 +1,259 @@
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { call, KEYS } from './stack.js';
+import { consoleCall, consoleUser, issuerUrl, signIn } from './console.js';
+import { until } from './emails.js';
+
+/**
+ * The console's API against the stack's local issuer (the same verification code as with
+ * Cognito): who may see what, that it takes the signed-in user's token and never an API key
+ * (and the public API the reverse), keys minted and revoked through it, and the audit log of
+ * every change.
+ */
+let acme = '';
+let globex = '';
+let admin = '';
+let nobody = '';
+
+beforeAll(async () => {
+  [acme, globex, admin, nobody] = await Promise.all([
+    signIn(consoleUser('ops@acme.test')),
+    signIn(consoleUser('ops@globex.test')),
+    signIn(consoleUser('admin@platform.test')),
+    signIn(consoleUser('nobody@example.test')),
+  ]);
+});
+
+const ids = (body: Record<string, unknown>) =>
+  (body.instances as { id: string }[]).map((instance) => instance.id);
+
+describe('signing in', () => {
+  it('shows a user the instances their groups name, and an admin every instance of the region', async () => {
+    const me = await consoleCall('GET', '/console/v1/me', acme);
+    expect(me).toMatchObject({
+      status: 200,
+      body: { email: 'ops@acme.test', platform_admin: false },
+    });
+    expect(ids(me.body)).toEqual(['acme']);
+    expect(typeof me.body.subject).toBe('string');
+
+    const all = await consoleCall('POST', '/console/v1/instances/get', admin, {});
+    expect(all.status).toBe(200);
+    expect(ids(all.body)).toEqual(expect.arrayContaining(['acme', 'globex', 'people']));
+    // koala and stroopwafel live in other regions: this region's console does not list them.
+    expect(ids(all.body)).not.toContain('koala');
+    expect(ids(all.body)).not.toContain('stroopwafel');
+
+    const none = await consoleCall('POST', '/console/v1/instances/get', nobody, {});
+    expect(none).toMatchObject({ status: 200, body: { instances: [] } });
+  });
+
+  it('refuses a request without a valid sign-in (401), and never takes an API key', async () => {
+    const refusals = await Promise.all([
+      consoleCall('GET', '/console/v1/me', undefined),
+      consoleCall('GET', '/console/v1/me', 'not-a-token'),
+      consoleCall('GET', '/console/v1/me', `${acme.slice(0, -4)}AAAA`),
+      consoleCall(
+        'POST',
+        '/console/v1/keys/get',
+        undefined,
+        { instance_id: 'acme' },
+        {
+          'x-api-key': KEYS.acme,
+        },
+      ),
+    ]);
+    for (const refused of refusals) {
+      expect(refused.status).toBe(401);
+      expect(refused.body.error).toMatch(/^Sign in to the console: /);
+    }
+  });
+
+  it('refuses a token signed by a key the issuer does not publish', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    const forged = await new SignJWT({ 'cognito:groups': ['platform-admin'], email: 'x@y.test' })
+      .setProtectedHeader({ alg: 'RS256', kid: (await exportJWK(publicKey)).n?.slice(0, 8) })
+      .setIssuer(issuerUrl())
+      .setAudience('cdp-console')
+      .setSubject('forged')
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(privateKey);
+    const refused = await consoleCall('POST', '/console/v1/instances/get', forged, {});
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toMatch(/not valid or has expired/);
+  });
+
+  it('is refused by the public API: a console token is not an API key', async () => {
+    const answer = await call('/v1/person/get', {
+      body: { limit: 1 },
+      headers: { authorization: `Bearer ${admin}` },
+    });
+    expect(answer.status).toBe(401);
+  });
+});
+
+describe('isolation', () => {
+  it("answers another tenant's instance as one that does not exist, and writes nothing", async () => {
+    const before = await consoleCall('POST', '/console/v1/keys/get', admin, {
+      instance_id: 'globex',
+    });
+    const auditBefore = await consoleCall('POST', '/console/v1/audit/get', admin, {
+      instance_id: 'globex',
+    });
+    const attempts = await Promise.all([
+      consoleCall('POST', '/console/v1/keys/get', acme, { instance_id: 'globex' }),
+      consoleCall('POST', '/console/v1/keys/create', acme, {
+        instance_id: 'globex',
+        data_source: 'CRM',
+      }),
+      consoleCall('PUT', '/console/v1/keys/revoke', acme, {
+        instance_id: 'globex',
+        key_hash: (
+          (before.body.data_sources as { keys: { key_hash: string }[] }[])[0]?.keys[0] ?? {
+            key_hash: '0'.repeat(64),
+          }
+        ).key_hash,
+      }),
+      consoleCall('POST', '/console/v1/audit/get', acme, { instance_id: 'globex' }),
+      consoleCall('POST', '/console/v1/keys/get', nobody, { instance_id: 'acme' }),
+      consoleCall('POST', '/console/v1/keys/get', acme, { instance_id: 'no-such-instance' }),
+    ]);
+    for (const attempt of attempts) {
+      expect(attempt).toMatchObject({
+        status: 404,
+        body: { details: [{ field: 'instance_id', error: 'not found' }] },
+      });
+    }
+    // The same answer whether the instance exists or not: nothing to learn from it.
+    expect(attempts[0].body.error).toBe(
+      'instance_id: no instance "globex" here that you may manage',
+    );
+    expect(
+      await consoleCall('POST', '/console/v1/keys/get', admin, { instance_id: 'globex' }),
+    ).toEqual(before);
+    expect(
+      await consoleCall('POST', '/console/v1/audit/get', admin, { instance_id: 'globex' }),
+    ).toEqual(auditBefore);
+    // Each user still manages their own.
+    expect(
+      (await consoleCall('POST', '/console/v1/keys/get', globex, { instance_id: 'globex' })).status,
+    ).toBe(200);
+  });
+});
+
+describe('API keys through the console', () => {
+  it('mints a key shown once that the public API takes, revokes it, and audits both', async () => {
+    const created = await consoleCall('POST', '/console/v1/keys/create', acme, {
+      instance_id: 'acme',
+      data_source: 'Website',
+    });
+    expect(created.status).toBe(200);
+    const { key, key_hash: keyHash } = created.body as { key: string; key_hash: string };
+    expect(key).toMatch(/^cdp_default_/);
+    expect(keyHash).toMatch(/^[0-9a-f]{64}$/);
+
+    const works = await call('/v1/person/get', { key, body: { limit: 1 } });
+    expect(works.status).toBe(200);
+
+    // Listed by its hash only: the key itself is never shown again.
+    const listed = await consoleCall('POST', '/console/v1/keys/get', acme, { instance_id: 'acme' });
+    expect(JSON.stringify(listed.body)).not.toContain(key);
+    const website = (
+      listed.body.data_sources as { name: string; keys: { key_hash: string; origin: string }[] }[]
+    ).find((source) => source.name === 'Website');
+    expect(website?.keys).toContainEqual(
+      expect.objectContaining({ key_hash: keyHash, origin: 'minted', revoked_at: null }),
+    );
+
+    const revoked = await consoleCall('PUT', '/console/v1/keys/revoke', acme, {
+      instance_id: 'acme',
+      key_hash: keyHash,
+    });
+    expect(revoked).toEqual({
+      status: 200,
+      body: { instance_id: 'acme', key_hash: keyHash, revoked: true },
+    });
+    await until('the revoked key to be refused', async () =>
+      (await call('/v1/person/get', { key, body: { limit: 1 } })).status === 401 ? true : undefined,
+    );
+    const again = await consoleCall('PUT', '/console/v1/keys/revoke', acme, {
+      instance_id: 'acme',
+      key_hash: keyHash,
+    });
+    expect(again.status).toBe(404);
+
+    const audit = await consoleCall('POST', '/console/v1/audit/get', acme, {
+      instance_id: 'acme',
+      limit: 100,
+    });
+    const mine = (audit.body.entries as Record<string, unknown>[]).filter(
+      (entry) => (entry.details as { key_hash?: string }).key_hash === keyHash,
+    );
+    expect(mine.map((entry) => entry.action)).toEqual(['key.revoke', 'key.create']);
+    for (const entry of mine) {
+      expect(entry).toMatchObject({
+        actor: { email: 'ops@acme.test' },
+        target: 'data_source:Website',
+        source_ip: '127.0.0.1',
+      });
+      expect(entry.request_id).toEqual(expect.any(String));
+      expect(Date.parse(String(entry.at))).toBeGreaterThan(Date.now() - 120_000);
+    }
+    expect(JSON.stringify(audit.body)).not.toContain(key);
+  });
+
+  it('pages the audit log, newest first', async () => {
+    for (let i = 0; i < 3; i += 1) {
+      const made = await consoleCall('POST', '/console/v1/keys/create', globex, {
+        instance_id: 'globex',
+        data_source: 'CRM',
+      });
+      expect(made.status).toBe(200);
+      await consoleCall('PUT', '/console/v1/keys/revoke', globex, {
+        instance_id: 'globex',
+        key_hash: made.body.key_hash,
+      });
+    }
+    const first = await consoleCall('POST', '/console/v1/audit/get', globex, {
+      instance_id: 'globex',
+      limit: 2,
+    });
+    expect(first.status).toBe(200);
+    expect(first.body.entries).toHaveLength(2);
+    const second = await consoleCall('POST', '/console/v1/audit/get', globex, {
+      instance_id: 'globex',
+      limit: 2,
+      before: first.body.next,
+    });
+    const times = [
+      ...(first.body.entries as { at: string }[]),
+      ...(second.body.entries as { at: string }[]),
+    ].map((entry) => entry.at);
+    expect(times).toEqual([...times].sort().reverse());
+    expect(new Set(times).size).toBe(times.length);
+  });
+
+  it('names the field of a bad request, and writes nothing', async () => {
+    const unknownSource = await consoleCall('POST', '/console/v1/keys/create', acme, {
+      instance_id: 'acme',
+      data_source: 'Nope',
+    });
+    expect(unknownSource).toMatchObject({
+      status: 400,
+      body: { details: [{ field: 'data_source', error: 'no such data source' }] },
+    });
+    const badHash = await consoleCall('PUT', '/console/v1/keys/revoke', acme, {
+      instance_id: 'acme',
+      key_hash: 'abc',
+    });
+    expect(badHash.status).toBe(400);
+    expect(badHash.body.error).toMatch(/key_hash/);
+    const extra = await consoleCall('POST', '/console/v1/keys/get', acme, {
+      instance_id: 'acme',
+      admin: true,
+    });
+    expect(extra.status).toBe(400);
+    expect(extra.body.error).toMatch(/admin/);
+  });
+});
