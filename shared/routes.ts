@@ -449,6 +449,25 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/console/v1/keys/create', 'console-keys-create', consoleApi(['config:write'])),
   api('PUT', '/console/v1/keys/revoke', 'console-keys-revoke', consoleApi(['config:write'])),
   api('POST', '/console/v1/audit/get', 'console-audit-get', consoleApi(['config:read'])),
+  api('POST', '/console/v1/activities/get', 'console-activities-get', consoleApi(['config:read'])),
+  api(
+    'POST',
+    '/console/v1/activities/create',
+    'console-activities-create',
+    consoleApi(['config:write']),
+  ),
+  api(
+    'PUT',
+    '/console/v1/activities/modify',
+    'console-activities-modify',
+    consoleApi(['config:write']),
+  ),
+  api(
+    'PUT',
+    '/console/v1/activities/archive',
+    'console-activities-archive',
+    consoleApi(['config:write']),
+  ),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),
   ...REFERENCE_ASSETS.map((file) =>

@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useAuth } from 'react-oidc-context';
 import { useConsoleApi, type Me } from './api.ts';
+import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
@@ -82,10 +83,14 @@ function Console({ region }: { region: string }) {
             <Tabs defaultValue="keys" keepMounted={false}>
               <Tabs.List>
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
+                <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="md">
                 <KeysPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="activities" pt="md">
+                <ActivitiesPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

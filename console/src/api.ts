@@ -1,6 +1,7 @@
 import { useAuth } from 'react-oidc-context';
 import type { z } from 'zod';
 import type {
+  ConsoleActivitiesResponse,
   ConsoleAuditResponse,
   ConsoleInstancesResponse,
   ConsoleKeyCreatedResponse,
@@ -22,6 +23,8 @@ export type Keys = z.infer<typeof ConsoleKeysResponse>;
 export type KeyCreated = z.infer<typeof ConsoleKeyCreatedResponse>;
 export type KeyRevoked = z.infer<typeof ConsoleKeyRevokedResponse>;
 export type Audit = z.infer<typeof ConsoleAuditResponse>;
+export type Activities = z.infer<typeof ConsoleActivitiesResponse>;
+export type Activity = Activities['activities'][number];
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { StoredActivityDefinition } from '../domain/instance-config.js';
 
 /** The answers of the console's API (docs/console.md), typed and documented from here. */
 export const ConsoleInstance = z
@@ -78,3 +79,23 @@ export const ConsoleAuditResponse = z
     next: z.string().nullable().describe('The next page: send it as `before`'),
   })
   .meta({ id: 'ConsoleAuditResponse' });
+
+export const ConsoleActivity = StoredActivityDefinition.meta({ id: 'ConsoleActivity' });
+
+export const ConsoleActivitiesResponse = z
+  .object({
+    instance_id: z.string(),
+    activities: z.array(ConsoleActivity).describe('Archived ones too (`archived_at`)'),
+    person_fields: z
+      .array(z.object({ id: z.string(), name: z.string() }))
+      .describe("The instance's custom person fields: what attributes may map to"),
+  })
+  .meta({ id: 'ConsoleActivitiesResponse' });
+
+export const ConsoleActivityResponse = z
+  .object({ activity: ConsoleActivity })
+  .meta({ id: 'ConsoleActivityResponse' });
+
+export const ConsoleActivityArchivedResponse = z
+  .object({ archived_activity: z.string() })
+  .meta({ id: 'ConsoleActivityArchivedResponse' });

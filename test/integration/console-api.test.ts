@@ -257,3 +257,110 @@ describe('API keys through the console', () => {
     expect(extra.body.error).toMatch(/admin/);
   });
 });
+
+describe('activity definitions through the console', () => {
+  const suffix = Math.random().toString(36).slice(2, 7);
+  const id = `act:cm:renewed-${suffix}`;
+  const definition = {
+    id,
+    name: `Renewed ${suffix}`,
+    display_text: 'Renewed {{attribute.plan}} for {{attribute.seats}} seats',
+    attributes: [
+      { id: 'str:cm:plan', name: 'Plan' },
+      { id: 'int:cm:seats', name: 'Seats', kind: 'number' },
+    ],
+    conversion_value: false,
+    track_as_touch: true,
+  };
+  const record = () =>
+    call('/v1/activities/create', {
+      key: KEYS.acme,
+      body: {
+        activities: [
+          {
+            activity_id: id,
+            fields: { 'str::email': `renewed-${suffix}@acme.test` },
+            attributes: { 'str:cm:plan': 'Team', 'int:cm:seats': 7 },
+          },
+        ],
+      },
+    });
+
+  it('defines one usable at once, shows it, changes it, archives it, and audits each', async () => {
+    const created = await consoleCall('POST', '/console/v1/activities/create', acme, {
+      instance_id: 'acme',
+      definition,
+    });
+    expect(created).toMatchObject({ status: 200, body: { activity: definition } });
+
+    const recorded = await record();
+    expect(recorded.status).toBe(200);
+    const personId = (recorded.body.activities as { person_id: string }[])[0]?.person_id;
+    const timeline = await call('/v1/person/get/activities', {
+      key: KEYS.acme,
+      body: { person_id: personId },
+    });
+    expect(timeline.body.activities).toContainEqual(
+      expect.objectContaining({ field_id: id, display: 'Renewed Team for 7 seats' }),
+    );
+
+    const listed = await consoleCall('POST', '/console/v1/activities/get', acme, {
+      instance_id: 'acme',
+    });
+    expect(listed.body.activities).toContainEqual(expect.objectContaining({ id }));
+
+    const again = await consoleCall('POST', '/console/v1/activities/create', acme, {
+      instance_id: 'acme',
+      definition,
+    });
+    expect(again.status).toBe(409);
+
+    const modified = await consoleCall('PUT', '/console/v1/activities/modify', acme, {
+      instance_id: 'acme',
+      definition: { ...definition, display_text: '{{attribute.plan}} again' },
+    });
+    expect(modified).toMatchObject({
+      status: 200,
+      body: { activity: { id, display_text: '{{attribute.plan}} again' } },
+    });
+
+    const archived = await consoleCall('PUT', '/console/v1/activities/archive', acme, {
+      instance_id: 'acme',
+      activity_field_id: id,
+    });
+    expect(archived).toEqual({ status: 200, body: { archived_activity: id } });
+    const refused = await record();
+    expect(JSON.stringify(refused.body)).toMatch(/archived|activity_id/);
+
+    const audit = await consoleCall('POST', '/console/v1/audit/get', acme, {
+      instance_id: 'acme',
+      limit: 100,
+    });
+    const mine = (audit.body.entries as { action: string; target: string }[]).filter(
+      (entry) => entry.target === `activity:${id}`,
+    );
+    expect(mine.map((entry) => entry.action)).toEqual([
+      'activity.archive',
+      'activity.modify',
+      'activity.create',
+    ]);
+  });
+
+  it("refuses a bad definition naming its field, and another tenant's instance as missing", async () => {
+    const bad = await consoleCall('POST', '/console/v1/activities/create', acme, {
+      instance_id: 'acme',
+      definition: { id: 'act:cm:bad-one', name: 'Bad', attributes: [{ id: 'str::x', name: 'X' }] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/attributes/);
+    const theirs = await consoleCall('POST', '/console/v1/activities/create', acme, {
+      instance_id: 'globex',
+      definition: { ...definition, id: `act:cm:theirs-${suffix}` },
+    });
+    expect(theirs.status).toBe(404);
+    const listed = await consoleCall('POST', '/console/v1/activities/get', globex, {
+      instance_id: 'globex',
+    });
+    expect(JSON.stringify(listed.body)).not.toContain(`theirs-${suffix}`);
+  });
+});

@@ -13,8 +13,9 @@ import { baseUrl, call } from './stack.js';
 /**
  * The console in a real browser (the packaged Chromium the reference-page test drives),
  * against the test stack and its local sign-in: a user signs in through the issuer's form,
- * opens their instance, mints a key (shown once) that the public API then takes, revokes it
- * and sees the public API refuse it and the audit log name both changes; another tenant's
+ * opens their instance, mints a key (shown once), defines an activity with two attributes,
+ * records it through the public API with the new key and reads its display text back,
+ * revokes the key and sees the public API refuse it and the audit log name every change; another tenant's
  * user sees none of it. Every page passes axe-core without a serious or critical violation
  * and breaks no rule of its Content-Security-Policy. `CDP_CONSOLE_SCREENSHOTS=<dir>` keeps a
  * screenshot of each page (`npm run docs:console` updates docs/console/).
@@ -115,6 +116,46 @@ describe('the console in Chromium', () => {
     expect((await call('/v1/person/get', { key, body: { limit: 1 } })).status).toBe(200);
     await page.keyboard.press('Escape');
 
+    // An activity with two attributes, defined in the console, recorded with the new key.
+    const suffix = Math.random().toString(36).slice(2, 6);
+    await page.getByRole('tab', { name: 'Activity definitions' }).click();
+    await page.getByRole('button', { name: 'Define an activity' }).click();
+    await page.getByRole('textbox', { name: /^Name/ }).fill(`Chose plan ${suffix}`);
+    await page
+      .getByLabel('Display text')
+      .fill('Chose {{attribute.plan}} for {{attribute.seats}} seats');
+    await page.getByRole('button', { name: 'Add an attribute' }).click();
+    await page.getByLabel('Attribute 1 name').fill('Plan');
+    await page.getByRole('button', { name: 'Add an attribute' }).click();
+    await page.getByLabel('Attribute 2 name').fill('Seats');
+    await page.getByLabel('Attribute 2 type').selectOption('number');
+    await accessible(page, 'activity-form');
+    await page.getByRole('button', { name: 'Save the activity' }).click();
+    await page.getByRole('cell', { name: /Chose \{\{attribute\.plan\}\}/ }).waitFor();
+    await accessible(page, 'activities');
+    const recorded = await call('/v1/activities/create', {
+      key,
+      body: {
+        activities: [
+          {
+            activity_id: `act:cm:chose-plan-${suffix}`,
+            fields: { 'str::email': `console-${suffix}@acme.test` },
+            attributes: { 'str:cm:plan': 'Pro', 'int:cm:seats': 12 },
+          },
+        ],
+      },
+    });
+    expect(recorded.status).toBe(200);
+    const personId = (recorded.body.activities as { person_id: string }[])[0]?.person_id;
+    const timeline = await call('/v1/person/get/activities', {
+      key,
+      body: { person_id: personId },
+    });
+    expect(timeline.body.activities).toContainEqual(
+      expect.objectContaining({ display: 'Chose Pro for 12 seats' }),
+    );
+    await page.getByRole('tab', { name: 'Data sources and API keys' }).click();
+
     const row = page.getByRole('row').filter({ hasText: 'live' }).filter({ hasText: 'minted' });
     await row
       .first()
@@ -129,6 +170,7 @@ describe('the console in Chromium', () => {
     await page.getByRole('tab', { name: 'Audit log' }).click();
     await page.getByText('key.revoke').first().waitFor();
     await expect(page.getByText('key.create').count()).resolves.toBeGreaterThan(0);
+    await expect(page.getByText('activity.create').count()).resolves.toBeGreaterThan(0);
     await accessible(page, 'audit');
     expect(violations).toEqual([]);
   }, 120_000);

@@ -452,6 +452,45 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       },
     ],
   },
+  'POST /console/v1/activities/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [consoleInstance],
+  },
+  ...Object.fromEntries(
+    ['POST /console/v1/activities/create', 'PUT /console/v1/activities/modify'].map((route) => [
+      route,
+      {
+        base: () => ({
+          instance_id: 'acme',
+          definition: { id: 'act:cm:purchased', name: 'Purchased' },
+        }),
+        members: [
+          consoleInstance,
+          {
+            name: 'definition',
+            required: true,
+            invalid: fc.oneof(
+              wrongType('object'),
+              fc.constant({}),
+              fc.constant({ id: 'act:cm:Not Kebab', name: 'x' }),
+              fc.constant({ id: 'act:cm:ok', name: 'x', attributes: [{ id: 'nope', name: 'y' }] }),
+            ),
+          },
+        ],
+      },
+    ]),
+  ),
+  'PUT /console/v1/activities/archive': {
+    base: () => ({ instance_id: 'acme', activity_field_id: 'act:cm:purchased' }),
+    members: [
+      consoleInstance,
+      {
+        name: 'activity_field_id',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(256, 500)),
+      },
+    ],
+  },
   'POST /console/v1/audit/get': {
     base: () => ({ instance_id: 'acme' }),
     members: [

@@ -1384,6 +1384,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/activities/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's activity definitions
+         * @description Every definition, archived ones too, and the custom person fields an attribute may map to. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleActivitiesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/activities/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Define an activity
+         * @description A definition in the configuration file's shape, checked by its rules and usable at once; recorded in the audit log. 409 when the ID is taken. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleActivitiesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/activities/modify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change an activity definition
+         * @description The definition named by `definition.id` replaced by the one given (archived ones cannot change); recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleActivitiesModify"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/activities/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive an activity definition
+         * @description Its recorded activities stay readable; new ones are refused. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleActivitiesArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -2602,6 +2682,58 @@ export interface components {
             }[];
             /** @description The next page: send it as `before` */
             next: string | null;
+        };
+        ConsoleActivitiesResponse: {
+            instance_id: string;
+            /** @description Archived ones too (`archived_at`) */
+            activities: components["schemas"]["ConsoleActivity"][];
+            /** @description The instance's custom person fields: what attributes may map to */
+            person_fields: {
+                id: string;
+                name: string;
+            }[];
+        };
+        ConsoleActivity: {
+            id: string;
+            name: string;
+            icon?: string;
+            display_text?: string;
+            /** @default [] */
+            attributes: {
+                id: string;
+                name: string;
+                /** @enum {string} */
+                kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone" | "email" | "price" | "single_select" | "multi_select" | "object";
+                display_type?: string;
+            }[];
+            map_to_crm?: {
+                [key: string]: string;
+            };
+            /** @default false */
+            conversion_value: boolean;
+            /** @default false */
+            track_as_touch: boolean;
+            filterable?: boolean;
+            visible_in_feeds?: boolean;
+            display_style?: {
+                /** @enum {string} */
+                type: "activity" | "activity_attribute" | "activity_template";
+                title?: string;
+                attribute_name?: string;
+                attribute_field_id?: string;
+                template?: string;
+            };
+            /** @constant */
+            source?: "api";
+            created_at?: string;
+            edited_at?: string;
+            archived_at?: string;
+        };
+        ConsoleActivityResponse: {
+            activity: components["schemas"]["ConsoleActivity"];
+        };
+        ConsoleActivityArchivedResponse: {
+            archived_activity: string;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -7595,6 +7727,333 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleAuditResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleActivitiesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The definitions */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "activities": [
+                     *         {
+                     *           "id": "act:cm:purchased",
+                     *           "name": "Purchased",
+                     *           "display_text": "Purchased {{attribute.item}} for {{attribute.price}}",
+                     *           "attributes": [
+                     *             {
+                     *               "id": "str:cm:item",
+                     *               "name": "Item"
+                     *             },
+                     *             {
+                     *               "id": "int:cm:price",
+                     *               "name": "Price",
+                     *               "kind": "currency"
+                     *             }
+                     *           ],
+                     *           "conversion_value": true,
+                     *           "track_as_touch": true
+                     *         }
+                     *       ],
+                     *       "person_fields": [
+                     *         {
+                     *           "id": "str:cm:last-item",
+                     *           "name": "Last item"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleActivitiesResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleActivitiesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "definition": {
+                 *         "id": "act:cm:purchased",
+                 *         "name": "Purchased",
+                 *         "display_text": "Purchased {{attribute.item}} for {{attribute.price}}",
+                 *         "attributes": [
+                 *           {
+                 *             "id": "str:cm:item",
+                 *             "name": "Item"
+                 *           },
+                 *           {
+                 *             "id": "int:cm:price",
+                 *             "name": "Price",
+                 *             "kind": "currency"
+                 *           }
+                 *         ],
+                 *         "conversion_value": true,
+                 *         "track_as_touch": true
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    definition: {
+                        id: string;
+                        name: string;
+                        icon?: string;
+                        display_text?: string;
+                        /** @default [] */
+                        attributes?: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone" | "email" | "price" | "single_select" | "multi_select" | "object";
+                        }[];
+                        map_to_crm?: {
+                            [key: string]: string;
+                        };
+                        /** @default false */
+                        conversion_value?: boolean;
+                        /** @default false */
+                        track_as_touch?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The definition */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "activity": {
+                     *         "id": "act:cm:purchased",
+                     *         "name": "Purchased",
+                     *         "display_text": "Purchased {{attribute.item}} for {{attribute.price}}",
+                     *         "attributes": [
+                     *           {
+                     *             "id": "str:cm:item",
+                     *             "name": "Item"
+                     *           },
+                     *           {
+                     *             "id": "int:cm:price",
+                     *             "name": "Price",
+                     *             "kind": "currency"
+                     *           }
+                     *         ],
+                     *         "conversion_value": true,
+                     *         "track_as_touch": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleActivityResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleActivitiesModify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "definition": {
+                 *         "id": "act:cm:purchased",
+                 *         "name": "Bought",
+                 *         "display_text": "Purchased {{attribute.item}} for {{attribute.price}}",
+                 *         "attributes": [
+                 *           {
+                 *             "id": "str:cm:item",
+                 *             "name": "Item"
+                 *           },
+                 *           {
+                 *             "id": "int:cm:price",
+                 *             "name": "Price",
+                 *             "kind": "currency"
+                 *           }
+                 *         ],
+                 *         "conversion_value": true,
+                 *         "track_as_touch": true
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    definition: {
+                        id: string;
+                        name: string;
+                        icon?: string;
+                        display_text?: string;
+                        /** @default [] */
+                        attributes?: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            kind?: "text" | "link" | "long_text" | "number" | "decimal" | "currency" | "date" | "datetime" | "boolean" | "phone" | "email" | "price" | "single_select" | "multi_select" | "object";
+                        }[];
+                        map_to_crm?: {
+                            [key: string]: string;
+                        };
+                        /** @default false */
+                        conversion_value?: boolean;
+                        /** @default false */
+                        track_as_touch?: boolean;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The definition */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "activity": {
+                     *         "id": "act:cm:purchased",
+                     *         "name": "Bought",
+                     *         "display_text": "Purchased {{attribute.item}} for {{attribute.price}}",
+                     *         "attributes": [
+                     *           {
+                     *             "id": "str:cm:item",
+                     *             "name": "Item"
+                     *           },
+                     *           {
+                     *             "id": "int:cm:price",
+                     *             "name": "Price",
+                     *             "kind": "currency"
+                     *           }
+                     *         ],
+                     *         "conversion_value": true,
+                     *         "track_as_touch": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleActivityResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleActivitiesArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "activity_field_id": "act:cm:purchased"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    activity_field_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Archived */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "archived_activity": "act:cm:purchased"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleActivityArchivedResponse"];
                 };
             };
             400: components["responses"]["Error400"];

@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import {
+  ConsoleActivityArchiveRequest,
+  ConsoleActivityRequest,
+} from '../../domain/console/console-activities.js';
+import {
   ConsoleAuditRequest,
   ConsoleInstanceRequest,
   ConsoleKeyCreateRequest,
@@ -7,6 +11,9 @@ import {
 } from '../../domain/console/console-keys.js';
 import type { RouteKey } from '../../routes.js';
 import {
+  ConsoleActivitiesResponse,
+  ConsoleActivityArchivedResponse,
+  ConsoleActivityResponse,
   ConsoleAuditResponse,
   ConsoleInstancesResponse,
   ConsoleKeyCreatedResponse,
@@ -18,6 +25,17 @@ import type { Endpoint } from './common.js';
 
 const instance = { id: 'acme', name: 'Acme Corp', plan: 'business', region: 'default' };
 const keyHash = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+const purchased = {
+  id: 'act:cm:purchased',
+  name: 'Purchased',
+  display_text: 'Purchased {{attribute.item}} for {{attribute.price}}',
+  attributes: [
+    { id: 'str:cm:item', name: 'Item' },
+    { id: 'int:cm:price', name: 'Price', kind: 'currency' },
+  ],
+  conversion_value: true,
+  track_as_touch: true,
+};
 const NOT_YOURS =
   'An instance the user may not manage is answered 404, as one that does not exist.';
 
@@ -148,6 +166,70 @@ export const CONSOLE = {
           ],
           next: null,
         },
+      },
+    },
+  },
+  'POST /console/v1/activities/get': {
+    tag: 'Console',
+    summary: "An instance's activity definitions",
+    description: `Every definition, archived ones too, and the custom person fields an attribute may map to. ${NOT_YOURS}`,
+    request: ConsoleInstanceRequest,
+    requestExample: { instance_id: 'acme' },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'The definitions',
+        schema: ConsoleActivitiesResponse,
+        example: {
+          instance_id: 'acme',
+          activities: [purchased],
+          person_fields: [{ id: 'str:cm:last-item', name: 'Last item' }],
+        },
+      },
+    },
+  },
+  'POST /console/v1/activities/create': {
+    tag: 'Console',
+    summary: 'Define an activity',
+    description: `A definition in the configuration file's shape, checked by its rules and usable at once; recorded in the audit log. 409 when the ID is taken. ${NOT_YOURS}`,
+    request: ConsoleActivityRequest,
+    requestExample: { instance_id: 'acme', definition: purchased },
+    errors: [404, 409],
+    responses: {
+      200: {
+        description: 'The definition',
+        schema: ConsoleActivityResponse,
+        example: { activity: purchased },
+      },
+    },
+  },
+  'PUT /console/v1/activities/modify': {
+    tag: 'Console',
+    summary: 'Change an activity definition',
+    description: `The definition named by \`definition.id\` replaced by the one given (archived ones cannot change); recorded in the audit log. ${NOT_YOURS}`,
+    request: ConsoleActivityRequest,
+    requestExample: { instance_id: 'acme', definition: { ...purchased, name: 'Bought' } },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'The definition',
+        schema: ConsoleActivityResponse,
+        example: { activity: { ...purchased, name: 'Bought' } },
+      },
+    },
+  },
+  'PUT /console/v1/activities/archive': {
+    tag: 'Console',
+    summary: 'Archive an activity definition',
+    description: `Its recorded activities stay readable; new ones are refused. Recorded in the audit log. ${NOT_YOURS}`,
+    request: ConsoleActivityArchiveRequest,
+    requestExample: { instance_id: 'acme', activity_field_id: 'act:cm:purchased' },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'Archived',
+        schema: ConsoleActivityArchivedResponse,
+        example: { archived_activity: 'act:cm:purchased' },
       },
     },
   },

@@ -185,7 +185,11 @@ function attributesOf(
 }
 
 /** Checks a stored definition as the configuration checks its own (kinds, mappings). */
-function checked(definition: StoredActivityDefinition, tenant: Tenant): StoredActivityDefinition {
+/** A definition checked like the configuration file's (attribute IDs, kinds, mappings to person fields). */
+export function checked(
+  definition: StoredActivityDefinition,
+  tenant: Tenant,
+): StoredActivityDefinition {
   return parseWith(
     StoredActivityDefinition.superRefine((candidate, ctx) => {
       checkActivityDefinition(candidate, tenant.personFields, [], ctx);

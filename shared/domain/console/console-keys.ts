@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AuditEntry } from './audit.js';
+import { recordChange, type AuditSink, type ChangeAuthor } from './audit.js';
 import type { KeyListing } from '../../adapters/config-store.js';
 import { hashApiKey, mintApiKey } from '../api-keys.js';
 import { NotFoundError, ValidationError } from '../errors.js';
@@ -21,15 +21,9 @@ export interface ConsoleStore {
   revokeKey(instanceId: string, keyHash: string): Promise<boolean>;
 }
 
-export interface AuditSink {
-  record(instanceId: string, entry: AuditEntry): Promise<void>;
-}
-
 /** Who made a change, from where (the audit log's "who" and "from where"). */
-export interface ConsoleCaller {
+export interface ConsoleCaller extends ChangeAuthor {
   user: ConsoleUser;
-  sourceIp: string;
-  requestId: string;
 }
 
 const instanceId = z.string().min(1).max(64);
@@ -105,28 +99,6 @@ export async function dataSourcesOf(store: ConsoleStore, instance: InstanceSchem
   }));
 }
 
-/**
- * Records a change to a key in the instance's audit log, before the change itself: a change is
- * never made without its entry (one that then fails keeps it, tied to the failed answer by
- * the request's ID).
- */
-function recordKeyChange(
-  audit: AuditSink,
-  caller: ConsoleCaller,
-  instanceId: string,
-  change: { action: 'key.create' | 'key.revoke'; dataSource: string; keyHash: string },
-): Promise<void> {
-  return audit.record(instanceId, {
-    at: new Date().toISOString(),
-    actor: { subject: caller.user.subject, email: caller.user.email ?? null },
-    action: change.action,
-    target: `data_source:${change.dataSource}`,
-    source_ip: caller.sourceIp,
-    request_id: caller.requestId,
-    details: { key_hash: change.keyHash },
-  });
-}
-
 /** Mints a key for a data source: shown in this answer only, its SHA-256 kept. */
 export async function createConsoleKey(
   store: ConsoleStore,
@@ -144,10 +116,10 @@ export async function createConsoleKey(
   }
   const key = mintApiKey(region);
   const keyHash = hashApiKey(key);
-  await recordKeyChange(audit, caller, instance.id, {
+  await recordChange(audit, caller, instance.id, {
     action: 'key.create',
-    dataSource: request.data_source,
-    keyHash,
+    target: `data_source:${request.data_source}`,
+    details: { key_hash: keyHash },
   });
   await store.addMintedKey({
     key_hash: keyHash,
@@ -176,10 +148,10 @@ export async function revokeConsoleKey(
       [{ field: 'key_hash', error: 'not found' }],
     );
   if (!key) throw notFound();
-  await recordKeyChange(audit, caller, instance.id, {
+  await recordChange(audit, caller, instance.id, {
     action: 'key.revoke',
-    dataSource: key.data_source,
-    keyHash: key.key_hash,
+    target: `data_source:${key.data_source}`,
+    details: { key_hash: key.key_hash },
   });
   if (!(await store.revokeKey(instance.id, key.key_hash))) throw notFound();
   return { instance_id: instance.id, key_hash: key.key_hash, revoked: true as const };
