@@ -450,6 +450,35 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('PUT', '/console/v1/keys/revoke', 'console-keys-revoke', consoleApi(['config:write'])),
   api('POST', '/console/v1/audit/get', 'console-audit-get', consoleApi(['config:read'])),
   api('POST', '/console/v1/activities/get', 'console-activities-get', consoleApi(['config:read'])),
+  // People (reads): the listing as `person/get` reads it, with its cursors (kept in requests).
+  api(
+    'POST',
+    '/console/v1/people/get',
+    'console-people-get',
+    consoleApi([
+      'config:read',
+      'people:read',
+      'activities:read',
+      'organizations:read',
+      'audiences:read',
+      'indexes:read',
+      'signing',
+      'requests',
+    ]),
+  ),
+  api(
+    'POST',
+    '/console/v1/people/profile',
+    'console-people-profile',
+    consoleApi([
+      'config:read',
+      'people:read',
+      'activities:read',
+      'organizations:read',
+      'signing',
+      'requests',
+    ]),
+  ),
   api(
     'POST',
     '/console/v1/activities/create',

@@ -7,6 +7,7 @@ import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
+import { PeoplePage } from './pages/PeoplePage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
 /** Signed out: one button to the identity provider's sign-in. */
@@ -84,6 +85,7 @@ function Console({ region }: { region: string }) {
               <Tabs.List>
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
                 <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
+                <Tabs.Tab value="people">People</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="md">
@@ -91,6 +93,9 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="activities" pt="md">
                 <ActivitiesPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="people" pt="md">
+                <PeoplePage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

@@ -8,6 +8,8 @@ import type {
   ConsoleKeyRevokedResponse,
   ConsoleKeysResponse,
   ConsoleMeResponse,
+  ConsolePeopleResponse,
+  ConsoleProfileResponse,
 } from '../../shared/api/console-schemas.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
@@ -25,6 +27,8 @@ export type KeyRevoked = z.infer<typeof ConsoleKeyRevokedResponse>;
 export type Audit = z.infer<typeof ConsoleAuditResponse>;
 export type Activities = z.infer<typeof ConsoleActivitiesResponse>;
 export type Activity = Activities['activities'][number];
+export type People = z.infer<typeof ConsolePeopleResponse>;
+export type Profile = z.infer<typeof ConsoleProfileResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {

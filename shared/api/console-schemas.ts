@@ -99,3 +99,39 @@ export const ConsoleActivityResponse = z
 export const ConsoleActivityArchivedResponse = z
   .object({ archived_activity: z.string() })
   .meta({ id: 'ConsoleActivityArchivedResponse' });
+
+export const ConsolePeopleResponse = z
+  .object({
+    instance_id: z.string(),
+    contacts: z.array(
+      z.object({ id: z.string(), fields: z.record(z.string(), z.unknown()).optional() }),
+    ),
+    meta: z.record(z.string(), z.number()),
+    offset: z.number().int(),
+    next_offset: z.number().int(),
+    cursor_id: z.string().optional(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'ConsolePeopleResponse' });
+
+export const ConsoleProfileResponse = z
+  .object({
+    instance_id: z.string(),
+    person_id: z.string(),
+    fields: z.array(z.object({ id: z.string(), label: z.string(), value: z.unknown() })),
+    tags: z.array(z.string()),
+    created: z.string().nullable(),
+    last_seen: z.string().nullable(),
+    organization_id: z.string().nullable(),
+    activities: z
+      .array(
+        z.object({
+          id: z.string(),
+          activity_id: z.string(),
+          display: z.string(),
+          created_at: z.string(),
+        }),
+      )
+      .describe('The 50 newest, as display text'),
+  })
+  .meta({ id: 'ConsoleProfileResponse' });

@@ -364,3 +364,66 @@ describe('activity definitions through the console', () => {
     expect(JSON.stringify(listed.body)).not.toContain(`theirs-${suffix}`);
   });
 });
+
+describe('people through the console', () => {
+  it("searches people and shows a profile with the timeline's display text, to its tenant only", async () => {
+    const email = `profile-${Math.random().toString(36).slice(2, 8)}@acme.test`;
+    const merged = await call('/v1/activities/create', {
+      key: KEYS.acme,
+      body: {
+        activities: [
+          {
+            activity_id: 'act:cm:purchased',
+            fields: { 'str::email': email, 'str::first': 'Pat' },
+            attributes: { 'str:cm:item': 'Lamp', 'int:cm:price': 5000 },
+          },
+        ],
+      },
+    });
+    expect(merged.status).toBe(200);
+    const personId = (merged.body.activities as { person_id: string }[])[0]?.person_id ?? '';
+
+    const found = await consoleCall('POST', '/console/v1/people/get', acme, {
+      instance_id: 'acme',
+      q: email,
+    });
+    expect(found.status).toBe(200);
+    expect(found.body.contacts).toEqual([
+      {
+        id: personId,
+        fields: expect.objectContaining({ 'str::email': email, 'str::first': 'Pat' }),
+      },
+    ]);
+
+    const profile = await consoleCall('POST', '/console/v1/people/profile', acme, {
+      instance_id: 'acme',
+      person_id: personId,
+    });
+    expect(profile.status).toBe(200);
+    expect(profile.body.fields).toContainEqual({
+      id: 'str::email',
+      label: expect.any(String),
+      value: email,
+    });
+    expect(profile.body.activities).toContainEqual(
+      expect.objectContaining({ activity_id: 'act:cm:purchased', display: 'Purchased' }),
+    );
+    expect(profile.body.activities).toContainEqual(
+      expect.objectContaining({ activity_id: 'act::s-all', display: 'Subscribed to email.' }),
+    );
+
+    const theirs = await consoleCall('POST', '/console/v1/people/profile', globex, {
+      instance_id: 'acme',
+      person_id: personId,
+    });
+    expect(theirs.status).toBe(404);
+    const elsewhere = await consoleCall('POST', '/console/v1/people/profile', globex, {
+      instance_id: 'globex',
+      person_id: personId,
+    });
+    expect(elsewhere).toMatchObject({
+      status: 404,
+      body: { details: [{ field: 'person_id', error: 'not found' }] },
+    });
+  });
+});

@@ -154,6 +154,15 @@ describe('the console in Chromium', () => {
     expect(timeline.body.activities).toContainEqual(
       expect.objectContaining({ display: 'Chose Pro for 12 seats' }),
     );
+    // The person and their timeline, as display text, in the console.
+    await page.getByRole('tab', { name: 'People' }).click();
+    await page.getByLabel('Search people').fill(`console-${suffix}`);
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('button', { name: `Open console-${suffix}@acme.test` }).click();
+    await page.getByRole('cell', { name: 'Chose Pro for 12 seats' }).waitFor();
+    await accessible(page, 'person');
+    await page.getByRole('button', { name: 'Back to the people' }).click();
+    await accessible(page, 'people');
     await page.getByRole('tab', { name: 'Data sources and API keys' }).click();
 
     const row = page.getByRole('row').filter({ hasText: 'live' }).filter({ hasText: 'minted' });

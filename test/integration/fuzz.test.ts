@@ -473,7 +473,7 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
               wrongType('object'),
               fc.constant({}),
               fc.constant({ id: 'act:cm:Not Kebab', name: 'x' }),
-              fc.constant({ id: 'act:cm:ok', name: 'x', attributes: [{ id: 'nope', name: 'y' }] }),
+              fc.constant({ id: 'act:cm:ok', name: 'x', attributes: 'none' }),
             ),
           },
         ],
@@ -490,6 +490,19 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
         invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(256, 500)),
       },
     ],
+  },
+  'POST /console/v1/people/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [
+      consoleInstance,
+      { name: 'q', invalid: fc.oneof(wrongType('string'), longString(256, 2000)) },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'offset', invalid: badInteger(0, 10_000_000) },
+    ],
+  },
+  'POST /console/v1/people/profile': {
+    base: () => ({ instance_id: 'acme', person_id: '0'.repeat(24) }),
+    members: [consoleInstance, { name: 'person_id', required: true, invalid: notHexId }],
   },
   'POST /console/v1/audit/get': {
     base: () => ({ instance_id: 'acme' }),

@@ -1404,6 +1404,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/people/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search an instance's people
+         * @description People by the API's `q` search, newest first, a page at a time (`offset`, `cursor_id`), with the instance's totals. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consolePeopleGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/people/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A person's profile
+         * @description Every field with its label, tags, organization, and the 50 newest activities as display text. 404 for a person the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consolePeopleProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console/v1/activities/create": {
         parameters: {
             query?: never;
@@ -2728,6 +2768,42 @@ export interface components {
             created_at?: string;
             edited_at?: string;
             archived_at?: string;
+        };
+        ConsolePeopleResponse: {
+            instance_id: string;
+            contacts: {
+                id: string;
+                fields?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            meta: {
+                [key: string]: number;
+            };
+            offset: number;
+            next_offset: number;
+            cursor_id?: string;
+            has_more: boolean;
+        };
+        ConsoleProfileResponse: {
+            instance_id: string;
+            person_id: string;
+            fields: {
+                id: string;
+                label: string;
+                value: unknown;
+            }[];
+            tags: string[];
+            created: string | null;
+            last_seen: string | null;
+            organization_id: string | null;
+            /** @description The 50 newest, as display text */
+            activities: {
+                id: string;
+                activity_id: string;
+                display: string;
+                created_at: string;
+            }[];
         };
         ConsoleActivityResponse: {
             activity: components["schemas"]["ConsoleActivity"];
@@ -7800,6 +7876,150 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleActivitiesResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consolePeopleGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "q": "ada",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    q?: string;
+                    /** @default 25 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of people */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "contacts": [
+                     *         {
+                     *           "id": "0066a1f0c7e4b0a1b2c3d4e5",
+                     *           "fields": {
+                     *             "str::email": "ada@example.com",
+                     *             "str::first": "Ada"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total_contacts": 1,
+                     *         "total_organizations": 0,
+                     *         "total_matches": 1,
+                     *         "total_subscribers": 1
+                     *       },
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsolePeopleResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consolePeopleProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "person_id": "0066a1f0c7e4b0a1b2c3d4e5"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    person_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "person_id": "0066a1f0c7e4b0a1b2c3d4e5",
+                     *       "fields": [
+                     *         {
+                     *           "id": "str::email",
+                     *           "label": "Email",
+                     *           "value": "ada@example.com"
+                     *         }
+                     *       ],
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "created": "2026-12-01T09:30:00.000Z",
+                     *       "last_seen": "2026-12-02T10:00:00.000Z",
+                     *       "organization_id": null,
+                     *       "activities": [
+                     *         {
+                     *           "id": "0066a1f0c7e4b0a1b2c3d4e6",
+                     *           "activity_id": "act:cm:purchased",
+                     *           "display": "Purchased Analytical Engine",
+                     *           "created_at": "2026-12-02T10:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleProfileResponse"];
                 };
             };
             400: components["responses"]["Error400"];

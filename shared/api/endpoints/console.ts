@@ -4,6 +4,10 @@ import {
   ConsoleActivityRequest,
 } from '../../domain/console/console-activities.js';
 import {
+  ConsolePeopleRequest,
+  ConsoleProfileRequest,
+} from '../../domain/console/console-people.js';
+import {
   ConsoleAuditRequest,
   ConsoleInstanceRequest,
   ConsoleKeyCreateRequest,
@@ -20,6 +24,8 @@ import {
   ConsoleKeyRevokedResponse,
   ConsoleKeysResponse,
   ConsoleMeResponse,
+  ConsolePeopleResponse,
+  ConsoleProfileResponse,
 } from '../console-schemas.js';
 import type { Endpoint } from './common.js';
 
@@ -230,6 +236,69 @@ export const CONSOLE = {
         description: 'Archived',
         schema: ConsoleActivityArchivedResponse,
         example: { archived_activity: 'act:cm:purchased' },
+      },
+    },
+  },
+  'POST /console/v1/people/get': {
+    tag: 'Console',
+    summary: "Search an instance's people",
+    description: `People by the API's \`q\` search, newest first, a page at a time (\`offset\`, \`cursor_id\`), with the instance's totals. ${NOT_YOURS}`,
+    request: ConsolePeopleRequest,
+    requestExample: { instance_id: 'acme', q: 'ada', limit: 25 },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'A page of people',
+        schema: ConsolePeopleResponse,
+        example: {
+          instance_id: 'acme',
+          contacts: [
+            {
+              id: '0066a1f0c7e4b0a1b2c3d4e5',
+              fields: { 'str::email': 'ada@example.com', 'str::first': 'Ada' },
+            },
+          ],
+          meta: {
+            total_contacts: 1,
+            total_organizations: 0,
+            total_matches: 1,
+            total_subscribers: 1,
+          },
+          offset: 0,
+          next_offset: 1,
+          has_more: false,
+        },
+      },
+    },
+  },
+  'POST /console/v1/people/profile': {
+    tag: 'Console',
+    summary: "A person's profile",
+    description: `Every field with its label, tags, organization, and the 50 newest activities as display text. 404 for a person the instance does not have. ${NOT_YOURS}`,
+    request: ConsoleProfileRequest,
+    requestExample: { instance_id: 'acme', person_id: '0066a1f0c7e4b0a1b2c3d4e5' },
+    errors: [404],
+    responses: {
+      200: {
+        description: 'The profile',
+        schema: ConsoleProfileResponse,
+        example: {
+          instance_id: 'acme',
+          person_id: '0066a1f0c7e4b0a1b2c3d4e5',
+          fields: [{ id: 'str::email', label: 'Email', value: 'ada@example.com' }],
+          tags: ['vip'],
+          created: '2026-12-01T09:30:00.000Z',
+          last_seen: '2026-12-02T10:00:00.000Z',
+          organization_id: null,
+          activities: [
+            {
+              id: '0066a1f0c7e4b0a1b2c3d4e6',
+              activity_id: 'act:cm:purchased',
+              display: 'Purchased Analytical Engine',
+              created_at: '2026-12-02T10:00:00.000Z',
+            },
+          ],
+        },
       },
     },
   },

@@ -32,9 +32,9 @@ export const ConsoleActivityArchiveRequest = z.strictObject({
 });
 
 /** The instance as the service acts on it for the signed-in user (the data source "Console"). */
-async function consoleTenant(
-  store: ActivityStore,
-  caller: ConsoleCaller,
+export async function consoleTenant(
+  store: Pick<ConsoleStore, 'getInstance'>,
+  caller: Pick<ConsoleCaller, 'user'>,
   region: Region,
   id: string,
 ): Promise<Tenant> {

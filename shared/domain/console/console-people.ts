@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { NotFoundError } from '../errors.js';
+import { ID_PATTERN } from '../ids.js';
+import type { CursorCodec } from '../cursor.js';
+import type { Region } from '../regions.js';
+import {
+  getPersonActivities,
+  PersonActivitiesRequest,
+  type ActivityFeedPorts,
+} from '../people/person-activities.js';
+import {
+  getPeople,
+  getPeopleByIds,
+  TAGS_FIELD,
+  type ListingPorts,
+  type PersonListing,
+} from '../people/person-get.js';
+import { CREATED_FIELD, LAST_SEEN_FIELD } from '../people/system-fields.js';
+import { consoleTenant } from './console-activities.js';
+import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+
+/**
+ * People in the console: a search over the instance's people (the API's `person/get`, its
+ * `q`, paging and totals) and one person's profile: every field with its label, tags,
+ * organization, and the activity timeline as display text (the API's `person/get/activities`).
+ * Reads only: nothing here changes a person.
+ */
+const instanceId = z.string().min(1).max(64);
+export const ConsolePeopleRequest = z.strictObject({
+  instance_id: instanceId,
+  q: z.string().max(255).optional(),
+  limit: z.number().int().min(1).max(100).default(25),
+  offset: z.number().int().min(0).max(10_000_000).default(0),
+  cursor_id: z.string().max(2000).optional(),
+});
+export const ConsoleProfileRequest = z.strictObject({
+  instance_id: instanceId,
+  person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
+});
+
+const LISTED = ['str::email', 'str::first', 'str::last'];
+
+export async function peopleOf(
+  store: Pick<ConsoleStore, 'getInstance'>,
+  ports: ListingPorts,
+  cursors: (instanceId: string) => Promise<CursorCodec>,
+  caller: Pick<ConsoleCaller, 'user'>,
+  region: Region,
+  request: z.infer<typeof ConsolePeopleRequest>,
+) {
+  const tenant = await consoleTenant(store, caller, region, request.instance_id);
+  const page = await getPeople(
+    {
+      limit: request.limit,
+      offset: request.offset,
+      sort_order: 'desc',
+      fields: LISTED,
+      ...(request.q ? { q: request.q } : {}),
+      ...(request.cursor_id ? { cursor_id: request.cursor_id } : {}),
+    },
+    tenant,
+    ports,
+    await cursors(tenant.instance.id),
+  );
+  return { instance_id: tenant.instance.id, ...page };
+}
+
+export async function profileOf(
+  store: Pick<ConsoleStore, 'getInstance'>,
+  people: Pick<PersonListing, 'getPeople'>,
+  feed: (
+    instance: Awaited<ReturnType<typeof consoleTenant>>['instance'],
+  ) => Promise<ActivityFeedPorts>,
+  caller: Pick<ConsoleCaller, 'user'>,
+  region: Region,
+  request: z.infer<typeof ConsoleProfileRequest>,
+) {
+  const tenant = await consoleTenant(store, caller, region, request.instance_id);
+  const definitions = [...tenant.personFields.fields].filter((field) => field.selectable);
+  const fields = [
+    ...definitions.map((field) => field.id),
+    TAGS_FIELD,
+    CREATED_FIELD,
+    LAST_SEEN_FIELD,
+  ];
+  const found = await getPeopleByIds({ contact_ids: [request.person_id], fields }, tenant, people);
+  const person = found.contacts[request.person_id];
+  if (!person) {
+    throw new NotFoundError(`person_id: no person ${request.person_id} in this instance`, [
+      { field: 'person_id', error: 'not found' },
+    ]);
+  }
+  const values = (person.fields ?? {}) as Record<string, unknown>;
+  const labels = new Map(definitions.map((field) => [field.id, field.label]));
+  const timeline = await getPersonActivities(
+    PersonActivitiesRequest.parse({ person_id: request.person_id, limit: 50 }),
+    tenant.instance.id,
+    await feed(tenant.instance),
+  );
+  return {
+    instance_id: tenant.instance.id,
+    person_id: request.person_id,
+    fields: Object.entries(values)
+      .filter(([id]) => labels.has(id))
+      .map(([id, value]) => ({ id, label: labels.get(id) ?? id, value })),
+    tags: (values[TAGS_FIELD] as string[] | undefined) ?? [],
+    created: (values[CREATED_FIELD] as string | undefined) ?? null,
+    last_seen: (values[LAST_SEEN_FIELD] as string | undefined) ?? null,
+    organization_id: (values['idt::o'] as string | undefined) ?? null,
+    activities: timeline.activities.map((activity) => ({
+      id: activity.id,
+      activity_id: activity.field_id,
+      // Its display text, else what the real API's feed renders for it (built-in activities).
+      display:
+        activity.display ??
+        (activity.render_cmds.map((command) => command.content).join('') || activity.field_id),
+      created_at: activity.created_at,
+    })),
+  };
+}
