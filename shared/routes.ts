@@ -446,6 +446,12 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('GET', '/console/v1/me', 'console-me', { ...consoleApi(['config:read']), maxBodyBytes: 0 }),
   api('POST', '/console/v1/instances/get', 'console-instances-get', consoleApi(['config:read'])),
   api('POST', '/console/v1/keys/get', 'console-keys-get', consoleApi(['config:read'])),
+  api(
+    'POST',
+    '/console/v1/data-sources/create',
+    'console-data-sources-create',
+    consoleApi(['config:write']),
+  ),
   api('POST', '/console/v1/keys/create', 'console-keys-create', consoleApi(['config:write'])),
   api('PUT', '/console/v1/keys/revoke', 'console-keys-revoke', consoleApi(['config:write'])),
   api('POST', '/console/v1/audit/get', 'console-audit-get', consoleApi(['config:read'])),

@@ -733,6 +733,25 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
    * Adds an activity definition to an instance, conditioned on no definition having its ID
    * (archived ones included). False if one has.
    */
+  /** Adds a data source; false when the instance has one of that name. */
+  async addDataSource(
+    instanceId: string,
+    source: StoredInstance['data_sources'][number],
+  ): Promise<boolean> {
+    // The write is conditioned on the configuration's version as read: the name check holds.
+    return this.changeSchema(instanceId, (_item, schema, x) => {
+      if (schema.data_sources.some((existing) => existing.name === source.name)) {
+        return { answer: false };
+      }
+      const path = `${x.name('schema')}.${x.name('data_sources')}`;
+      return {
+        set: [`${path} = list_append(${path}, ${x.value([source])})`],
+        conditions: [],
+        answer: true,
+      };
+    });
+  }
+
   async addActivityDefinition(
     instanceId: string,
     definition: StoredActivityDefinition,

@@ -135,3 +135,15 @@ export const ConsoleProfileResponse = z
       .describe('The 50 newest, as display text'),
   })
   .meta({ id: 'ConsoleProfileResponse' });
+
+export const ConsoleDataSourceResponse = z
+  .object({
+    instance_id: z.string(),
+    data_source: z.object({
+      name: z.string(),
+      merge_by: z.array(z.string()),
+      merge_strategy: z.number().int(),
+      find_strategy: z.number().int(),
+    }),
+  })
+  .meta({ id: 'ConsoleDataSourceResponse' });

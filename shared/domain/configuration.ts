@@ -22,8 +22,9 @@ export class ConfigurationChangedError extends Error {}
 
 /**
  * The file's schema, with what was created through the API and the file does not name:
- * custom fields (unless the file has one of the same name) and activity definitions
- * (unless the file has one of the same ID). The file's entries win; to remove something
+ * custom fields (unless the file has one of the same name), activity definitions (unless the
+ * file has one of the same ID) and data sources made in the console (unless the file has one
+ * of the same name). The file's entries win; to remove something
  * created through the API, name it in the file, apply, then remove it and apply again.
  */
 export function withApiCreated(file: InstanceSchema, stored: InstanceSchema | undefined) {
@@ -44,6 +45,7 @@ export function withApiCreated(file: InstanceSchema, stored: InstanceSchema | un
     person_fields: keep(file.person_fields, stored.person_fields, sameName),
     organization_fields: keep(file.organization_fields, stored.organization_fields, sameName),
     activities: keep(file.activities, stored.activities, (a, b) => a.id === b.id),
+    data_sources: keep(file.data_sources, stored.data_sources, (a, b) => a.name === b.name),
     ...(deleted.length > 0 ? { deleted_fields: Object.fromEntries(deleted) } : {}),
   };
   for (const kind of ['person_fields', 'organization_fields'] as const) {

@@ -63,7 +63,41 @@ const DEFAULT_KIND: Partial<Record<FieldType, AttributeKind>> = {
 const name = z.string().trim().min(1).max(255);
 const hexId = z.string().regex(ID_PATTERN, 'expected 24 lowercase hexadecimal characters');
 
-const DataSource = z.strictObject({
+/**
+ * What is wrong with a data source's merge keys (`at`: the index of the key, when one is):
+ * `str::email`, `str::ei`, custom fields declared unique, or `str::person_id` alone.
+ */
+export function mergeByProblems(
+  mergeBy: readonly string[],
+  uniqueFields: ReadonlySet<string>,
+  people: FieldCatalog,
+): { at: number[]; message: string }[] {
+  if (mergeBy.includes('str::person_id')) {
+    return mergeBy.length === 1
+      ? []
+      : [{ at: [], message: 'str::person_id must be the only merge field' }];
+  }
+  const problems = mergeBy.flatMap((id, j) => {
+    if ((BUILT_IN_MERGE_KEYS as readonly string[]).includes(id) || uniqueFields.has(id)) return [];
+    const known = people.get(id) !== undefined;
+    return [
+      {
+        at: [j],
+        message: `"${id}" cannot be a merge field: ${
+          known
+            ? 'its values are not unique per instance (merge keys are str::email, str::ei, str::person_id alone, and custom fields declared "unique": true)'
+            : 'it is not a person field of this instance'
+        }`,
+      },
+    ];
+  });
+  if (mergeBy.length === 2 && mergeBy[0] === mergeBy[1]) {
+    problems.push({ at: [], message: 'the two merge fields must differ' });
+  }
+  return problems;
+}
+
+export const DataSource = z.strictObject({
   name: z.string().trim().min(1).max(100),
   /**
    * A key given in the file (local and test use; `admin key create` mints real ones): at
@@ -247,7 +281,10 @@ export const StoredInstance = InstanceShape.omit({
   assets: true,
   audiences: true,
 }).extend({
-  data_sources: z.array(DataSource.omit({ api_key: true })),
+  /** `source: "api"`: made outside the file (the console); `apply` keeps it. */
+  data_sources: z.array(
+    DataSource.omit({ api_key: true }).extend({ source: z.literal('api').optional() }),
+  ),
   person_fields: z.array(StoredCustomField).default([]),
   organization_fields: z.array(StoredCustomField).default([]),
   activities: z.array(StoredActivityDefinition).default([]),
@@ -408,34 +445,14 @@ function checkInstance(instance: z.infer<typeof InstanceShape>, ctx: Ctx): void 
     }
   });
 
+  const unique = new Set(instance.person_fields.filter((f) => f.unique).map((f) => f.id));
   instance.data_sources.forEach((source, i) => {
-    const path = ['data_sources', i, 'merge_by'];
-    if (source.merge_by.includes('str::person_id')) {
-      if (source.merge_by.length !== 1) {
-        ctx.addIssue({
-          code: 'custom',
-          path,
-          message: 'str::person_id must be the only merge field',
-        });
-      }
-      return;
-    }
-    const unique = new Set(instance.person_fields.filter((f) => f.unique).map((f) => f.id));
-    source.merge_by.forEach((id, j) => {
-      if ((BUILT_IN_MERGE_KEYS as readonly string[]).includes(id) || unique.has(id)) return;
-      const known = people.get(id) !== undefined;
+    for (const problem of mergeByProblems(source.merge_by, unique, people)) {
       ctx.addIssue({
         code: 'custom',
-        path: [...path, j],
-        message: `"${id}" cannot be a merge field: ${
-          known
-            ? 'its values are not unique per instance (merge keys are str::email, str::ei, str::person_id alone, and custom fields declared "unique": true)'
-            : 'it is not a person field of this instance'
-        }`,
+        path: ['data_sources', i, 'merge_by', ...problem.at],
+        message: problem.message,
       });
-    });
-    if (source.merge_by.length === 2 && source.merge_by[0] === source.merge_by[1]) {
-      ctx.addIssue({ code: 'custom', path, message: 'the two merge fields must differ' });
     }
   });
 

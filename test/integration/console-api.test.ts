@@ -427,3 +427,64 @@ describe('people through the console', () => {
     });
   });
 });
+
+describe('data sources through the console', () => {
+  it('makes one whose minted key merges by its preferences, refuses a taken name or bad keys, and audits it', async () => {
+    const name = `Mobile ${Math.random().toString(36).slice(2, 7)}`;
+    const made = await consoleCall('POST', '/console/v1/data-sources/create', acme, {
+      instance_id: 'acme',
+      data_source: { name, merge_by: ['str::ei'], merge_strategy: 1 },
+    });
+    expect(made).toEqual({
+      status: 200,
+      body: {
+        instance_id: 'acme',
+        data_source: { name, merge_by: ['str::ei'], merge_strategy: 1, find_strategy: 0 },
+      },
+    });
+    const key = await consoleCall('POST', '/console/v1/keys/create', acme, {
+      instance_id: 'acme',
+      data_source: name,
+    });
+    expect(key.status).toBe(200);
+    // Its merge preferences apply: merged by the external ID, an email alone is refused.
+    const external = `ext-${Math.random().toString(36).slice(2, 9)}`;
+    const merged = await call('/v1/person/merge', {
+      key: String(key.body.key),
+      body: { people: [{ fields: { 'str::ei': external } }] },
+    });
+    expect(merged.status).toBe(200);
+    expect((merged.body.people as { status: string }[])[0]?.status).toBe('created');
+
+    const taken = await consoleCall('POST', '/console/v1/data-sources/create', acme, {
+      instance_id: 'acme',
+      data_source: { name, merge_by: ['str::email'] },
+    });
+    expect(taken.status).toBe(409);
+    const badKey = await consoleCall('POST', '/console/v1/data-sources/create', acme, {
+      instance_id: 'acme',
+      data_source: { name: `${name} 2`, merge_by: ['str::first'] },
+    });
+    expect(badKey).toMatchObject({
+      status: 400,
+      body: { details: [{ field: 'data_source.merge_by.0' }] },
+    });
+    const theirs = await consoleCall('POST', '/console/v1/data-sources/create', globex, {
+      instance_id: 'acme',
+      data_source: { name: `${name} 3` },
+    });
+    expect(theirs.status).toBe(404);
+
+    const audit = await consoleCall('POST', '/console/v1/audit/get', acme, {
+      instance_id: 'acme',
+      limit: 100,
+    });
+    expect(audit.body.entries).toContainEqual(
+      expect.objectContaining({
+        action: 'data_source.create',
+        target: `data_source:${name}`,
+        details: { merge_by: 'str::ei', merge_strategy: 1, find_strategy: 0 },
+      }),
+    );
+  });
+});

@@ -13,8 +13,9 @@ import { baseUrl, call } from './stack.js';
 /**
  * The console in a real browser (the packaged Chromium the reference-page test drives),
  * against the test stack and its local sign-in: a user signs in through the issuer's form,
- * opens their instance, mints a key (shown once), defines an activity with two attributes,
- * records it through the public API with the new key and reads its display text back,
+ * opens their instance, makes a data source and mints a key for it (shown once), defines an
+ * activity with two attributes,
+ * records it through the public API with the new key and finds it on the person's timeline,
  * revokes the key and sees the public API refuse it and the audit log name every change; another tenant's
  * user sees none of it. Every page passes axe-core without a serious or critical violation
  * and breaks no rule of its Content-Security-Policy. `CDP_CONSOLE_SCREENSHOTS=<dir>` keeps a
@@ -107,7 +108,14 @@ describe('the console in Chromium', () => {
     await page.getByRole('heading', { name: 'Website' }).waitFor();
     await accessible(page, 'keys');
 
-    await page.getByRole('button', { name: 'Mint a key for Website' }).click();
+    // A data source made in the console, and a key minted for it.
+    const suffix = Math.random().toString(36).slice(2, 6);
+    await page.getByRole('button', { name: 'Add a data source' }).click();
+    await page.getByLabel('Data source name').fill(`Mobile ${suffix}`);
+    await accessible(page, 'data-source-form');
+    await page.getByRole('button', { name: 'Save the data source' }).click();
+    await page.getByRole('heading', { name: `Mobile ${suffix}` }).waitFor();
+    await page.getByRole('button', { name: `Mint a key for Mobile ${suffix}` }).click();
     const shown = page.getByTestId('new-key');
     await shown.waitFor();
     const key = (await shown.textContent())?.trim() ?? '';
@@ -117,7 +125,6 @@ describe('the console in Chromium', () => {
     await page.keyboard.press('Escape');
 
     // An activity with two attributes, defined in the console, recorded with the new key.
-    const suffix = Math.random().toString(36).slice(2, 6);
     await page.getByRole('tab', { name: 'Activity definitions' }).click();
     await page.getByRole('button', { name: 'Define an activity' }).click();
     await page.getByRole('textbox', { name: /^Name/ }).fill(`Chose plan ${suffix}`);

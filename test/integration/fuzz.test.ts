@@ -491,6 +491,25 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       },
     ],
   },
+  'POST /console/v1/data-sources/create': {
+    base: () => ({
+      instance_id: 'acme',
+      data_source: { name: 'Fuzzed', merge_by: ['str::email'] },
+    }),
+    members: [
+      consoleInstance,
+      {
+        name: 'data_source',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('object'),
+          fc.constant({}),
+          fc.constant({ name: 'x', merge_by: [] }),
+          fc.constant({ name: 'x', merge_strategy: 4 }),
+        ),
+      },
+    ],
+  },
   'POST /console/v1/people/get': {
     base: () => ({ instance_id: 'acme' }),
     members: [

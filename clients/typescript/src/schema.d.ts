@@ -1324,6 +1324,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/data-sources/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a data source
+         * @description A data source with its merge preferences, checked by the configuration file's rules, usable at once (mint its keys next); `apply` keeps it. Recorded in the audit log. 409 when the name is taken. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleDataSourcesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console/v1/keys/create": {
         parameters: {
             query?: never;
@@ -2691,6 +2711,15 @@ export interface components {
             origin: "file" | "minted";
             created_at: string | null;
             revoked_at: string | null;
+        };
+        ConsoleDataSourceResponse: {
+            instance_id: string;
+            data_source: {
+                name: string;
+                merge_by: string[];
+                merge_strategy: number;
+                find_strategy: number;
+            };
         };
         ConsoleKeyCreatedResponse: {
             instance_id: string;
@@ -7638,6 +7667,83 @@ export interface operations {
             400: components["responses"]["Error400"];
             401: components["responses"]["Error401"];
             404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleDataSourcesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "data_source": {
+                 *         "name": "Mobile app",
+                 *         "merge_by": [
+                 *           "str::email"
+                 *         ],
+                 *         "merge_strategy": 2,
+                 *         "find_strategy": 0
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    data_source: {
+                        name: string;
+                        /**
+                         * @default [
+                         *       "str::email"
+                         *     ]
+                         */
+                        merge_by?: string[];
+                        /** @default 2 */
+                        merge_strategy?: 1 | 2 | 3;
+                        /** @default 0 */
+                        find_strategy?: 0 | 1 | 2;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The data source */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "data_source": {
+                     *         "name": "Mobile app",
+                     *         "merge_by": [
+                     *           "str::email"
+                     *         ],
+                     *         "merge_strategy": 2,
+                     *         "find_strategy": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleDataSourceResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
             413: components["responses"]["Error413"];
             429: components["responses"]["Error429"];
             431: components["responses"]["Error431"];

@@ -1,4 +1,16 @@
-import { Button, Code, CopyButton, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
+import {
+  Button,
+  Code,
+  CopyButton,
+  Group,
+  Modal,
+  NativeSelect,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type KeyCreated, type KeyRevoked, type Keys } from '../api.ts';
@@ -6,6 +18,103 @@ import { Failure, Waiting } from '../status.tsx';
 
 const short = (hash: string) => `${hash.slice(0, 16)}…`;
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
+
+const MERGE_KEYS = [
+  { value: 'str::email', label: 'Email (str::email)' },
+  { value: 'str::ei', label: 'External ID (str::ei)' },
+  { value: 'str::person_id', label: 'Person ID (str::person_id), alone' },
+];
+
+interface SourceDraft {
+  name: string;
+  first: string;
+  second: string;
+  mergeStrategy: string;
+  findStrategy: string;
+}
+
+/** A new data source: its name and merge preferences (the configuration file's rules). */
+function DataSourceForm({ saving, onSave }: { saving: boolean; onSave: (source: object) => void }) {
+  const [draft, setDraft] = useState<SourceDraft>({
+    name: '',
+    first: 'str::email',
+    second: '',
+    mergeStrategy: '2',
+    findStrategy: '0',
+  });
+  const set = (change: Partial<SourceDraft>) => {
+    setDraft((current) => ({ ...current, ...change }));
+  };
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSave({
+          name: draft.name.trim(),
+          merge_by: [draft.first, ...(draft.second ? [draft.second] : [])],
+          merge_strategy: Number(draft.mergeStrategy),
+          find_strategy: Number(draft.findStrategy),
+        });
+      }}
+    >
+      <Stack>
+        <TextInput
+          label="Data source name"
+          required
+          value={draft.name}
+          onChange={(event) => {
+            set({ name: event.currentTarget.value });
+          }}
+        />
+        <NativeSelect
+          label="Merge by"
+          value={draft.first}
+          data={MERGE_KEYS}
+          onChange={(event) => {
+            set({ first: event.currentTarget.value });
+          }}
+        />
+        <NativeSelect
+          label="Then by (optional)"
+          value={draft.second}
+          data={[{ value: '', label: 'nothing else' }, ...MERGE_KEYS.slice(0, 2)]}
+          onChange={(event) => {
+            set({ second: event.currentTarget.value });
+          }}
+        />
+        <NativeSelect
+          label="Merge strategy"
+          value={draft.mergeStrategy}
+          data={[
+            { value: '1', label: '1: append only (existing values are kept)' },
+            { value: '2', label: '2: overwrite existing values' },
+            { value: '3', label: '3: ignore the record for existing people' },
+          ]}
+          onChange={(event) => {
+            set({ mergeStrategy: event.currentTarget.value });
+          }}
+        />
+        <NativeSelect
+          label="Find strategy"
+          value={draft.findStrategy}
+          data={[
+            { value: '0', label: '0: the first merge key, then the second' },
+            { value: '1', label: '1: the first merge key only' },
+            { value: '2', label: '2: a person holding every merge key given' },
+          ]}
+          onChange={(event) => {
+            set({ findStrategy: event.currentTarget.value });
+          }}
+        />
+        <Group justify="flex-end">
+          <Button type="submit" loading={saving}>
+            Save the data source
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
 
 /**
  * An instance's data sources and their API keys: mint one (shown once, in a dialog), revoke
@@ -20,6 +129,7 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
   });
   const [minted, setMinted] = useState<KeyCreated | undefined>();
   const [revoking, setRevoking] = useState<string | undefined>();
+  const [adding, setAdding] = useState(false);
   const changed = () =>
     Promise.all([
       client.invalidateQueries({ queryKey: ['keys', instanceId] }),
@@ -30,6 +140,14 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
       api<KeyCreated>('POST', 'keys/create', { instance_id: instanceId, data_source: dataSource }),
     onSuccess: async (created) => {
       setMinted(created);
+      await changed();
+    },
+  });
+  const addSource = useMutation({
+    mutationFn: (source: object) =>
+      api<object>('POST', 'data-sources/create', { instance_id: instanceId, data_source: source }),
+    onSuccess: async () => {
+      setAdding(false);
       await changed();
     },
   });
@@ -48,6 +166,15 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
   }
   return (
     <Stack>
+      <Group justify="flex-end">
+        <Button
+          onClick={() => {
+            setAdding(true);
+          }}
+        >
+          Add a data source
+        </Button>
+      </Group>
       {(mint.error ?? revoke.error) && (
         <Failure title="The change was not made" error={(mint.error ?? revoke.error) as Error} />
       )}
@@ -115,6 +242,26 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
           </Table>
         </Stack>
       ))}
+      <Modal
+        closeButtonProps={{ 'aria-label': 'Close' }}
+        transitionProps={{ duration: 0 }}
+        opened={adding}
+        onClose={() => {
+          setAdding(false);
+          addSource.reset();
+        }}
+        title="Add a data source"
+      >
+        {addSource.error && (
+          <Failure title="The data source was not made" error={addSource.error} />
+        )}
+        <DataSourceForm
+          saving={addSource.isPending}
+          onSave={(source) => {
+            addSource.mutate(source);
+          }}
+        />
+      </Modal>
       <Modal
         closeButtonProps={{ 'aria-label': 'Close' }}
         transitionProps={{ duration: 0 }}

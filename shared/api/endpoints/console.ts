@@ -3,6 +3,7 @@ import {
   ConsoleActivityArchiveRequest,
   ConsoleActivityRequest,
 } from '../../domain/console/console-activities.js';
+import { ConsoleDataSourceRequest } from '../../domain/console/console-data-sources.js';
 import {
   ConsolePeopleRequest,
   ConsoleProfileRequest,
@@ -19,6 +20,7 @@ import {
   ConsoleActivityArchivedResponse,
   ConsoleActivityResponse,
   ConsoleAuditResponse,
+  ConsoleDataSourceResponse,
   ConsoleInstancesResponse,
   ConsoleKeyCreatedResponse,
   ConsoleKeyRevokedResponse,
@@ -298,6 +300,37 @@ export const CONSOLE = {
               created_at: '2026-12-02T10:00:00.000Z',
             },
           ],
+        },
+      },
+    },
+  },
+  'POST /console/v1/data-sources/create': {
+    tag: 'Console',
+    summary: 'Make a data source',
+    description: `A data source with its merge preferences, checked by the configuration file's rules, usable at once (mint its keys next); \`apply\` keeps it. Recorded in the audit log. 409 when the name is taken. ${NOT_YOURS}`,
+    request: ConsoleDataSourceRequest,
+    requestExample: {
+      instance_id: 'acme',
+      data_source: {
+        name: 'Mobile app',
+        merge_by: ['str::email'],
+        merge_strategy: 2,
+        find_strategy: 0,
+      },
+    },
+    errors: [404, 409],
+    responses: {
+      200: {
+        description: 'The data source',
+        schema: ConsoleDataSourceResponse,
+        example: {
+          instance_id: 'acme',
+          data_source: {
+            name: 'Mobile app',
+            merge_by: ['str::email'],
+            merge_strategy: 2,
+            find_strategy: 0,
+          },
         },
       },
     },

@@ -174,4 +174,41 @@ describe('applying a configuration', () => {
     });
     expect(writer.instances.get('koala')?.data_sources[0]).not.toHaveProperty('api_key');
   });
+
+  it('keeps a data source made in the console, unless the file has one of its name', async () => {
+    const writer = await regionDirectory('default');
+    const acme = writer.instances.get('acme');
+    if (!acme) throw new Error('fixture');
+    const console = {
+      name: 'Mobile',
+      merge_by: ['str::ei'],
+      merge_strategy: 1 as const,
+      find_strategy: 0 as const,
+      source: 'api' as const,
+    };
+    writer.instances.set('acme', { ...acme, data_sources: [...acme.data_sources, console] });
+    await applyConfiguration(file, 'default', writer);
+    expect(writer.instances.get('acme')?.data_sources.map((s) => s.name)).toEqual([
+      'Web',
+      'Mobile',
+    ]);
+
+    const named = parseConfigurationFile({
+      instances: [
+        {
+          id: 'acme',
+          name: 'Acme',
+          data_sources: [
+            { name: 'Web', api_key: 'acme-key-32-characters-or-more-x' },
+            { name: 'Mobile', merge_by: ['str::email'] },
+          ],
+        },
+      ],
+    });
+    await applyConfiguration(named, 'default', writer);
+    expect(writer.instances.get('acme')?.data_sources).toEqual([
+      expect.objectContaining({ name: 'Web' }),
+      { name: 'Mobile', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 },
+    ]);
+  });
 });
