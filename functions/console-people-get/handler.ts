@@ -6,8 +6,8 @@ import { createConsoleRuntime } from '../../shared/http/console-runtime.js';
 import { createListingPorts } from '../../shared/http/listing-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { http, config, region } = createConsoleRuntime();
 const { db, cursors } = createApiRuntime();
+const { http, config, region } = createConsoleRuntime(db);
 const ports = createListingPorts(db);
 
 /** `POST /console/v1/people/get`: the instance's people, searched and paged. */

@@ -6,8 +6,8 @@ import { createConsoleRuntime } from '../../shared/http/console-runtime.js';
 import { createFeedPorts } from '../../shared/http/feed-runtime.js';
 import { findRoute } from '../../shared/routes.js';
 
-const { http, config, region } = createConsoleRuntime();
 const { db, cursors } = createApiRuntime();
+const { http, config, region } = createConsoleRuntime(db);
 const store = createPeopleStore(db);
 const feedPorts = createFeedPorts(db);
 

@@ -1,4 +1,5 @@
 import { DynamoAuditLog } from '../adapters/audit-log.js';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../adapters/aws-clients.js';
 import { DynamoConfigStore } from '../adapters/config-store.js';
 import { consoleTokenVerifier, type ConsoleVerifier } from '../adapters/console-tokens.js';
@@ -8,13 +9,13 @@ import { SignInRequiredError } from '../domain/errors.js';
 /**
  * What every function of the console's API builds once per container: the config table's
  * store (instances, data sources, keys), the audit log beside it, and the verifier of the
- * signed-in user's ID token. `http` is what `consoleHandler` takes.
+ * signed-in user's ID token. `http` is what `consoleHandler` takes; a function that also
+ * reads through the public API's runtime passes its DynamoDB client (one per container).
  */
-export function createConsoleRuntime() {
+export function createConsoleRuntime(db: DynamoDBDocumentClient = createDocumentClient()) {
   const env = readEnv(
     ApiEnv.pick({ CDP_REGION: true, CONFIG_TABLE: true }).extend(ConsoleEnv.shape),
   );
-  const db = createDocumentClient();
   const verify: ConsoleVerifier =
     env.CONSOLE_ISSUER && env.CONSOLE_CLIENT_ID
       ? consoleTokenVerifier({
