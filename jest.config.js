@@ -75,7 +75,7 @@ const integrationFaults = {
     '/person-location\\.test\\.ts$',
     '/person-search\\.test\\.ts$',
     // The console's pages in Chromium: what they show, not how writes meet each other.
-    '/console-browser\\.test\\.ts$',
+    '/integration/console/browser[^/]*\\.test\\.ts$',
   ],
   setupFiles: [...common.setupFiles, '<rootDir>/test/integration/faults-env.js'],
   globalSetup: '<rootDir>/test/integration/global-setup-faults.ts',
@@ -99,7 +99,7 @@ const integrationLocalstack = {
     // Starts a whole local stack of its own (emulators included) to read its logs.
     '/security\\.test\\.ts$',
     // The console's pages in Chromium: the same pages whatever the store (its API runs here).
-    '/console-browser\\.test\\.ts$',
+    '/integration/console/browser[^/]*\\.test\\.ts$',
   ],
   setupFiles: [...common.setupFiles, '<rootDir>/test/integration/localstack-env.js'],
   // Node's, where no test or hook has less time than testTimeout below.

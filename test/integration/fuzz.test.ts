@@ -11,7 +11,7 @@ import { TABLES, tableName } from '../../shared/resources.js';
 import { ROUTES, routeKey, type RouteDefinition } from '../../shared/routes.js';
 import { adminEnv, run } from './cli.js';
 import { baseUrl, stackDb } from './stack.js';
-import { consoleUser, signIn } from './console.js';
+import { consoleUser, signIn } from './console/sign-in.js';
 import { checkedFetch } from '../contract.js';
 
 /**

@@ -1,15 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createRequire } from 'node:module';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { findChromium } from '../browser/chromium.js';
-import { consoleUser } from './console.js';
-import { until } from './emails.js';
-import { baseUrl, call } from './stack.js';
+import { until } from '../emails.js';
+import { call } from '../stack.js';
+import { accessible, newPage, signInAs, useConsoleBrowser, violations } from './browser.js';
 
 /**
  * The console in a real browser (the packaged Chromium the reference-page test drives),
@@ -19,83 +12,9 @@ import { baseUrl, call } from './stack.js';
  * records it through the public API with the new key and finds it on the person's timeline,
  * revokes the key and sees the public API refuse it and the audit log name every change; another tenant's
  * user sees none of it. Every page passes axe-core without a serious or critical violation
- * and breaks no rule of its Content-Security-Policy. `CDP_CONSOLE_SCREENSHOTS=<dir>` keeps a
- * screenshot of each page (`npm run docs:console` updates docs/console/).
+ * and breaks no rule of its Content-Security-Policy (`browser.ts`).
  */
-const require = createRequire(import.meta.url);
-const AXE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-const SCREENSHOTS = process.env.CDP_CONSOLE_SCREENSHOTS;
-
-let profile: string;
-let browser: BrowserContext;
-const violations: string[] = [];
-
-beforeAll(async () => {
-  const found = await findChromium();
-  profile = await mkdtemp(join(tmpdir(), 'cdp-console-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: found.executablePath,
-    env: { ...process.env, ...found.env },
-    headless: true,
-    viewport: { width: 1280, height: 860 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'],
-  });
-}, 90_000);
-
-afterAll(async () => {
-  await browser.close();
-  await rm(profile, { recursive: true, force: true });
-});
-
-/** A page that records what its Content-Security-Policy refused. */
-async function newPage(): Promise<Page> {
-  const page = await browser.newPage();
-  page.on('console', (message) => {
-    if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
-  });
-  return page;
-}
-
-/** axe-core on what the page shows now: no serious or critical violation. */
-async function accessible(page: Page, name: string): Promise<void> {
-  await page.evaluate(AXE);
-  const found = await page.evaluate(async () => {
-    const result = await (
-      globalThis as unknown as {
-        axe: {
-          run: () => Promise<{
-            violations: { id: string; impact: string; help: string; nodes: { html: string }[] }[];
-          }>;
-        };
-      }
-    ).axe.run();
-    return result.violations.map((v) => ({
-      id: v.id,
-      impact: v.impact,
-      help: v.help,
-      nodes: v.nodes.map((node) => node.html.slice(0, 160)),
-    }));
-  });
-  const serious = found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect({ page: name, serious }).toEqual({ page: name, serious: [] });
-  if (SCREENSHOTS) {
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
-  }
-}
-
-async function signInAs(page: Page, email: string): Promise<void> {
-  // Each test signs in through the issuer's form: no session of an earlier sign-in.
-  await browser.clearCookies();
-  await page.goto(`${baseUrl('default')}/console/`);
-  await accessible(page, 'sign-in');
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(consoleUser(email).password);
-  if (email === 'ops@acme.test') await accessible(page, 'issuer-sign-in');
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Instances' }).waitFor();
-}
+useConsoleBrowser();
 
 describe('the console in Chromium', () => {
   it('signs in, mints a key the API takes, revokes it, and audits both', async () => {

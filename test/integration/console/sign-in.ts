@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { baseUrl, TEST_STACK, type StackPorts } from './stack-process.js';
+import { baseUrl, TEST_STACK, type StackPorts } from '../stack-process.js';
 
 /**
  * Signing in to the console as a browser does, against the stack's issuer: the authorization

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { call, KEYS } from './stack.js';
-import { consoleCall, consoleUser, issuerUrl, signIn } from './console.js';
-import { until } from './emails.js';
+import { call, KEYS } from '../stack.js';
+import { consoleCall, consoleUser, issuerUrl, signIn } from './sign-in.js';
+import { until } from '../emails.js';
 
 /**
  * The console's API against the stack's local issuer (the same verification code as with
