@@ -232,6 +232,18 @@ const ORGANIZATION_DELETE: readonly Access[] = [...ORGANIZATION_LIFECYCLE, 'acti
 /** Defining audiences: their definitions (config), counters, and queueing their builds. */
 const AUDIENCE_WRITER: readonly Access[] = ['config:write', 'audiences', 'queue:audience-jobs'];
 
+/** The console's people listings (`person/get`'s reads, its cursors and offset positions). */
+const CONSOLE_PEOPLE_LISTING: readonly Access[] = [
+  'config:read',
+  'people:read',
+  'activities:read',
+  'organizations:read',
+  'audiences:read',
+  'indexes:read',
+  'signing',
+  'requests',
+];
+
 /** The public routes of email links: no key, small bodies, the signing secret in config. */
 function tracking(access: Access[]): Partial<RouteDefinition> {
   return {
@@ -502,6 +514,45 @@ export const ROUTES: readonly RouteDefinition[] = [
     '/console/v1/activities/archive',
     'console-activities-archive',
     consoleApi(['config:write']),
+  ),
+  // Organizations (reads): the listing as `organizations/get` reads it; a profile's people as
+  // `person/get` finds them (the field index), with its cursors and offset positions.
+  api(
+    'POST',
+    '/console/v1/organizations/get',
+    'console-organizations-get',
+    consoleApi(['config:read', 'organizations:read', 'signing']),
+  ),
+  api(
+    'POST',
+    '/console/v1/organizations/profile',
+    'console-organizations-profile',
+    consoleApi([...CONSOLE_PEOPLE_LISTING]),
+  ),
+  // Audiences: definitions (config) and their counters; making one queues its build.
+  api(
+    'POST',
+    '/console/v1/audiences/get',
+    'console-audiences-get',
+    consoleApi(['config:read', 'audiences:read']),
+  ),
+  api(
+    'POST',
+    '/console/v1/audiences/create',
+    'console-audiences-create',
+    consoleApi([...AUDIENCE_WRITER]),
+  ),
+  api(
+    'PUT',
+    '/console/v1/audiences/archive',
+    'console-audiences-archive',
+    consoleApi([...AUDIENCE_WRITER]),
+  ),
+  api(
+    'POST',
+    '/console/v1/audiences/members',
+    'console-audiences-members',
+    consoleApi([...CONSOLE_PEOPLE_LISTING]),
   ),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),

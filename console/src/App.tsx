@@ -4,9 +4,11 @@ import { useState } from 'react';
 import { useAuth } from 'react-oidc-context';
 import { useConsoleApi, type Me } from './api.ts';
 import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
+import { AudiencesPage } from './pages/AudiencesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
+import { OrganizationsPage } from './pages/OrganizationsPage.tsx';
 import { PeoplePage } from './pages/PeoplePage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
@@ -86,6 +88,8 @@ function Console({ region }: { region: string }) {
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
                 <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
                 <Tabs.Tab value="people">People</Tabs.Tab>
+                <Tabs.Tab value="organizations">Organizations</Tabs.Tab>
+                <Tabs.Tab value="audiences">Audiences</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="md">
@@ -96,6 +100,12 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="people" pt="md">
                 <PeoplePage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="organizations" pt="md">
+                <OrganizationsPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="audiences" pt="md">
+                <AudiencesPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

@@ -11,6 +11,13 @@ import type {
   ConsolePeopleResponse,
   ConsoleProfileResponse,
 } from '../../shared/api/console-schemas.ts';
+import type {
+  ConsoleAudienceMembersResponse,
+  ConsoleAudienceResponse,
+  ConsoleAudiencesResponse,
+  ConsoleOrganizationProfileResponse,
+  ConsoleOrganizationsResponse,
+} from '../../shared/api/console-groups.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
 export interface ConsoleConfig {
@@ -29,6 +36,13 @@ export type Activities = z.infer<typeof ConsoleActivitiesResponse>;
 export type Activity = Activities['activities'][number];
 export type People = z.infer<typeof ConsolePeopleResponse>;
 export type Profile = z.infer<typeof ConsoleProfileResponse>;
+export type Organizations = z.infer<typeof ConsoleOrganizationsResponse>;
+export type OrganizationProfile = z.infer<typeof ConsoleOrganizationProfileResponse>;
+export type Audiences = z.infer<typeof ConsoleAudiencesResponse>;
+export type AudienceSummary = Audiences['audiences'][number];
+export type FilterField = Audiences['filter_fields'][number];
+export type AudienceAnswer = z.infer<typeof ConsoleAudienceResponse>;
+export type AudienceMembers = z.infer<typeof ConsoleAudienceMembersResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {

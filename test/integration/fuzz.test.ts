@@ -523,6 +523,73 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
     base: () => ({ instance_id: 'acme', person_id: '0'.repeat(24) }),
     members: [consoleInstance, { name: 'person_id', required: true, invalid: notHexId }],
   },
+  'POST /console/v1/organizations/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [
+      consoleInstance,
+      { name: 'q', invalid: fc.oneof(wrongType('string'), longString(256, 2000)) },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'offset', invalid: badInteger(0, 10_000_000) },
+      { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(2001, 3000)) },
+    ],
+  },
+  'POST /console/v1/organizations/profile': {
+    base: () => ({ instance_id: 'acme', organization_id: '0'.repeat(24) }),
+    members: [
+      consoleInstance,
+      { name: 'organization_id', required: true, invalid: notHexId },
+      { name: 'limit', invalid: badInteger(1, 100) },
+    ],
+  },
+  'POST /console/v1/audiences/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [
+      consoleInstance,
+      { name: 'archived', invalid: wrongType('boolean') },
+      { name: 'search_term', invalid: fc.oneof(wrongType('string'), longString(256, 600)) },
+      { name: 'offset', invalid: badInteger(0, 100) },
+    ],
+  },
+  'POST /console/v1/audiences/create': {
+    base: (u) => ({
+      instance_id: 'acme',
+      name: `fuzz ${u}`,
+      filter: { $and: [{ '$str::is': { field_id: 'str::first', value: u } }] },
+    }),
+    members: [
+      consoleInstance,
+      {
+        name: 'name',
+        required: true,
+        invalid: fc.oneof(wrongType('string'), fc.constant('  '), longString(256, 600)),
+      },
+      {
+        name: 'filter',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('object'),
+          fc.constant({ $and: [] }),
+          fc.constant({ '$str::sounds_like': { field_id: 'str::first', value: 'x' } }),
+          fc.constant({ $and: [{ '$int::is': { field_id: 'str::first', value: 1 } }] }),
+          fc.constant({ $and: [{ '$str::is': { field_id: 'str:cm:nope', value: 'x' } }] }),
+        ),
+      },
+      { name: 'exit_filter', invalid: fc.oneof(wrongType('object', 'null'), fc.constant({})) },
+    ],
+  },
+  'PUT /console/v1/audiences/archive': {
+    base: () => ({ instance_id: 'acme', audience_id: '0'.repeat(24) }),
+    members: [consoleInstance, { name: 'audience_id', required: true, invalid: notHexId }],
+  },
+  'POST /console/v1/audiences/members': {
+    base: () => ({ instance_id: 'acme', audience_id: '0'.repeat(24) }),
+    members: [
+      consoleInstance,
+      { name: 'audience_id', required: true, invalid: notHexId },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'offset', invalid: badInteger(0, 10_000_000) },
+    ],
+  },
   'POST /console/v1/audit/get': {
     base: () => ({ instance_id: 'acme' }),
     members: [

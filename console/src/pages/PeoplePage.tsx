@@ -8,7 +8,7 @@ const show = (value: unknown) =>
   typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
 
 /** One person: fields with their labels, tags, and the timeline as display text. */
-function PersonProfile({
+export function PersonProfile({
   instanceId,
   personId,
   onBack,

@@ -409,6 +409,41 @@ const OPERATORS: Readonly<Record<string, OperatorSpec>> = {
   $id_is_not: idOperator(true),
 };
 
+/** The family of values an operator reads: a field type, or the tags (`u4s`). */
+export type FilterFieldType = Families;
+
+/** The condition operators that can read a field of this type (the console's filter builder). */
+export function operatorsFor(type: FilterFieldType): string[] {
+  return Object.entries(OPERATORS)
+    .filter(([, spec]) => spec.types.includes(type))
+    .map(([operator]) => operator);
+}
+
+/**
+ * The fields a filter of the instance can name, with the type its operators must fit: the
+ * system fields (created, last seen, tags, organization, the person's ID) and every stored
+ * person field. What `compileFilter` reads, listed (the legacy `tags` name aside).
+ */
+export function filterableFields(
+  fields: FieldCatalog,
+): { id: string; label: string; type: FilterFieldType }[] {
+  const system = [
+    { id: CREATED, label: 'Created' },
+    { id: LAST_SEEN, label: 'Last seen' },
+    { id: TAGS, label: 'Tags' },
+    { id: ORGANIZATION, label: 'Organization ID' },
+    { id: PERSON_ID, label: 'Person ID' },
+  ];
+  const named = new Set(system.map((field) => field.id));
+  const stored = [...fields.fields]
+    .filter((field) => field.stored && !named.has(field.id))
+    .map((field) => ({ id: field.id, label: field.label }));
+  return [...system, ...stored].flatMap(({ id, label }) => {
+    const field = readableField(id, { fields });
+    return field ? [{ id, label, type: field.type }] : [];
+  });
+}
+
 /** The operators of the language, for messages and the documentation. */
 export const FILTER_OPERATORS = ['$and', '$or', '$andgroup', '$orgroup', ...Object.keys(OPERATORS)];
 

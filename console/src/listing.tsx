@@ -1,0 +1,117 @@
+import { Button, Group, Table } from '@mantine/core';
+import { useState } from 'react';
+
+/**
+ * What the listings of organizations, an organization's people and an audience's members
+ * share: pages followed by the API's `cursor_id` (each page costs the same at any depth), and
+ * a table of people by email and name, each openable.
+ */
+export interface PagePosition {
+  offset: number;
+  cursor_id?: string;
+}
+
+/** The pages seen so far: the current one last, so "Previous" goes back without a new cursor. */
+export function usePages() {
+  const [pages, setPages] = useState<PagePosition[]>([{ offset: 0 }]);
+  const current = pages.at(-1) ?? { offset: 0 };
+  return {
+    current,
+    number: pages.length,
+    next: (position: PagePosition) => {
+      setPages([...pages, position]);
+    },
+    previous: () => {
+      setPages(pages.slice(0, -1));
+    },
+    reset: () => {
+      setPages([{ offset: 0 }]);
+    },
+  };
+}
+
+/** "Previous page" and "Next page" for a listing, named after what it lists. */
+export function PageButtons({
+  what,
+  pages,
+  answer,
+}: {
+  what: string;
+  pages: ReturnType<typeof usePages>;
+  answer: { next_offset: number; cursor_id?: string | undefined; has_more: boolean };
+}) {
+  return (
+    <Group>
+      <Button
+        variant="default"
+        disabled={pages.number <= 1}
+        onClick={() => {
+          pages.previous();
+        }}
+      >
+        Previous page of {what}
+      </Button>
+      <Button
+        variant="default"
+        disabled={!answer.has_more || answer.cursor_id === undefined}
+        onClick={() => {
+          pages.next({
+            offset: answer.next_offset,
+            ...(answer.cursor_id ? { cursor_id: answer.cursor_id } : {}),
+          });
+        }}
+      >
+        Next page of {what}
+      </Button>
+    </Group>
+  );
+}
+
+/** People by email and name, each with a button that opens their profile. */
+export function PeopleTable({
+  caption,
+  contacts,
+  onOpen,
+}: {
+  caption: string;
+  contacts: readonly { id: string; fields?: Record<string, unknown> | undefined }[];
+  onOpen: (personId: string) => void;
+}) {
+  return (
+    <Table striped>
+      <Table.Caption>{caption}</Table.Caption>
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th scope="col">Email</Table.Th>
+          <Table.Th scope="col">Name</Table.Th>
+          <Table.Th scope="col">Profile</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {contacts.map((person) => {
+          const fields = (person.fields ?? {}) as Record<string, string | undefined>;
+          const email = fields['str::email'] ?? person.id;
+          return (
+            <Table.Tr key={person.id}>
+              <Table.Td>{email}</Table.Td>
+              <Table.Td>
+                {[fields['str::first'], fields['str::last']].filter(Boolean).join(' ') || '—'}
+              </Table.Td>
+              <Table.Td>
+                <Button
+                  size="xs"
+                  variant="default"
+                  onClick={() => {
+                    onOpen(person.id);
+                  }}
+                >
+                  Open {email}
+                </Button>
+              </Table.Td>
+            </Table.Tr>
+          );
+        })}
+      </Table.Tbody>
+    </Table>
+  );
+}

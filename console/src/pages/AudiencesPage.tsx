@@ -1,0 +1,477 @@
+import {
+  Button,
+  Code,
+  Group,
+  Modal,
+  NativeSelect,
+  Stack,
+  Table,
+  Text,
+  TextInput,
+  Title,
+} from '@mantine/core';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import {
+  useConsoleApi,
+  type AudienceAnswer,
+  type AudienceMembers,
+  type Audiences,
+  type AudienceSummary,
+  type FilterField,
+} from '../api.ts';
+import { composeFilter, type Combinator, type DraftCondition } from '../filter-builder.ts';
+import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
+import { Failure, Waiting } from '../status.tsx';
+import { PersonProfile } from './PeoplePage.tsx';
+
+/** Where an audience stands: its members still being found, held, archived, or kept current. */
+function stateOf(audience: AudienceSummary): string {
+  if (audience.archived_at) return 'archived: no longer kept current';
+  if (audience.held_reason) return `held: ${audience.held_reason}`;
+  if (audience.building) {
+    const { evaluated, queued, done_shards: done } = audience.build_progress;
+    return `finding its members: ${evaluated} of ${queued} people checked so far (${done} of 16 parts walked)`;
+  }
+  return audience.last_built_at
+    ? `kept current (members found by ${new Date(audience.last_built_at).toLocaleString()})`
+    : 'kept current';
+}
+
+/** A new condition on a field: its first operator, no value yet. */
+function conditionOn(field: FilterField): DraftCondition {
+  const first = field.operators[0];
+  return {
+    field_id: field.id,
+    operator: first?.operator ?? '$has_any_value',
+    kind: first?.kind ?? 'none',
+    value: first?.kind === 'boolean' ? 'true' : '',
+    value2: '',
+  };
+}
+
+const VALUE_HINT: Partial<Record<DraftCondition['kind'], string>> = {
+  date: 'A date such as 2026-01-31',
+  'date-range': 'A date such as 2026-01-31',
+  days: 'A whole number of days',
+};
+
+/** The value inputs of one condition, as its operator reads them. */
+function ValueInputs({
+  index,
+  condition,
+  onChange,
+}: {
+  index: number;
+  condition: DraftCondition;
+  onChange: (change: Partial<DraftCondition>) => void;
+}) {
+  const name = `Condition ${index + 1}`;
+  switch (condition.kind) {
+    case 'none':
+      return null;
+    case 'boolean':
+      return (
+        <NativeSelect
+          label={`${name} value`}
+          value={condition.value}
+          data={[
+            { value: 'true', label: 'true' },
+            { value: 'false', label: 'false' },
+          ]}
+          onChange={(event) => {
+            onChange({ value: event.currentTarget.value });
+          }}
+        />
+      );
+    case 'number-range':
+    case 'date-range':
+      return (
+        <>
+          <TextInput
+            label={`${name} from`}
+            description={VALUE_HINT[condition.kind]}
+            value={condition.value}
+            onChange={(event) => {
+              onChange({ value: event.currentTarget.value });
+            }}
+          />
+          <TextInput
+            label={`${name} to`}
+            description={VALUE_HINT[condition.kind]}
+            value={condition.value2}
+            onChange={(event) => {
+              onChange({ value2: event.currentTarget.value });
+            }}
+          />
+        </>
+      );
+    default:
+      return (
+        <TextInput
+          label={condition.kind === 'days' ? `${name} days ago` : `${name} value`}
+          description={VALUE_HINT[condition.kind]}
+          value={condition.value}
+          onChange={(event) => {
+            onChange({ value: event.currentTarget.value });
+          }}
+        />
+      );
+  }
+}
+
+/**
+ * The filter builder: conditions on the instance's fields with the operators that can read
+ * each field's type, combined with "and" or "or", and the filter they make in the API's
+ * language, shown as it is sent. The server checks it with the public API's parser.
+ */
+function AudienceForm({
+  fields,
+  saving,
+  onSave,
+}: {
+  fields: readonly FilterField[];
+  saving: boolean;
+  onSave: (name: string, filter: Record<string, unknown>) => void;
+}) {
+  const byId = new Map(fields.map((field) => [field.id, field]));
+  const starting = byId.get('str::email') ?? fields[0];
+  const [name, setName] = useState('');
+  const [combinator, setCombinator] = useState<Combinator>('and');
+  const [conditions, setConditions] = useState<DraftCondition[]>(
+    starting ? [conditionOn(starting)] : [],
+  );
+  const filter = composeFilter(combinator, conditions);
+  const change = (index: number, next: Partial<DraftCondition>) => {
+    setConditions(conditions.map((row, i) => (i === index ? { ...row, ...next } : row)));
+  };
+  return (
+    <form
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSave(name, filter);
+      }}
+    >
+      <Stack>
+        <TextInput
+          label="Audience name"
+          required
+          value={name}
+          onChange={(event) => {
+            setName(event.currentTarget.value);
+          }}
+        />
+        <NativeSelect
+          label="People belong when they match"
+          value={combinator}
+          data={[
+            { value: 'and', label: 'every condition (and)' },
+            { value: 'or', label: 'any condition (or)' },
+          ]}
+          onChange={(event) => {
+            setCombinator(event.currentTarget.value as Combinator);
+          }}
+        />
+        <Title order={3}>Conditions</Title>
+        {conditions.map((condition, index) => {
+          const field = byId.get(condition.field_id);
+          return (
+            <Group key={index} align="flex-end">
+              <NativeSelect
+                label={`Condition ${index + 1} field`}
+                value={condition.field_id}
+                data={fields.map((option) => ({
+                  value: option.id,
+                  label: `${option.label} (${option.id})`,
+                }))}
+                onChange={(event) => {
+                  const picked = byId.get(event.currentTarget.value);
+                  if (picked) change(index, conditionOn(picked));
+                }}
+              />
+              <NativeSelect
+                label={`Condition ${index + 1} operator`}
+                value={condition.operator}
+                data={(field?.operators ?? []).map((option) => ({
+                  value: option.operator,
+                  label: option.label,
+                }))}
+                onChange={(event) => {
+                  const picked = field?.operators.find(
+                    (option) => option.operator === event.currentTarget.value,
+                  );
+                  if (picked) {
+                    change(index, {
+                      operator: picked.operator,
+                      kind: picked.kind,
+                      value: picked.kind === 'boolean' ? 'true' : '',
+                      value2: '',
+                    });
+                  }
+                }}
+              />
+              <ValueInputs
+                index={index}
+                condition={condition}
+                onChange={(next) => {
+                  change(index, next);
+                }}
+              />
+              <Button
+                variant="default"
+                disabled={conditions.length === 1}
+                onClick={() => {
+                  setConditions(conditions.filter((_, i) => i !== index));
+                }}
+              >
+                Remove condition {index + 1}
+              </Button>
+            </Group>
+          );
+        })}
+        <Button
+          variant="default"
+          disabled={!starting}
+          onClick={() => {
+            if (starting) setConditions([...conditions, conditionOn(starting)]);
+          }}
+        >
+          Add a condition
+        </Button>
+        <Title order={3}>Filter</Title>
+        <Code block data-testid="filter-json" aria-label="The filter as the API takes it">
+          {JSON.stringify(filter, null, 2)}
+        </Code>
+        <Group justify="flex-end">
+          <Button type="submit" loading={saving}>
+            Save the audience
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
+
+/** An audience's members, a page at a time, each openable. */
+function AudienceMembersView({
+  instanceId,
+  audience,
+  onBack,
+}: {
+  instanceId: string;
+  audience: AudienceSummary;
+  onBack: () => void;
+}) {
+  const api = useConsoleApi();
+  const pages = usePages();
+  const [person, setPerson] = useState<string | undefined>();
+  const members = useQuery({
+    queryKey: ['audience-members', instanceId, audience.id, pages.current],
+    queryFn: () =>
+      api<AudienceMembers>('POST', 'audiences/members', {
+        instance_id: instanceId,
+        audience_id: audience.id,
+        limit: 25,
+        ...pages.current,
+      }),
+    // While its members are being found, the first page is asked again.
+    refetchInterval: audience.building && pages.number === 1 ? 2000 : false,
+  });
+  if (person) {
+    return (
+      <PersonProfile
+        instanceId={instanceId}
+        personId={person}
+        onBack={() => {
+          setPerson(undefined);
+        }}
+      />
+    );
+  }
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2}>Members of {audience.name}</Title>
+        <Button variant="default" onClick={onBack}>
+          Back to the audiences
+        </Button>
+      </Group>
+      <Text>State: {stateOf(audience)}.</Text>
+      {members.isPending && <Waiting what="Loading the members" />}
+      {members.error && <Failure title="The members could not load" error={members.error} />}
+      {members.data &&
+        (members.data.contacts.length === 0 && pages.number === 1 ? (
+          <Text>
+            {audience.building
+              ? 'No member found yet: its members are still being found.'
+              : 'Nobody matches its filter.'}
+          </Text>
+        ) : (
+          <>
+            <PeopleTable
+              caption={`Page ${pages.number}: ${members.data.contacts.length} of ${members.data.total} members, newest first`}
+              contacts={members.data.contacts}
+              onOpen={setPerson}
+            />
+            <PageButtons what="members" pages={pages} answer={members.data} />
+          </>
+        ))}
+    </Stack>
+  );
+}
+
+/** The instance's audiences: their counters and state, the filter builder, their members. */
+export function AudiencesPage({ instanceId }: { instanceId: string }) {
+  const api = useConsoleApi();
+  const client = useQueryClient();
+  const [archived, setArchived] = useState(false);
+  const [making, setMaking] = useState(false);
+  const [opened, setOpened] = useState<string | undefined>();
+  const audiences = useQuery({
+    queryKey: ['audiences', instanceId, archived],
+    queryFn: () => api<Audiences>('POST', 'audiences/get', { instance_id: instanceId, archived }),
+    // Counters move as a build finds members: asked again until every build is over.
+    refetchInterval: (query) =>
+      query.state.data?.audiences.some((audience) => audience.building) ? 2000 : false,
+  });
+  const changed = () =>
+    Promise.all([
+      client.invalidateQueries({ queryKey: ['audiences', instanceId] }),
+      client.invalidateQueries({ queryKey: ['audit', instanceId] }),
+    ]);
+  const create = useMutation({
+    mutationFn: (body: { name: string; filter: Record<string, unknown> }) =>
+      api<AudienceAnswer>('POST', 'audiences/create', { instance_id: instanceId, ...body }),
+    onSuccess: async () => {
+      setMaking(false);
+      await changed();
+    },
+  });
+  const archive = useMutation({
+    mutationFn: (id: string) =>
+      api<AudienceAnswer>('PUT', 'audiences/archive', {
+        instance_id: instanceId,
+        audience_id: id,
+      }),
+    onSuccess: changed,
+  });
+
+  if (audiences.isPending) return <Waiting what="Loading the audiences" />;
+  if (audiences.error) {
+    return <Failure title="The audiences could not load" error={audiences.error} />;
+  }
+  const shown = audiences.data.audiences.find((audience) => audience.id === opened);
+  if (shown) {
+    return (
+      <AudienceMembersView
+        instanceId={instanceId}
+        audience={shown}
+        onBack={() => {
+          setOpened(undefined);
+        }}
+      />
+    );
+  }
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2}>Audiences</Title>
+        <Button
+          onClick={() => {
+            setMaking(true);
+          }}
+        >
+          Make an audience
+        </Button>
+      </Group>
+      <NativeSelect
+        label="Show"
+        value={archived ? 'archived' : 'live'}
+        data={[
+          { value: 'live', label: 'live audiences' },
+          { value: 'archived', label: 'archived audiences' },
+        ]}
+        onChange={(event) => {
+          setArchived(event.currentTarget.value === 'archived');
+        }}
+        w={240}
+      />
+      {archive.error && <Failure title="The audience was not archived" error={archive.error} />}
+      <Table striped>
+        <Table.Caption>
+          {archived ? 'Archived audiences' : 'Live audiences'}, newest first: members and
+          subscribers from counters kept with each membership
+        </Table.Caption>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th scope="col">Name</Table.Th>
+            <Table.Th scope="col">Members</Table.Th>
+            <Table.Th scope="col">Subscribers</Table.Th>
+            <Table.Th scope="col">Added in 30 days</Table.Th>
+            <Table.Th scope="col">State</Table.Th>
+            <Table.Th scope="col">Actions</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {audiences.data.audiences.map((audience) => (
+            <Table.Tr key={audience.id}>
+              <Table.Td>{audience.name}</Table.Td>
+              <Table.Td>{audience.members}</Table.Td>
+              <Table.Td>{audience.subscribers}</Table.Td>
+              <Table.Td>{audience.added_last_30_days}</Table.Td>
+              <Table.Td>{stateOf(audience)}</Table.Td>
+              <Table.Td>
+                <Group gap="xs">
+                  <Button
+                    size="xs"
+                    variant="default"
+                    onClick={() => {
+                      setOpened(audience.id);
+                    }}
+                  >
+                    Members of {audience.name}
+                  </Button>
+                  {!audience.archived_at && (
+                    <Button
+                      size="xs"
+                      variant="default"
+                      loading={archive.isPending && archive.variables === audience.id}
+                      onClick={() => {
+                        archive.mutate(audience.id);
+                      }}
+                    >
+                      Archive {audience.name}
+                    </Button>
+                  )}
+                </Group>
+              </Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+      {audiences.data.audiences.length === 0 && <Text>No audience here yet.</Text>}
+      <Modal
+        opened={making}
+        onClose={() => {
+          setMaking(false);
+          create.reset();
+        }}
+        title="Make an audience"
+        size="xl"
+        closeButtonProps={{ 'aria-label': 'Close' }}
+        transitionProps={{ duration: 0 }}
+      >
+        {create.error && <Failure title="The audience was not made" error={create.error} />}
+        {making && (
+          <AudienceForm
+            fields={audiences.data.filter_fields}
+            saving={create.isPending}
+            onSave={(name, filter) => {
+              create.mutate({ name, filter });
+            }}
+          />
+        )}
+      </Modal>
+    </Stack>
+  );
+}
