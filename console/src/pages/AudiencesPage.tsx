@@ -25,6 +25,9 @@ import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
 import { PersonProfile } from './PeoplePage.tsx';
 
+/** Audiences a page (the API's largest page of `audiences/get`). */
+const PAGE = 40;
+
 /** Where an audience stands: its members still being found, held, archived, or kept current. */
 function stateOf(audience: AudienceSummary): string {
   if (audience.archived_at) return 'archived: no longer kept current';
@@ -325,11 +328,20 @@ export function AudiencesPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
   const client = useQueryClient();
   const [archived, setArchived] = useState(false);
+  const [typed, setTyped] = useState('');
+  const [term, setTerm] = useState('');
+  const [offset, setOffset] = useState(0);
   const [making, setMaking] = useState(false);
   const [opened, setOpened] = useState<string | undefined>();
   const audiences = useQuery({
-    queryKey: ['audiences', instanceId, archived],
-    queryFn: () => api<Audiences>('POST', 'audiences/get', { instance_id: instanceId, archived }),
+    queryKey: ['audiences', instanceId, archived, term, offset],
+    queryFn: () =>
+      api<Audiences>('POST', 'audiences/get', {
+        instance_id: instanceId,
+        archived,
+        offset,
+        ...(term ? { search_term: term } : {}),
+      }),
     // Counters move as a build finds members: asked again until every build is over.
     refetchInterval: (query) =>
       query.state.data?.audiences.some((audience) => audience.building) ? 2000 : false,
@@ -384,18 +396,38 @@ export function AudiencesPage({ instanceId }: { instanceId: string }) {
           Make an audience
         </Button>
       </Group>
-      <NativeSelect
-        label="Show"
-        value={archived ? 'archived' : 'live'}
-        data={[
-          { value: 'live', label: 'live audiences' },
-          { value: 'archived', label: 'archived audiences' },
-        ]}
-        onChange={(event) => {
-          setArchived(event.currentTarget.value === 'archived');
+      <form
+        role="search"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setTerm(typed.trim());
+          setOffset(0);
         }}
-        w={240}
-      />
+      >
+        <Group align="flex-end">
+          <NativeSelect
+            label="Show"
+            value={archived ? 'archived' : 'live'}
+            data={[
+              { value: 'live', label: 'live audiences' },
+              { value: 'archived', label: 'archived audiences' },
+            ]}
+            onChange={(event) => {
+              setArchived(event.currentTarget.value === 'archived');
+              setOffset(0);
+            }}
+            w={240}
+          />
+          <TextInput
+            label="Search audiences by name"
+            value={typed}
+            onChange={(event) => {
+              setTyped(event.currentTarget.value);
+            }}
+          />
+          <Button type="submit">Search</Button>
+        </Group>
+      </form>
       {archive.error && <Failure title="The audience was not archived" error={archive.error} />}
       <Table striped>
         <Table.Caption>
@@ -449,7 +481,27 @@ export function AudiencesPage({ instanceId }: { instanceId: string }) {
           ))}
         </Table.Tbody>
       </Table>
-      {audiences.data.audiences.length === 0 && <Text>No audience here yet.</Text>}
+      {audiences.data.audiences.length === 0 && <Text>No audience here.</Text>}
+      <Group>
+        <Button
+          variant="default"
+          disabled={offset === 0}
+          onClick={() => {
+            setOffset(Math.max(0, offset - PAGE));
+          }}
+        >
+          Previous page of audiences
+        </Button>
+        <Button
+          variant="default"
+          disabled={!audiences.data.has_more}
+          onClick={() => {
+            setOffset(audiences.data.next_offset);
+          }}
+        >
+          Next page of audiences
+        </Button>
+      </Group>
       <Modal
         opened={making}
         onClose={() => {
