@@ -1,166 +1,23 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
 import { until } from '../emails.js';
 import { call, KEYS } from '../stack.js';
+import { auditOf, emailsOf, mergePeople, suffix } from './groups.js';
 import { consoleCall, consoleUser, signIn } from './sign-in.js';
 
 /**
- * The console's organizations and audiences against the test stack: organizations searched
- * and opened with their people (made through the public API first), audiences made with a
- * filter in the API's language (checked by its parser), built in the background, counted by
- * their counters and paged by their members, archived; every change audited, another tenant's
- * user answered 404 with nothing written, bad input answered 400 naming the field.
+ * The console's audiences against the test stack: audiences made with a filter in the API's
+ * language (checked by its parser), built in the background, counted by their counters and
+ * paged by their members, archived; every change audited, another tenant's user answered 404
+ * with nothing written, bad input answered 400 naming the field.
  */
 let acme = '';
 let globex = '';
-const suffix = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
 
 beforeAll(async () => {
   [acme, globex] = await Promise.all([
     signIn(consoleUser('ops@acme.test')),
     signIn(consoleUser('ops@globex.test')),
   ]);
-});
-
-type Listed = { id: string; fields?: Record<string, unknown> };
-const emailsOf = (contacts: unknown) =>
-  (contacts as Listed[]).map((person) => person.fields?.['str::email']).sort();
-
-async function mergePeople(people: Record<string, unknown>[]): Promise<string[]> {
-  const merged = await call('/v1/person/merge', {
-    key: KEYS.acme,
-    body: { people: people.map((fields) => ({ fields })) },
-  });
-  expect(merged.status).toBe(200);
-  return (merged.body.people as { person_id: string }[]).map((person) => person.person_id);
-}
-
-async function auditOf(instanceId: string, token = acme) {
-  const audit = await consoleCall('POST', '/console/v1/audit/get', token, {
-    instance_id: instanceId,
-    limit: 100,
-  });
-  expect(audit.status).toBe(200);
-  return audit.body.entries as { action: string; target: string; details: unknown }[];
-}
-
-describe('organizations through the console', () => {
-  it('searches organizations by name and opens one with its labelled fields and its people, paged', async () => {
-    const name = `Grp Initech ${suffix}`;
-    const made = await call('/v1/organizations/merge', {
-      key: KEYS.acme,
-      body: {
-        organizations: [
-          {
-            fields: { 'str:o:name': name, 'str:o:website': 'https://initech.example' },
-            tags: ['prospect'],
-          },
-        ],
-        merge_by: ['str:o:name'],
-      },
-    });
-    expect(made.status).toBe(200);
-    const organizationId = (made.body.organizations as { organization_id: string }[])[0]
-      ?.organization_id;
-    const emails = [`milton-${suffix}@acme.test`, `peter-${suffix}@acme.test`];
-    const people = await mergePeople(
-      emails.map((email, index) => ({
-        'str::email': email,
-        'str::first': ['Milton', 'Peter'][index],
-      })),
-    );
-    const linked = await call('/v1/organizations/contacts/add', {
-      key: KEYS.acme,
-      method: 'PUT',
-      body: { organization_id: organizationId, inclusion_ids: people },
-    });
-    expect(linked.status).toBe(200);
-
-    const found = await consoleCall('POST', '/console/v1/organizations/get', acme, {
-      instance_id: 'acme',
-      q: `grp initech ${suffix}`,
-    });
-    expect(found.status).toBe(200);
-    expect(found.body.organizations).toEqual([
-      {
-        id: organizationId,
-        fields: { 'str:o:name': name, 'str:o:website': 'https://initech.example' },
-      },
-    ]);
-    expect(found.body.meta).toMatchObject({ total_matches: 1 });
-    expect(found.body.has_more).toBe(false);
-
-    // The people are found through the field index, which the people stream keeps.
-    const first = await until('the organization’s people', async () => {
-      const profile = await consoleCall('POST', '/console/v1/organizations/profile', acme, {
-        instance_id: 'acme',
-        organization_id: organizationId,
-        limit: 1,
-      });
-      expect(profile.status).toBe(200);
-      const page = profile.body.people as { contacts: Listed[] };
-      return page.contacts.length === 1 ? profile.body : undefined;
-    });
-    expect(first.fields).toEqual([
-      { id: 'str:o:name', label: 'Name', value: name },
-      { id: 'str:o:website', label: 'Website', value: 'https://initech.example' },
-      // Set by the service: the data source that made it.
-      { id: 'str:o:source', label: 'Source', value: 'Website' },
-    ]);
-    expect(first).toMatchObject({ tags: ['prospect'], member_count: 2, archived_at: null });
-    const page1 = first.people as { contacts: Listed[]; cursor_id: string; has_more: boolean };
-    expect(page1.has_more).toBe(true);
-    const second = await consoleCall('POST', '/console/v1/organizations/profile', acme, {
-      instance_id: 'acme',
-      organization_id: organizationId,
-      limit: 1,
-      offset: 1,
-      cursor_id: page1.cursor_id,
-    });
-    expect(second.status).toBe(200);
-    const page2 = second.body.people as { contacts: Listed[] };
-    expect([...emailsOf(page1.contacts), ...emailsOf(page2.contacts)].sort()).toEqual(emails);
-
-    // Another tenant's user: the instance is missing; their own instance has no such organization.
-    const theirs = await consoleCall('POST', '/console/v1/organizations/profile', globex, {
-      instance_id: 'acme',
-      organization_id: organizationId,
-    });
-    expect(theirs).toMatchObject({
-      status: 404,
-      body: { details: [{ field: 'instance_id', error: 'not found' }] },
-    });
-    const searched = await consoleCall('POST', '/console/v1/organizations/get', globex, {
-      instance_id: 'acme',
-      q: 'grp',
-    });
-    expect(searched.status).toBe(404);
-    const elsewhere = await consoleCall('POST', '/console/v1/organizations/profile', globex, {
-      instance_id: 'globex',
-      organization_id: organizationId,
-    });
-    expect(elsewhere).toMatchObject({
-      status: 404,
-      body: { details: [{ field: 'organization_id', error: 'not found' }] },
-    });
-  });
-
-  it('names the field of a bad request', async () => {
-    const answers = await Promise.all([
-      consoleCall('POST', '/console/v1/organizations/profile', acme, {
-        instance_id: 'acme',
-        organization_id: 'not-an-id',
-      }),
-      consoleCall('POST', '/console/v1/organizations/get', acme, { instance_id: 'acme', limit: 0 }),
-      consoleCall('POST', '/console/v1/organizations/get', acme, {
-        instance_id: 'acme',
-        sort_order: 'asc',
-      }),
-    ]);
-    expect(answers.map((answer) => answer.status)).toEqual([400, 400, 400]);
-    expect(answers[0].body.error).toMatch(/organization_id/);
-    expect(answers[1].body.error).toMatch(/limit/);
-    expect(answers[2].body.error).toMatch(/sort_order/);
-  });
 });
 
 describe('audiences through the console', () => {
@@ -198,7 +55,7 @@ describe('audiences through the console', () => {
     });
     audienceId = String(audience.id);
     expect(audienceId).toMatch(/^[0-9a-f]{24}$/);
-    expect(await auditOf('acme')).toContainEqual(
+    expect(await auditOf('acme', acme)).toContainEqual(
       expect.objectContaining({
         action: 'audience.create',
         target: `audience:${name}`,
@@ -326,7 +183,7 @@ describe('audiences through the console', () => {
       search_term: suffix,
     });
     expect((listed.body.audiences as { name: string }[]).map((a) => a.name)).toEqual([name]);
-    const audit = await auditOf('acme');
+    const audit = await auditOf('acme', acme);
     expect(audit.filter((entry) => entry.target === `audience:${refused}`)).toEqual([]);
     expect(
       audit.filter((entry) => entry.target.toLowerCase() === `audience:${name.toLowerCase()}`),
@@ -377,7 +234,7 @@ describe('audiences through the console', () => {
     expect(listed.body.audiences).toEqual([
       expect.objectContaining({ id: audienceId, archived_at: null }),
     ]);
-    const audit = await auditOf('acme');
+    const audit = await auditOf('acme', acme);
     expect(audit.filter((entry) => entry.target === `audience:Grp theirs ${suffix}`)).toEqual([]);
     expect(audit.filter((entry) => entry.target === `audience:${audienceId}`)).toEqual([]);
     expect(
@@ -409,7 +266,7 @@ describe('audiences through the console', () => {
     ]);
     expect(live.body.audiences).toEqual([]);
     expect((gone.body.audiences as { id: string }[]).map((a) => a.id)).toEqual([audienceId]);
-    expect(await auditOf('acme')).toContainEqual(
+    expect(await auditOf('acme', acme)).toContainEqual(
       expect.objectContaining({
         action: 'audience.archive',
         target: `audience:${audienceId}`,
