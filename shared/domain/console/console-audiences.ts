@@ -211,7 +211,7 @@ export async function createConsoleAudience(
     target: `audience:${definition.name}`,
     details: {
       filter_sha: filterSha(definition.filter),
-      exit_filter: definition.exit_filter ? filterSha(definition.exit_filter) : null,
+      exit_filter_sha: definition.exit_filter ? filterSha(definition.exit_filter) : null,
     },
   });
   const entry = await createAudience(definition, tenant, services);

@@ -59,7 +59,7 @@ describe('audiences through the console', () => {
       expect.objectContaining({
         action: 'audience.create',
         target: `audience:${name}`,
-        details: { filter_sha: expect.stringMatching(/^[0-9a-f]{40}$/), exit_filter: null },
+        details: { filter_sha: expect.stringMatching(/^[0-9a-f]{40}$/), exit_filter_sha: null },
       }),
     );
 
@@ -78,10 +78,16 @@ describe('audiences through the console', () => {
       key: KEYS.acme,
       body: { search_term: name },
     });
-    expect(publicView.body).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ id: audienceId, members: 3, subscribers: 3 }),
-      ]),
+    expect(publicView.body).toEqual([
+      expect.objectContaining({ id: audienceId, members: 3, subscribers: 3 }),
+    ]);
+    // The audit entry names the filter as the API hashes it.
+    const [stored] = publicView.body as unknown as { filter_sha: string }[];
+    expect(await auditOf('acme', acme)).toContainEqual(
+      expect.objectContaining({
+        target: `audience:${name}`,
+        details: { filter_sha: stored?.filter_sha, exit_filter_sha: null },
+      }),
     );
 
     // Members, a page at a time by the cursor.
