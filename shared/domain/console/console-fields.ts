@@ -6,6 +6,8 @@ import {
 } from '../fields/custom-field-api.js';
 import {
   displayTypeOf,
+  fieldNameOf,
+  MAX_CUSTOM_FIELDS,
   MAX_OPTIONS,
   plannedField,
   requireCustomFieldId,
@@ -117,6 +119,40 @@ export async function fieldsOfInstance(
   return { instance_id: instance.id, person: of('person'), organization: of('organization') };
 }
 
+function refuse(field: string, problem: string): never {
+  throw new ValidationError(`${field}: ${problem}`, [{ field, error: problem }]);
+}
+
+/**
+ * What the store would refuse, seen in the configuration as read, so that a change refused
+ * for it is never audited (the store's conditional write still decides, against a race).
+ */
+function refuseClash(
+  instance: InstanceSchema,
+  of: CustomFieldKind,
+  planned: CustomFieldConfig,
+  name: string,
+): void {
+  const fieldName = fieldNameOf(planned.id);
+  const held = fieldsOf(instance, of).find((field) => fieldNameOf(field.id) === fieldName);
+  if (held) {
+    refuse(
+      'name',
+      `"${name}" becomes the field name of ${planned.id}, which the ${of} field ${held.id} already has`,
+    );
+  }
+  const deleted = deletedOf(instance, of).find((field) => fieldNameOf(field.id) === fieldName);
+  if (deleted) {
+    refuse(
+      'name',
+      `"${name}" is the name of ${deleted.id}, a field deleted at ${deleted.deleted_at}: its name and ID stay reserved`,
+    );
+  }
+  if (fieldsOf(instance, of).length >= MAX_CUSTOM_FIELDS) {
+    refuse('name', `the instance has ${MAX_CUSTOM_FIELDS} custom ${of} fields, the most allowed`);
+  }
+}
+
 /** A new custom field, by the public API's rules: checked before it is audited and written. */
 export async function createConsoleField(
   store: FieldStore,
@@ -129,6 +165,7 @@ export async function createConsoleField(
   const { instance_id: _instance, kind: of, ...create } = request;
   const now = new Date();
   const planned = plannedField(of, create, now.toISOString());
+  refuseClash(tenant.instance, of, planned, request.name);
   await recordChange(audit, caller, tenant.instance.id, {
     action: 'field.create',
     target: `field:${planned.id}`,
