@@ -5,8 +5,10 @@ import { useAuth } from 'react-oidc-context';
 import { useConsoleApi, type Me } from './api.ts';
 import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
+import { FieldsPage } from './pages/FieldsPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
+import { OverviewPage } from './pages/OverviewPage.tsx';
 import { PeoplePage } from './pages/PeoplePage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
@@ -81,13 +83,18 @@ function Console({ region }: { region: string }) {
         {instance && (
           <Stack>
             <Title order={1}>{instance.name}</Title>
-            <Tabs defaultValue="keys" keepMounted={false}>
+            <Tabs defaultValue="overview" keepMounted={false}>
               <Tabs.List>
+                <Tabs.Tab value="overview">Overview</Tabs.Tab>
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
                 <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
                 <Tabs.Tab value="people">People</Tabs.Tab>
+                <Tabs.Tab value="fields">Custom fields</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
+              <Tabs.Panel value="overview" pt="md">
+                <OverviewPage instanceId={instance.id} />
+              </Tabs.Panel>
               <Tabs.Panel value="keys" pt="md">
                 <KeysPage instanceId={instance.id} />
               </Tabs.Panel>
@@ -96,6 +103,9 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="people" pt="md">
                 <PeoplePage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="fields" pt="md">
+                <FieldsPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

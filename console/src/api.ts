@@ -11,6 +11,11 @@ import type {
   ConsolePeopleResponse,
   ConsoleProfileResponse,
 } from '../../shared/api/console-schemas.ts';
+import type {
+  ConsoleFieldResponse,
+  ConsoleFieldsResponse,
+  ConsoleOverviewResponse,
+} from '../../shared/api/console-overview.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
 export interface ConsoleConfig {
@@ -29,6 +34,10 @@ export type Activities = z.infer<typeof ConsoleActivitiesResponse>;
 export type Activity = Activities['activities'][number];
 export type People = z.infer<typeof ConsolePeopleResponse>;
 export type Profile = z.infer<typeof ConsoleProfileResponse>;
+export type Overview = z.infer<typeof ConsoleOverviewResponse>;
+export type Fields = z.infer<typeof ConsoleFieldsResponse>;
+export type CustomField = Fields['person']['fields'][number];
+export type FieldChanged = z.infer<typeof ConsoleFieldResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {
