@@ -24,7 +24,7 @@ const OverviewEnv = DeadLetterEnv.extend({
  */
 export function createOverviewPorts({
   db,
-  env: console,
+  env: { CONFIG_TABLE },
   config,
 }: ReturnType<typeof createConsoleRuntime>): OverviewPorts {
   const env = readEnv(OverviewEnv);
@@ -33,7 +33,7 @@ export function createOverviewPorts({
     config,
     counters: { counters: (instanceId) => instanceCounters(db, tables, instanceId) },
     emails: new DynamoEmailTallies(db, env.EMAILS_TABLE),
-    webhooks: new DynamoWebhookStore(db, console.CONFIG_TABLE),
+    webhooks: new DynamoWebhookStore(db, CONFIG_TABLE),
     attempts: new DynamoDeliveryStore(db, env.DELIVERIES_TABLE),
     deadLetters: new SqsDeadLetterDepths(createSqsClient(), env),
   };
