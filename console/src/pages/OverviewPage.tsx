@@ -1,4 +1,4 @@
-import { Badge, Code, Paper, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
+import { Code, Paper, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useConsoleApi, type Overview } from '../api.ts';
@@ -57,9 +57,9 @@ function Webhooks({ webhooks }: { webhooks: Overview['webhooks'] }) {
               {webhook.description && <Text size="sm">{webhook.description}</Text>}
             </Table.Th>
             <Table.Td>
-              <Badge color={webhook.enabled ? 'green' : 'gray'} variant="light">
+              <Text fw={600} size="sm">
                 {webhook.enabled ? 'Enabled' : 'Disabled'}
-              </Badge>
+              </Text>
               {webhook.disabled_reason && <Text size="sm">{webhook.disabled_reason}</Text>}
             </Table.Td>
             <Table.Td>

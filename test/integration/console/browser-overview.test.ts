@@ -1,6 +1,11 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { until } from '../emails.js';
+import { mergeOne, uniqueEmail } from '../people.js';
 import { KEYS, call } from '../stack.js';
 import { accessible, newPage, signInAs, useConsoleBrowser, violations } from './browser.js';
+import { consoleCall, consoleUser, signIn } from './sign-in.js';
 
 /**
  * The overview and custom-fields pages in Chromium: an instance opens on its overview (its
@@ -9,6 +14,56 @@ import { accessible, newPage, signInAs, useConsoleBrowser, violations } from './
  * state passes axe-core and breaks no rule of the Content-Security-Policy (`browser.ts`).
  */
 useConsoleBrowser();
+
+/** A webhook endpoint of acme that takes every delivery, so the overview shows an attempt. */
+let receiver: Server | undefined;
+let webhookId = '';
+
+beforeAll(async () => {
+  receiver = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200).end('ok'));
+  });
+  await new Promise<void>((resolve) => receiver?.listen(0, '127.0.0.1', resolve));
+  const port = (receiver.address() as AddressInfo).port;
+  const created = await call('/v1/webhooks/create', {
+    key: KEYS.acme,
+    body: {
+      url: `http://127.0.0.1:${String(port)}/cdp`,
+      events: ['person.created'],
+      description: 'CRM sync',
+    },
+  });
+  expect(created.status).toBe(200);
+  webhookId = created.body.id as string;
+  // People (two of them subscribed) and an organization, so the figures are not all zero.
+  for (const subscribed of [true, true, false]) {
+    await mergeOne(KEYS.acme, {
+      fields: { 'str::email': uniqueEmail('shown'), 'bol::p': subscribed },
+    });
+  }
+  await call('/v1/organizations/merge', {
+    key: KEYS.acme,
+    body: { merge_by: ['str:o:name'], organizations: [{ fields: { 'str:o:name': 'Initech' } }] },
+  });
+  const token = await signIn(consoleUser('ops@acme.test'));
+  await until('the webhook to have an attempt', async () => {
+    const { body } = await consoleCall('POST', '/console/v1/instances/overview', token, {
+      instance_id: 'acme',
+    });
+    const webhooks = body.webhooks as { id: string; last_attempt: unknown }[];
+    return webhooks.find((webhook) => webhook.id === webhookId)?.last_attempt ?? undefined;
+  });
+});
+
+afterAll(async () => {
+  await call('/v1/webhooks/delete', {
+    key: KEYS.acme,
+    method: 'DELETE',
+    body: { webhook_id: webhookId },
+  });
+  await new Promise((resolve) => receiver?.close(resolve));
+});
 
 describe('the overview and custom fields in Chromium', () => {
   it("opens an instance on its overview; the region's dead letters are a platform admin's", async () => {
@@ -23,6 +78,11 @@ describe('the overview and custom fields in Chromium', () => {
     const people = await page.getByRole('group', { name: 'People', exact: true }).textContent();
     expect(people).toMatch(/^People[\d,]+$/);
     await expect(page.getByText(/shown to platform admins only/).count()).resolves.toBe(1);
+    const hook = page.getByRole('row', { name: /CRM sync/ });
+    await expect(hook.getByRole('cell', { name: 'Enabled' }).count()).resolves.toBe(1);
+    await expect(hook.getByRole('cell', { name: /^Succeeded \(HTTP 200\)/ }).count()).resolves.toBe(
+      1,
+    );
     await accessible(page, 'overview');
 
     // A tab of its own: the console keeps a sign-in for its tab.
@@ -45,8 +105,8 @@ describe('the overview and custom fields in Chromium', () => {
     await accessible(page, 'fields');
 
     const suffix = Math.random().toString(36).slice(2, 6);
-    const name = `Seat ${suffix}`;
-    const id = `str:cm:seat-${suffix}`;
+    const name = `Seating ${suffix}`;
+    const id = `str:cm:seating-${suffix}`;
     await page.getByRole('button', { name: 'Add a field' }).click();
     await page.getByLabel('Type').selectOption('single_select');
     await page.getByRole('textbox', { name: /^Name/ }).fill(name);
