@@ -35,6 +35,7 @@ import {
   localBucketName,
   queueName,
   queueUrlVariable,
+  deadLetterUrlVariable,
   sesConfigurationSet,
   tableName,
   tableVariable,
@@ -325,12 +326,14 @@ function regionEnv(
   if (!settings.ephemeral) {
     env.CDP_STREAM_CHECKPOINTS = join(settings.dataDir, 'streams', `${region}.json`);
   }
-  // The email worker reads the depth of the SES events' dead-letter queue (deliver.ts): its
-  // URL is the events queue's, with the dead-letter queue's name.
-  env.EMAIL_EVENTS_DLQ_URL = queues['email-events'].replace(
-    /[^/]+$/,
-    queueName(region, 'email-events', true),
-  );
+  // The email worker reads the depth of the SES events' dead-letter queue (deliver.ts), the
+  // console's overview every dead-letter queue's: each URL is its queue's, with its name.
+  for (const [queue, url] of Object.entries(queues)) {
+    env[deadLetterUrlVariable(queue as keyof QueueUrls)] = url.replace(
+      /[^/]+$/,
+      queueName(region, queue as keyof QueueUrls, true),
+    );
+  }
   return env;
 }
 

@@ -276,3 +276,11 @@ export function localBucketName(region: Region, bucket: BucketName): string {
 export function sesConfigurationSet(region: Region): string {
   return `cdp-${region}`;
 }
+
+/**
+ * The environment variable that carries a dead-letter queue's URL (`INGEST_DLQ_URL`): the
+ * functions that read their depths (the email worker's SES events, the console's overview).
+ */
+export function deadLetterUrlVariable(queue: QueueName): string {
+  return `${queue.toUpperCase().replace(/-/g, '_')}_DLQ_URL`;
+}

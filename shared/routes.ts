@@ -54,6 +54,12 @@ export type Access =
    * that SES did not take an email before it is sent again (the email worker).
    */
   | 'queue:email-events:dead-letters'
+  /**
+   * The depth of every dead-letter queue of the region and of the stream-failures queue
+   * (`sqs:GetQueueAttributes` on them, nothing else): the console's overview, which shows
+   * them to platform admins.
+   */
+  | 'queues:dead-letters:depth'
   /** Sending raw email through SES with the region's configuration set. */
   | 'ses:send'
   /** Audience memberships and counters (docs/audiences.md). */
@@ -554,6 +560,25 @@ export const ROUTES: readonly RouteDefinition[] = [
     'console-audiences-members',
     consoleApi([...CONSOLE_PEOPLE_LISTING]),
   ),
+  // The overview (docs/console.md): counters, the emails' daily counters, webhooks and their
+  // attempts (reads only), and the dead-letter queues' depths.
+  api(
+    'POST',
+    '/console/v1/instances/overview',
+    'console-overview',
+    consoleApi([
+      'config:read',
+      'people:read',
+      'organizations:read',
+      'emails:read',
+      'deliveries:read',
+      'queues:dead-letters:depth',
+    ]),
+  ),
+  // Custom fields: the configuration's, made and changed by the public API's rules.
+  api('POST', '/console/v1/fields/get', 'console-fields-get', consoleApi(['config:read'])),
+  api('POST', '/console/v1/fields/create', 'console-fields-create', consoleApi(['config:write'])),
+  api('PUT', '/console/v1/fields/modify', 'console-fields-modify', consoleApi(['config:write'])),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),
   ...REFERENCE_ASSETS.map((file) =>

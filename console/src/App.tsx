@@ -6,9 +6,11 @@ import { useConsoleApi, type Me } from './api.ts';
 import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AudiencesPage } from './pages/AudiencesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
+import { FieldsPage } from './pages/FieldsPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
 import { OrganizationsPage } from './pages/OrganizationsPage.tsx';
+import { OverviewPage } from './pages/OverviewPage.tsx';
 import { PeoplePage } from './pages/PeoplePage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
@@ -83,15 +85,20 @@ function Console({ region }: { region: string }) {
         {instance && (
           <Stack>
             <Title order={1}>{instance.name}</Title>
-            <Tabs defaultValue="keys" keepMounted={false}>
+            <Tabs defaultValue="overview" keepMounted={false}>
               <Tabs.List>
+                <Tabs.Tab value="overview">Overview</Tabs.Tab>
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
                 <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
                 <Tabs.Tab value="people">People</Tabs.Tab>
                 <Tabs.Tab value="organizations">Organizations</Tabs.Tab>
                 <Tabs.Tab value="audiences">Audiences</Tabs.Tab>
+                <Tabs.Tab value="fields">Custom fields</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
+              <Tabs.Panel value="overview" pt="md">
+                <OverviewPage instanceId={instance.id} />
+              </Tabs.Panel>
               <Tabs.Panel value="keys" pt="md">
                 <KeysPage instanceId={instance.id} />
               </Tabs.Panel>
@@ -106,6 +113,9 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="audiences" pt="md">
                 <AudiencesPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="fields" pt="md">
+                <FieldsPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

@@ -18,6 +18,11 @@ import type {
   ConsoleOrganizationProfileResponse,
   ConsoleOrganizationsResponse,
 } from '../../shared/api/console-groups.ts';
+import type {
+  ConsoleFieldResponse,
+  ConsoleFieldsResponse,
+  ConsoleOverviewResponse,
+} from '../../shared/api/console-overview.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
 export interface ConsoleConfig {
@@ -43,6 +48,10 @@ export type AudienceSummary = Audiences['audiences'][number];
 export type FilterField = Audiences['filter_fields'][number];
 export type AudienceAnswer = z.infer<typeof ConsoleAudienceResponse>;
 export type AudienceMembers = z.infer<typeof ConsoleAudienceMembersResponse>;
+export type Overview = z.infer<typeof ConsoleOverviewResponse>;
+export type Fields = z.infer<typeof ConsoleFieldsResponse>;
+export type CustomField = Fields['person']['fields'][number];
+export type FieldChanged = z.infer<typeof ConsoleFieldResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {

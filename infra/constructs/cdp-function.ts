@@ -16,6 +16,7 @@ import {
 } from '../../shared/resources.js';
 import type { Access } from '../../shared/routes.js';
 import type { RegionData } from '../stacks/data-stack.js';
+import { grantDeadLetterDepths } from './dead-letter-depths.js';
 import { grantDeliveryProof } from './delivery-proof.js';
 import { FUNCTION_BUNDLING, FUNCTION_NODE_OPTIONS } from './function-bundling.js';
 import { grantSigning, grantWebhookSecrets } from './signing-key.js';
@@ -331,6 +332,9 @@ export class CdpFunction extends Construct {
         }
         case 'queue:email-events:dead-letters':
           grantDeliveryProof(this.fn, data);
+          break;
+        case 'queues:dead-letters:depth':
+          grantDeadLetterDepths(this.fn, data);
           break;
         case 'signing':
           grantSigning(this.fn, data.signingKey);

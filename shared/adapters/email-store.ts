@@ -16,7 +16,9 @@ import {
   type EmailStore,
 } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
+import type { EmailTally } from '../domain/email/email-tallies.js';
 import { activityItem } from './activity-store.js';
+import { tallyUpdate } from './email-tallies.js';
 import {
   batchGet,
   batchWrite,
@@ -296,9 +298,10 @@ export class DynamoEmailStore implements EmailStore {
 
   /**
    * Records that SES took the email (deliver.ts, `acceptanceOf`): its SES message ID, a
-   * `sent` event, `sent` as its state where `promote`, and the `act::s` activity, in one
-   * transaction, conditioned on the email being as it was read (its state, no SES message
-   * ID yet, and the attempt where given). False when it was not.
+   * `sent` event, `sent` as its state where `promote`, the `act::s` activity and the day's
+   * `sent` counter, in one transaction, conditioned on the email being as it was read (its
+   * state, no SES message ID yet, and the attempt where given): counted once. False when it
+   * was not.
    */
   async recordAcceptance(
     instanceId: string,
@@ -337,17 +340,20 @@ export class DynamoEmailStore implements EmailStore {
     try {
       await this.db.send(
         new TransactWriteCommand({
-          TransactItems: acceptance.activity
-            ? [
-                update,
-                {
-                  Put: {
-                    TableName: this.activitiesTable(),
-                    Item: activityItem(instanceId, acceptance.activity),
+          TransactItems: [
+            update,
+            tallyUpdate(this.tables.emails, instanceId, 'sent', new Date(at)),
+            ...(acceptance.activity
+              ? [
+                  {
+                    Put: {
+                      TableName: this.activitiesTable(),
+                      Item: activityItem(instanceId, acceptance.activity),
+                    },
                   },
-                },
-              ]
-            : [update],
+                ]
+              : []),
+          ],
         }),
       );
       return true;
@@ -402,7 +408,8 @@ export class DynamoEmailStore implements EmailStore {
   /**
    * Appends an event at most once per `key` (SES events are delivered at least once), and
    * moves the state where `to` is given and the email is in one of `from`. False when the
-   * event was already recorded.
+   * event was already recorded. `tally` is the day's counter it adds one to, in the same
+   * transaction: only when the event is recorded, so once.
    */
   async recordEvent(
     instanceId: string,
@@ -410,6 +417,7 @@ export class DynamoEmailStore implements EmailStore {
     key: string,
     event: EmailEvent,
     move?: { from: EmailState[]; to: EmailState; error?: string },
+    tally?: EmailTally,
   ): Promise<boolean> {
     const values: Record<string, unknown> = {
       ':key': new Set([key]),
@@ -438,17 +446,29 @@ export class DynamoEmailStore implements EmailStore {
       values[':max'] = MAX_EVENTS;
       condition += ' AND size(events) < :max';
     }
-    return conditionally(
-      this.db,
-      new UpdateCommand({
-        TableName: this.tables.emails,
-        Key: messageKey(instanceId, messageId),
-        UpdateExpression: `SET ${set} ADD #seen :key`,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      }),
-    );
+    const update = {
+      TableName: this.tables.emails,
+      Key: messageKey(instanceId, messageId),
+      UpdateExpression: `SET ${set} ADD #seen :key`,
+      ConditionExpression: condition,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+    if (!tally) return conditionally(this.db, new UpdateCommand(update));
+    try {
+      await this.db.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: update },
+            tallyUpdate(this.tables.emails, instanceId, tally, new Date(event.at)),
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
   }
 
   /**

@@ -75,6 +75,26 @@ import { MarkerGroups } from './marker-groups.js';
  */
 
 export const COUNTER_SHARDS = 16;
+
+/**
+ * An instance's counters (contacts, subscribers, organizations), summed over their shards:
+ * one query in each table, whatever the instance's size.
+ */
+export async function instanceCounters(
+  db: DynamoDBDocumentClient,
+  tables: { people: string; organizations: string },
+  instanceId: string,
+) {
+  const [people, organizations] = await Promise.all([
+    sumCounters(db, tables.people, counterPk(instanceId)),
+    sumCounters(db, tables.organizations, counterPk(instanceId)),
+  ]);
+  return {
+    contacts: people.contacts ?? 0,
+    subscribers: people.subscribers ?? 0,
+    organizations: organizations.organizations ?? 0,
+  };
+}
 export const LIST_SHARDS = 16;
 
 export const personKey = (instanceId: string, id: string) => ({
@@ -441,16 +461,8 @@ export class DynamoPeopleStore
   }
 
   /** Counter totals of an instance, summed over the shards of both tables. */
-  async counters(instanceId: string) {
-    const [people, organizations] = await Promise.all([
-      sumCounters(this.db, this.tables.people, counterPk(instanceId)),
-      sumCounters(this.db, this.tables.organizations, counterPk(instanceId)),
-    ]);
-    return {
-      contacts: people.contacts ?? 0,
-      subscribers: people.subscribers ?? 0,
-      organizations: organizations.organizations ?? 0,
-    };
+  counters(instanceId: string) {
+    return instanceCounters(this.db, this.tables, instanceId);
   }
 
   /**

@@ -84,11 +84,14 @@ function largestGroup(): string {
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '';
 }
 
-/** The `/v1/<area>` path prefix of a group. */
+/** A path prefix of a group: `/v1/<area>`, or `/<area>/v1` outside `/v1` (the console). */
 function prefixOf(group: string): string {
   const route = ROUTES.find((candidate) => groupOfPath(candidate.path) === group);
+  // Its first two segments: `/v1/person/merge` → `/v1/person`, `/console/v1/…` → `/console/v1`.
   const area = route?.path.split('/').slice(0, 3).join('/');
-  if (!area?.startsWith('/v1/')) throw new Error(`group ${group} has no /v1 route`);
+  if (!area || groupOfPath(`${area}/growth`) !== group) {
+    throw new Error(`group ${group} has no route to grow from`);
+  }
   return area;
 }
 

@@ -232,6 +232,9 @@ function expectedTouches(
       touches.add('kms:Decrypt kms:signing-key').add('kms:Encrypt kms:signing-key');
     } else if (need === 'queue:email-events:dead-letters') {
       touches.add('sqs:GetQueueAttributes queue:email-events:dlq');
+    } else if (need === 'queues:dead-letters:depth') {
+      for (const queue of QUEUES) touches.add(`sqs:GetQueueAttributes queue:${queue.name}:dlq`);
+      touches.add('sqs:GetQueueAttributes queue:stream-failures');
     } else if (need.startsWith('queue:') && need.endsWith(':retry')) {
       touches.add(`sqs:ChangeMessageVisibility queue:${need.slice(6, -6)}`);
     } else if (need === 'ses:send') {

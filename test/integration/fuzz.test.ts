@@ -420,6 +420,9 @@ const consoleInstance: Member = {
   invalid: fc.oneof(wrongType('string'), fc.constant(''), longString(65, 500)),
 };
 
+/** The console's custom fields: of people or of organizations. */
+const consoleFieldKind = fc.oneof(wrongType('string'), fc.constantFrom('', 'people', 'account'));
+
 const ROUTE_FUZZ: Record<string, RouteFuzz> = {
   'POST /console/v1/instances/get': { base: () => ({}), members: [] },
   'POST /console/v1/keys/get': {
@@ -596,6 +599,45 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       consoleInstance,
       { name: 'limit', invalid: badInteger(1, 100) },
       { name: 'before', invalid: fc.oneof(wrongType('string'), fc.string({ maxLength: 30 })) },
+    ],
+  },
+  'POST /console/v1/instances/overview': {
+    base: () => ({ instance_id: INSTANCE }),
+    members: [consoleInstance],
+  },
+  'POST /console/v1/fields/get': {
+    base: () => ({ instance_id: INSTANCE }),
+    members: [consoleInstance],
+  },
+  'POST /console/v1/fields/create': {
+    base: (u) => ({ instance_id: INSTANCE, kind: 'person', name: `Fuzz ${u}`, type: 'text' }),
+    members: [
+      consoleInstance,
+      { name: 'kind', required: true, invalid: consoleFieldKind },
+      ...customFieldCreate.members,
+    ],
+  },
+  'PUT /console/v1/fields/modify': {
+    base: () => ({
+      instance_id: INSTANCE,
+      kind: 'person',
+      field_id: 'str:cm:fuzz-select',
+      add_values: ['Fuzzed'],
+    }),
+    members: [
+      consoleInstance,
+      { name: 'kind', required: true, invalid: consoleFieldKind },
+      {
+        name: 'field_id',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('string'),
+          fc.constantFrom('', 'str::email', 'str:cm:nobody-has-it', 'str:oc:fuzz-select'),
+          longString(256, 500),
+        ),
+      },
+      { name: 'add_values', invalid: fc.oneof(wrongType('array'), fc.constant([''])) },
+      { name: 'track_changes', invalid: wrongType('boolean') },
     ],
   },
   ...Object.fromEntries(LIFECYCLE_ROUTES.map((route) => [route, lifecycle])),

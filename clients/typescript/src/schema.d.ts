@@ -1644,6 +1644,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/instances/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's overview
+         * @description People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (enabled, failures in a row, its newest attempt); and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (`null` for others). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleInstancesOverview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's custom fields
+         * @description The custom fields of people and of organizations, as the configuration holds them: name, field ID, display type, a select field's options, whether it is unique, tracked, from the file or made through the API; and the IDs of fields deleted through the API (reserved). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleFieldsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a custom field
+         * @description A custom person or organization field, by the rules of `person/custom-field/create` and `organizations/custom-field/create` (its ID is `<type>:cm:<kebab-case name>` or `<type>:oc:…`; select fields need their options), usable at once. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleFieldsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/modify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a select field's options
+         * @description A select field's options (all of them with `replace_values`, or some added or removed), and whether a person field's changes are tracked, by the rules of `…/custom-field/update`. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleFieldsModify"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/openapi.json": {
         parameters: {
             query?: never;
@@ -3071,6 +3151,99 @@ export interface components {
             /** @description The next page: send it back as `cursor_id` */
             cursor_id?: string;
             has_more: boolean;
+        };
+        ConsoleOverviewResponse: {
+            instance_id: string;
+            people: {
+                people: number;
+                /** @description People who may be emailed */
+                subscribers: number;
+                organizations: number;
+            };
+            /** @description Transactional emails of the last 7 UTC days, today included */
+            emails: {
+                /** @description The first UTC day counted (YYYY-MM-DD) */
+                from: string;
+                /** @description The last: today */
+                to: string;
+                sent: number;
+                /** @description Emails whose recipient's address bounced for good */
+                bounced: number;
+                /** @description Emails their recipient marked as spam */
+                complained: number;
+            };
+            webhooks: components["schemas"]["ConsoleWebhookHealth"][];
+            /** @description The region's dead-letter queues, shared by every instance: platform admins only (null for others) */
+            dead_letters: {
+                queues: {
+                    queue: string;
+                    messages: number | null;
+                }[];
+                total: number;
+            } | null;
+        };
+        ConsoleWebhookHealth: {
+            id: string;
+            url: string;
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the platform disabled it (deliveries failing for days), if it did */
+            disabled_reason: string | null;
+            /** @description Attempts failed in a row: 0 while deliveries succeed */
+            failures: number;
+            failing_since: string | null;
+            /** @description Why the latest failed attempt failed */
+            last_failure: string | null;
+            /** @description The newest delivery attempt kept (30 days), if any */
+            last_attempt: {
+                at: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                status_code: number | null;
+            } | null;
+        };
+        ConsoleFieldsResponse: {
+            instance_id: string;
+            person: {
+                fields: components["schemas"]["ConsoleCustomField"][];
+                /** @description Fields deleted through the API: their IDs and names stay reserved */
+                deleted: {
+                    id: string;
+                    deleted_at: string;
+                }[];
+            };
+            organization: {
+                fields: components["schemas"]["ConsoleCustomField"][];
+                /** @description Fields deleted through the API: their IDs and names stay reserved */
+                deleted: {
+                    id: string;
+                    deleted_at: string;
+                }[];
+            };
+        };
+        ConsoleCustomField: {
+            /** @description The field ID (`<type>:cm:<name>` for people, `<type>:oc:<name>`) */
+            id: string;
+            name: string;
+            display_type: string;
+            /** @description The options of a select field */
+            values: string[] | null;
+            /** @description A merge key (configured in the file) */
+            unique: boolean;
+            /** @description Person fields: changes kept as activities */
+            track_changes: boolean | null;
+            /**
+             * @description The configuration file, or the API and console
+             * @enum {string}
+             */
+            source: "file" | "api";
+            created_at: string | null;
+        };
+        ConsoleFieldResponse: {
+            instance_id: string;
+            /** @enum {string} */
+            kind: "person" | "organization";
+            field: components["schemas"]["ConsoleCustomField"];
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -9151,6 +9324,307 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleAudienceMembersResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleInstancesOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The overview */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "people": {
+                     *         "people": 1200,
+                     *         "subscribers": 950,
+                     *         "organizations": 40
+                     *       },
+                     *       "emails": {
+                     *         "from": "2026-12-01",
+                     *         "to": "2026-12-07",
+                     *         "sent": 310,
+                     *         "bounced": 4,
+                     *         "complained": 1
+                     *       },
+                     *       "webhooks": [
+                     *         {
+                     *           "id": "0066a1f0c7e4b0a1b2c3d4e7",
+                     *           "url": "https://hooks.example.com/cdp",
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "failures": 0,
+                     *           "failing_since": null,
+                     *           "last_failure": null,
+                     *           "last_attempt": {
+                     *             "at": "2026-12-07T10:00:00.000Z",
+                     *             "outcome": "succeeded",
+                     *             "status_code": 200
+                     *           }
+                     *         }
+                     *       ],
+                     *       "dead_letters": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleOverviewResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "person": {
+                     *         "fields": [
+                     *           {
+                     *             "id": "str:cm:plan",
+                     *             "name": "Plan",
+                     *             "display_type": "single_select",
+                     *             "values": [
+                     *               "Free",
+                     *               "Pro",
+                     *               "Enterprise"
+                     *             ],
+                     *             "unique": false,
+                     *             "track_changes": false,
+                     *             "source": "api",
+                     *             "created_at": "2026-12-01T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "deleted": []
+                     *       },
+                     *       "organization": {
+                     *         "fields": [],
+                     *         "deleted": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "kind": "person",
+                 *       "name": "Plan",
+                 *       "type": "single_select",
+                 *       "values": [
+                 *         "Free",
+                 *         "Pro",
+                 *         "Enterprise"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @enum {string} */
+                    kind: "person" | "organization";
+                    name: string;
+                    type: string;
+                    values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "kind": "person",
+                     *       "field": {
+                     *         "id": "str:cm:plan",
+                     *         "name": "Plan",
+                     *         "display_type": "single_select",
+                     *         "values": [
+                     *           "Free",
+                     *           "Pro",
+                     *           "Enterprise"
+                     *         ],
+                     *         "unique": false,
+                     *         "track_changes": false,
+                     *         "source": "api",
+                     *         "created_at": "2026-12-01T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsModify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "kind": "person",
+                 *       "field_id": "str:cm:plan",
+                 *       "replace_values": [
+                 *         "Free",
+                 *         "Pro",
+                 *         "Enterprise",
+                 *         "Partner"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @enum {string} */
+                    kind: "person" | "organization";
+                    field_id: string;
+                    replace_values?: string[];
+                    add_values?: string[];
+                    remove_values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "kind": "person",
+                     *       "field": {
+                     *         "id": "str:cm:plan",
+                     *         "name": "Plan",
+                     *         "display_type": "single_select",
+                     *         "values": [
+                     *           "Free",
+                     *           "Pro",
+                     *           "Enterprise",
+                     *           "Partner"
+                     *         ],
+                     *         "unique": false,
+                     *         "track_changes": false,
+                     *         "source": "api",
+                     *         "created_at": "2026-12-01T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldResponse"];
                 };
             };
             400: components["responses"]["Error400"];

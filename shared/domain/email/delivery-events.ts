@@ -4,6 +4,7 @@ import type { ActivityToWrite } from '../activities/record-activities.js';
 import { logger } from '../../lib/logger.js';
 import { acceptanceOf, MESSAGE_TAG, PROBE_TAG, type Acceptance } from './deliver.js';
 import { emailActivity } from './email-activities.js';
+import type { EmailTally } from './email-tallies.js';
 import type { EmailEvent, EmailRecord, EmailState } from './messages.js';
 
 /**
@@ -63,6 +64,8 @@ export interface EventStore {
     key: string,
     event: EmailEvent,
     move?: { from: EmailState[]; to: EmailState; error?: string },
+    /** The day's counter the event adds one to, once (email-tallies.ts). */
+    tally?: EmailTally,
   ): Promise<boolean>;
   suppress(
     instanceId: string,
@@ -159,6 +162,7 @@ async function applyToEmail(event: SesEvent, type: string, ports: EventPorts): P
     entry: Omit<EmailEvent, 'at' | 'recipient'>,
     move?: { from: EmailState[]; to: EmailState },
     own?: () => Promise<void>,
+    tally?: EmailTally,
   ) => {
     for (const address of addresses) {
       const mine = sameAddress(address, email.to);
@@ -170,6 +174,8 @@ async function applyToEmail(event: SesEvent, type: string, ports: EventPorts): P
         `${type}#${sesMessageId}#${addressKey(address)}`,
         { ...entry, at: at.toISOString(), recipient: address.trim().toLowerCase() },
         mine ? move : undefined,
+        // An email counts as bounced or complained about by its own recipient, once.
+        mine ? tally : undefined,
       );
     }
   };
@@ -195,6 +201,7 @@ async function applyToEmail(event: SesEvent, type: string, ports: EventPorts): P
         { type: 'bounced', detail: event.bounce?.bounceSubType ?? 'General' },
         { from: ['queued', 'sending', 'sent', 'failed'], to: 'bounced' },
         () => ports.writeActivity(instanceId, bounceActivity(email, at, type, 'hard bounce')),
+        'bounced',
       );
       return recipients.some(own) ? 'bounced' : 'a cc address bounced';
     }
@@ -211,6 +218,7 @@ async function applyToEmail(event: SesEvent, type: string, ports: EventPorts): P
             `Marked "${email.email_name}" as spam (complaint)`,
           );
         },
+        'complained',
       );
       return affected.some(own) ? 'complained' : 'a cc address complained';
     }
@@ -286,7 +294,8 @@ async function recordOnce(
   key: string,
   event: EmailEvent,
   move?: { from: EmailState[]; to: EmailState; error?: string },
+  tally?: EmailTally,
 ): Promise<void> {
-  if (move && (await store.recordEvent(instanceId, messageId, key, event, move))) return;
-  await store.recordEvent(instanceId, messageId, key, event);
+  if (move && (await store.recordEvent(instanceId, messageId, key, event, move, tally))) return;
+  await store.recordEvent(instanceId, messageId, key, event, undefined, tally);
 }

@@ -25,6 +25,8 @@ describe('the console in Chromium', () => {
     await accessible(page, 'instances');
 
     await page.getByRole('button', { name: 'Open Acme Corp' }).click();
+    // An instance opens on its overview (browser-overview.test.ts); the keys are a tab away.
+    await page.getByRole('tab', { name: 'Data sources and API keys' }).click();
     await page.getByRole('heading', { name: 'Website' }).waitFor();
     await accessible(page, 'keys');
 

@@ -90,6 +90,34 @@ describe('applySesEvent', () => {
     expect(unsubscribed).toEqual([sent.person_id, sent.person_id]);
   });
 
+  it("counts an email sent, bounced and complained about once on its day, whatever is redelivered, and never a cc's", async () => {
+    const store = new MemoryEmailStore({
+      ...sent,
+      status: 'sending',
+      attempt: 'a',
+      sending_at: Date.now(),
+      ses_message_id: undefined,
+    });
+    const { ports: eventPorts } = ports(store);
+    for (const delivered of [
+      event('Send', {}),
+      event('Send', {}),
+      bounce('cc@example.com'),
+      complaint('cc@example.com'),
+      bounce('ann@example.com'),
+      bounce('ann@example.com'),
+      complaint('ann@example.com'),
+      complaint('ann@example.com'),
+    ]) {
+      await applySesEvent(delivered, eventPorts);
+    }
+    expect(Object.fromEntries(store.tallies)).toEqual({
+      [`sent#${new Date().toISOString().slice(0, 10)}`]: 1,
+      'bounced#2026-05-01': 1,
+      'complained#2026-05-01': 1,
+    });
+  });
+
   it('marks a sending email sent on its Send event, even while an attempt holds it', async () => {
     const store = new MemoryEmailStore({
       ...sent,

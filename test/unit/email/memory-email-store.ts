@@ -1,6 +1,7 @@
 import type { ActivityToWrite } from '../../../shared/domain/activities/record-activities.js';
 import type { Acceptance, DeliveryStore } from '../../../shared/domain/email/deliver.js';
 import type { EventStore } from '../../../shared/domain/email/delivery-events.js';
+import { tallyDay, type EmailTally } from '../../../shared/domain/email/email-tallies.js';
 import type { EmailEvent, EmailRecord, EmailState } from '../../../shared/domain/email/messages.js';
 
 /**
@@ -13,6 +14,8 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
   readonly activities = new Map<string, ActivityToWrite>();
   readonly suppressions = new Map<string, 'bounce' | 'complaint'>();
   private readonly seen = new Map<string, Set<string>>();
+  /** The daily counters, by `<tally>#<day>` (email-tallies.ts). */
+  readonly tallies = new Map<string, number>();
   /** Calls that fail once each, by method name (a store outage at that step). */
   readonly failNext = new Set<string>();
 
@@ -28,6 +31,11 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
 
   activitiesOf(fieldId: string): ActivityToWrite[] {
     return [...this.activities.values()].filter((activity) => activity.field_id === fieldId);
+  }
+
+  private count(tally: EmailTally, at: string): void {
+    const key = `${tally}#${tallyDay(new Date(at))}`;
+    this.tallies.set(key, (this.tallies.get(key) ?? 0) + 1);
   }
 
   private failing(method: string): void {
@@ -113,6 +121,7 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
     record.events.push({ type: 'sent', at: acceptance.activity?.created_at ?? '' });
     if (acceptance.promote) record.status = 'sent';
     if (acceptance.activity) this.activities.set(acceptance.activity.id, acceptance.activity);
+    this.count('sent', acceptance.activity?.created_at ?? new Date().toISOString());
     return Promise.resolve(true);
   }
 
@@ -141,6 +150,7 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
     key: string,
     event: EmailEvent,
     move?: { from: EmailState[]; to: EmailState; error?: string },
+    tally?: EmailTally,
   ): Promise<boolean> {
     const record = this.records.get(messageId);
     const seen = this.seen.get(messageId) ?? new Set<string>();
@@ -153,6 +163,7 @@ export class MemoryEmailStore implements DeliveryStore, EventStore {
       record.status = move.to;
       if (move.error !== undefined) record.error = move.error;
     }
+    if (tally) this.count(tally, event.at);
     return Promise.resolve(true);
   }
 

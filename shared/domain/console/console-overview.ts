@@ -1,0 +1,121 @@
+import { lastDays, type EmailTallyReader, type EmailTotals } from '../email/email-tallies.js';
+import type { Region } from '../regions.js';
+import type { AttemptReader } from '../webhooks/attempts.js';
+import type { Webhook, WebhookStore } from '../webhooks/webhook.js';
+import { runBounded } from '../../lib/bounded.js';
+import { managedInstance, type ConsoleCaller, type ConsoleStore } from './console-keys.js';
+
+/**
+ * An instance's overview, the console's first tab: what it holds, how its emails fared this
+ * week, whether its webhooks are healthy, and (to platform admins) what waits in the region's
+ * dead-letter queues. Every figure is a key, a counter or a bounded query: nothing grows with
+ * the instance's size.
+ *
+ * - people, subscribers, organizations: the counters the writes keep (`repair counts`);
+ * - emails sent, bounced and complained about: the emails' daily counters (email-tallies.ts),
+ *   the last seven UTC days, today included;
+ * - webhooks: each endpoint's own record (at most `MAX_WEBHOOKS`), its health as the delivery
+ *   worker keeps it, and its newest attempt (a page of one from the attempts index);
+ * - dead letters: the depth of each dead-letter queue. They are the region's, shared by every
+ *   instance, so only platform admins see them; an instance's users get `null`.
+ */
+export interface OverviewPorts {
+  config: Pick<ConsoleStore, 'getInstance'>;
+  counters: {
+    counters(
+      instanceId: string,
+    ): Promise<{ contacts: number; subscribers: number; organizations: number }>;
+  };
+  emails: EmailTallyReader;
+  webhooks: Pick<WebhookStore, 'list'>;
+  attempts: AttemptReader;
+  deadLetters: DeadLetterDepths;
+  now?: () => Date;
+}
+
+/** The region's dead-letter queues and how many messages wait in each (SQS's approximation). */
+export interface DeadLetterDepths {
+  depths(): Promise<{ queue: string; messages: number | null }[]>;
+}
+
+export interface WebhookHealthSummary {
+  id: string;
+  url: string;
+  description: string | null;
+  enabled: boolean;
+  disabled_reason: string | null;
+  /** Attempts failed in a row (0 while it is healthy), since when, and the last one's reason. */
+  failures: number;
+  failing_since: string | null;
+  last_failure: string | null;
+  last_attempt: { at: string; outcome: 'succeeded' | 'failed'; status_code: number | null } | null;
+}
+
+/** Webhooks whose newest attempt is read at once (each is 16 small queries). */
+const ATTEMPT_READS = 4;
+
+async function webhookHealth(
+  ports: OverviewPorts,
+  instanceId: string,
+): Promise<WebhookHealthSummary[]> {
+  const webhooks = await ports.webhooks.list(instanceId);
+  const summaries = new Map<string, WebhookHealthSummary>();
+  const { failure } = await runBounded(webhooks, ATTEMPT_READS, async (webhook: Webhook) => {
+    const { attempts } = await ports.attempts.attempts(instanceId, webhook.id, {
+      outcomes: ['succeeded', 'failed'],
+      limit: 1,
+    });
+    const last = attempts[0];
+    summaries.set(webhook.id, {
+      id: webhook.id,
+      url: webhook.url,
+      description: webhook.description ?? null,
+      enabled: webhook.enabled,
+      disabled_reason: webhook.disabled_reason ?? null,
+      failures: webhook.health?.failures ?? 0,
+      failing_since: webhook.health?.failing_since ?? null,
+      last_failure: webhook.health?.last_failure || null,
+      last_attempt: last
+        ? { at: last.attempted_at, outcome: last.status, status_code: last.status_code }
+        : null,
+    });
+  });
+  if (failure) throw failure.error;
+  return webhooks.flatMap((webhook) => summaries.get(webhook.id) ?? []);
+}
+
+export async function overviewOf(
+  ports: OverviewPorts,
+  caller: Pick<ConsoleCaller, 'user'>,
+  region: Region,
+  id: string,
+) {
+  const instance = await managedInstance(ports.config, caller.user, region, id);
+  const days = lastDays((ports.now ?? (() => new Date()))());
+  const [counters, emails, webhooks, deadLetters] = await Promise.all([
+    ports.counters.counters(instance.id),
+    ports.emails.tallies(instance.id, days),
+    webhookHealth(ports, instance.id),
+    caller.user.platformAdmin ? ports.deadLetters.depths() : Promise.resolve(null),
+  ]);
+  return {
+    instance_id: instance.id,
+    people: {
+      people: counters.contacts,
+      subscribers: counters.subscribers,
+      organizations: counters.organizations,
+    },
+    emails: {
+      from: days[0] ?? '',
+      to: days.at(-1) ?? '',
+      ...(emails satisfies EmailTotals),
+    },
+    webhooks,
+    dead_letters: deadLetters
+      ? {
+          queues: deadLetters,
+          total: deadLetters.reduce((sum, queue) => sum + (queue.messages ?? 0), 0),
+        }
+      : null,
+  };
+}
