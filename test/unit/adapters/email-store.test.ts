@@ -75,15 +75,24 @@ describe('DynamoEmailStore.create', () => {
       },
     } as unknown as DynamoDBDocumentClient;
     const written: string[] = [];
-    await new DynamoEmailStore(db, { emails: 'emails' }).create([email('m1'), email('m2')], (id) =>
-      written.push(id),
+    await new DynamoEmailStore(db, { emails: 'emails' }).create(
+      [
+        email('m1'),
+        { ...email('m2'), message_id: '0066a1f0c7e4b0a1b2c3d4e5', preview_html: '<p>Hi</p>' },
+      ],
+      (id) => written.push(id),
     );
-    expect(written).toEqual(['m1', 'm2']);
+    expect(written).toEqual(['m1', '0066a1f0c7e4b0a1b2c3d4e5']);
+    // Each email with its place in the instance's log (sharded by the ID's tail) and, when
+    // built, its preview: in the same batch.
     expect(stored).toEqual([
       'acme#PREF#person-m1|M#m1',
-      'acme#PREF#person-m2|M#m2',
+      'acme#PREF#person-m2|M#0066a1f0c7e4b0a1b2c3d4e5',
       'acme#M#m1|M',
-      'acme#M#m2|M',
+      'acme#ML#0|m1',
+      'acme#M#0066a1f0c7e4b0a1b2c3d4e5|M',
+      `acme#ML#${0xe5 % 8}|0066a1f0c7e4b0a1b2c3d4e5`,
+      'acme#M#0066a1f0c7e4b0a1b2c3d4e5|HTML',
     ]);
   });
 });
