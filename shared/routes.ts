@@ -481,6 +481,8 @@ export const ROUTES: readonly RouteDefinition[] = [
       'people:read',
       'activities:read',
       'organizations:read',
+      'emails:read',
+      'audiences:read',
       'signing',
       'requests',
     ]),
@@ -502,6 +504,39 @@ export const ROUTES: readonly RouteDefinition[] = [
     '/console/v1/activities/archive',
     'console-activities-archive',
     consoleApi(['config:write']),
+  ),
+  // Emails (reads): the instance's log and a person's emails, and one email's kept HTML.
+  api(
+    'POST',
+    '/console/v1/emails/get',
+    'console-emails-get',
+    consoleApi(['config:read', 'emails:read']),
+  ),
+  api(
+    'POST',
+    '/console/v1/emails/preview',
+    'console-emails-preview',
+    consoleApi(['config:read', 'emails:read']),
+  ),
+  // Webhooks: the public API's objects; a replay and a rotation are audited (config:write).
+  api('POST', '/console/v1/webhooks/get', 'console-webhooks-get', consoleApi(['config:read'])),
+  api(
+    'POST',
+    '/console/v1/webhooks/attempts',
+    'console-webhooks-attempts',
+    consoleApi(['config:read', 'deliveries:read', 'signing', 'requests']),
+  ),
+  api(
+    'POST',
+    '/console/v1/webhooks/replay',
+    'console-webhooks-replay',
+    consoleApi(['config:write', 'deliveries', 'queue:webhooks', 'queue:webhook-replays']),
+  ),
+  api(
+    'PUT',
+    '/console/v1/webhooks/rotate',
+    'console-webhooks-rotate',
+    consoleApi(['config:write', 'webhook-secrets:wrap']),
   ),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),

@@ -1455,7 +1455,7 @@ export interface paths {
         put?: never;
         /**
          * A person's profile
-         * @description Every field with its label, tags, organization, and the 50 newest activities as display text. 404 for a person the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         * @description Every field with its label, tags, organization, the 50 newest activities as display text, the 10 newest emails sent to the person and the audiences they are in. 404 for a person the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["consolePeopleProfile"];
         delete?: never;
@@ -1517,6 +1517,126 @@ export interface paths {
          * @description Its recorded activities stay readable; new ones are refused. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
          */
         put: operations["consoleActivitiesArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/emails/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's transactional emails
+         * @description The emails sent through `transactional/send`, newest first, with their state, opens, clicks, bounce and complaint; with `person_id`, that person's only. `next` continues as `before`. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleEmailsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/emails/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An email's HTML
+         * @description The email's HTML as written (links to their destinations, without the open pixel), kept 30 days; `html` is null after that. 404 for an email the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleEmailsPreview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/webhooks/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's webhooks
+         * @description Each endpoint (never its secret) with its health: healthy, failing (since when, how many attempts in a row), paused until a time, or disabled. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleWebhooksGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/webhooks/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A webhook's delivery attempts
+         * @description One endpoint's attempts of the last 30 days, newest first (status, HTTP code, time, duration), optionally `succeeded` or `failed` only; `cursor_id` continues. 404 for a webhook the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleWebhooksAttempts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/webhooks/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event again
+         * @description The event (its `webhook-id`, kept 30 days) is queued again for the endpoint, with its ID and body, signed with the current secrets; recorded in the audit log. 404 for a webhook or an event the endpoint does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleWebhooksReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/webhooks/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rotate a webhook's secret
+         * @description A new signing secret, shown in this answer only; the previous one keeps signing beside it for 24 hours, so that the receiver can switch without missing a delivery. Recorded in the audit log (never the secret). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleWebhooksRotate"];
         post?: never;
         delete?: never;
         options?: never;
@@ -2833,12 +2953,134 @@ export interface components {
                 display: string;
                 created_at: string;
             }[];
+            /** @description The 10 newest emails sent to the person */
+            emails: components["schemas"]["ConsoleEmail"][];
+            /** @description The audiences the person is a member of */
+            audiences: {
+                audience_id: string;
+                name: string;
+                member_from: string | null;
+                /** @description The person's choice for this audience's email */
+                subscribed: boolean;
+            }[];
+        };
+        ConsoleEmail: {
+            message_id: string;
+            person_id: string;
+            /** @description The recipient's address when the email was sent */
+            to: string;
+            /** @description The rendered subject; `null` when never built */
+            subject: string | null;
+            email_name: string;
+            /** @enum {string} */
+            status: "queued" | "sent" | "failed" | "bounced" | "complained" | "suppressed";
+            error: string | null;
+            created_at: string;
+            updated_at: string;
+            /** @description Opens recorded (of the 100 events an email keeps) */
+            opens: number;
+            /** @description Clicks recorded (of the 100 events an email keeps) */
+            clicks: number;
+            /** @description The latest, with its kind as SES gave it; `null` when none */
+            bounce: {
+                at: string;
+                detail: string | null;
+            } | null;
+            /** @description The latest, with its kind as SES gave it; `null` when none */
+            complaint: {
+                at: string;
+                detail: string | null;
+            } | null;
         };
         ConsoleActivityResponse: {
             activity: components["schemas"]["ConsoleActivity"];
         };
         ConsoleActivityArchivedResponse: {
             archived_activity: string;
+        };
+        ConsoleEmailsResponse: {
+            instance_id: string;
+            /** @description Newest first */
+            emails: components["schemas"]["ConsoleEmail"][];
+            /** @description Send it back as `before` for the next page; `null` on the last */
+            next: string | null;
+        };
+        ConsoleEmailPreviewResponse: {
+            instance_id: string;
+            email: components["schemas"]["ConsoleEmail"];
+            /** @description The HTML as written (links to their destinations, no open pixel); `null` when not kept: after 30 days, too large, or never built */
+            html: string | null;
+        };
+        ConsoleWebhooksResponse: {
+            instance_id: string;
+            webhooks: {
+                id: string;
+                url: string;
+                events: string[];
+                description: string | null;
+                enabled: boolean;
+                disabled_reason: string | null;
+                failing_since?: string;
+                created_at: string;
+                updated_at: string;
+                health: components["schemas"]["ConsoleWebhookHealth"];
+            }[];
+        };
+        ConsoleWebhookHealth: {
+            /** @enum {string} */
+            state: "healthy" | "failing" | "paused" | "disabled";
+            failing_since: string | null;
+            /** @description Failed attempts in a row */
+            failures: number;
+            /** @description No attempt is made before then */
+            paused_until: string | null;
+            last_failure: string | null;
+            /** @description Its deliveries wait in the slow queue until then (it answered slowly) */
+            slow_until: string | null;
+        };
+        ConsoleAttemptsResponse: {
+            instance_id: string;
+            webhook_id: string;
+            /** @description Newest first */
+            deliveries: components["schemas"]["DeliveryAttempt"][];
+            cursor_id: string | null;
+            has_more: boolean;
+        };
+        ConsoleReplayResponse: {
+            replay_id: string;
+            webhook_id: string;
+            /** @description A replay of one event */
+            event_id?: string;
+            /** @description A replay of every event since then */
+            since?: string;
+            until?: string;
+            /**
+             * @description `complete`: every event found was queued again (deliveries follow, counted in `events_delivered`)
+             * @enum {string}
+             */
+            status: "queued" | "running" | "complete" | "failed";
+            /** @description Events kept for the webhook in the range, read so far */
+            events_found: number;
+            /** @description Of those, queued again */
+            events_queued: number;
+            /** @description Of those, not queued: the webhook no longer subscribes to their type */
+            events_skipped: number;
+            /** @description Queued events delivered since (a 2xx), each once */
+            events_delivered: number;
+            created_at: string;
+            updated_at: string;
+            completed_at?: string;
+            /** @description Why a failed replay stopped */
+            error?: string;
+            instance_id: string;
+        };
+        ConsoleSecretResponse: {
+            instance_id: string;
+            webhook_id: string;
+            /** @description The new signing secret, `whsec_…`: shown in this answer only */
+            secret: string;
+            /** @description Until then the previous secret signs beside the new one */
+            previous_secret_expires_at: string;
         };
         /**
          * @description A date (`dtz` fields); an unknown time zone is the spec’s 500
@@ -8122,6 +8364,15 @@ export interface operations {
                      *           "display": "Purchased Analytical Engine",
                      *           "created_at": "2026-12-02T10:00:00.000Z"
                      *         }
+                     *       ],
+                     *       "emails": [],
+                     *       "audiences": [
+                     *         {
+                     *           "audience_id": "0066a1f0c7e4b0a1b2c3d4f0",
+                     *           "name": "Newsletter",
+                     *           "member_from": "2026-12-01T09:31:00.000Z",
+                     *           "subscribed": true
+                     *         }
                      *       ]
                      *     }
                      */
@@ -8380,6 +8631,400 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleActivityArchivedResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleEmailsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    person_id?: string;
+                    /** @default 25 */
+                    limit?: number;
+                    /** @description The `next` of the previous page */
+                    before?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of emails */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "emails": [
+                     *         {
+                     *           "message_id": "0066a1f0c7e4b0a1b2c3d4e7",
+                     *           "person_id": "0066a1f0c7e4b0a1b2c3d4e5",
+                     *           "to": "ada@example.com",
+                     *           "subject": "Your receipt",
+                     *           "email_name": "receipt",
+                     *           "status": "sent",
+                     *           "error": null,
+                     *           "created_at": "2026-12-02T10:00:00.000Z",
+                     *           "updated_at": "2026-12-02T10:05:00.000Z",
+                     *           "opens": 2,
+                     *           "clicks": 1,
+                     *           "bounce": null,
+                     *           "complaint": null
+                     *         }
+                     *       ],
+                     *       "next": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleEmailsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleEmailsPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "message_id": "0066a1f0c7e4b0a1b2c3d4e7"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    message_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The email */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "email": {
+                     *         "message_id": "0066a1f0c7e4b0a1b2c3d4e7",
+                     *         "person_id": "0066a1f0c7e4b0a1b2c3d4e5",
+                     *         "to": "ada@example.com",
+                     *         "subject": "Your receipt",
+                     *         "email_name": "receipt",
+                     *         "status": "sent",
+                     *         "error": null,
+                     *         "created_at": "2026-12-02T10:00:00.000Z",
+                     *         "updated_at": "2026-12-02T10:05:00.000Z",
+                     *         "opens": 2,
+                     *         "clicks": 1,
+                     *         "bounce": null,
+                     *         "complaint": null
+                     *       },
+                     *       "html": "<html><body><p>Thank you, Ada</p></body></html>"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleEmailPreviewResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleWebhooksGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The webhooks */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "webhooks": [
+                     *         {
+                     *           "id": "0066a1f0c7e4b0a1b2c3d4e9",
+                     *           "url": "https://hooks.example.com/cdp",
+                     *           "events": [
+                     *             "person.*"
+                     *           ],
+                     *           "description": null,
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "created_at": "2026-12-01T09:30:00.000Z",
+                     *           "updated_at": "2026-12-01T09:30:00.000Z",
+                     *           "health": {
+                     *             "state": "healthy",
+                     *             "failing_since": null,
+                     *             "failures": 0,
+                     *             "paused_until": null,
+                     *             "last_failure": null,
+                     *             "slow_until": null
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleWebhooksResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleWebhooksAttempts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    webhook_id: string;
+                    /** @enum {string} */
+                    status?: "succeeded" | "failed";
+                    /** @default 25 */
+                    limit?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of attempts */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                     *       "deliveries": [
+                     *         {
+                     *           "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                     *           "event_id": "msg_2f0c1d9e8b7a6f5e4d3c2b1a09f8e7d6",
+                     *           "event_type": "person.created",
+                     *           "replay_id": null,
+                     *           "attempt": 1,
+                     *           "status": "succeeded",
+                     *           "status_code": 200,
+                     *           "latency_ms": 84,
+                     *           "response_body": "ok",
+                     *           "response_truncated": false,
+                     *           "error": null,
+                     *           "attempted_at": "2026-12-02T10:00:01.000Z"
+                     *         }
+                     *       ],
+                     *       "cursor_id": null,
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAttemptsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleWebhooksReplay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                 *       "event_id": "msg_2f0c1d9e8b7a6f5e4d3c2b1a09f8e7d6"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    webhook_id: string;
+                    event_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "replay_id": "0066a1f0c7e4b0a1b2c3d4ea",
+                     *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                     *       "event_id": "msg_2f0c1d9e8b7a6f5e4d3c2b1a09f8e7d6",
+                     *       "status": "complete",
+                     *       "events_found": 1,
+                     *       "events_queued": 1,
+                     *       "events_skipped": 0,
+                     *       "events_delivered": 0,
+                     *       "created_at": "2026-12-02T10:10:00.000Z",
+                     *       "updated_at": "2026-12-02T10:10:00.000Z",
+                     *       "completed_at": "2026-12-02T10:10:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleReplayResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleWebhooksRotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    webhook_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "webhook_id": "0066a1f0c7e4b0a1b2c3d4e9",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+                     *       "previous_secret_expires_at": "2026-12-03T10:10:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleSecretResponse"];
                 };
             };
             400: components["responses"]["Error400"];
