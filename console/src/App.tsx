@@ -5,9 +5,11 @@ import { useAuth } from 'react-oidc-context';
 import { useConsoleApi, type Me } from './api.ts';
 import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
+import { EmailsPage } from './pages/EmailsPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
 import { PeoplePage } from './pages/PeoplePage.tsx';
+import { WebhooksPage } from './pages/WebhooksPage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
 /** Signed out: one button to the identity provider's sign-in. */
@@ -86,6 +88,8 @@ function Console({ region }: { region: string }) {
                 <Tabs.Tab value="keys">Data sources and API keys</Tabs.Tab>
                 <Tabs.Tab value="activities">Activity definitions</Tabs.Tab>
                 <Tabs.Tab value="people">People</Tabs.Tab>
+                <Tabs.Tab value="emails">Emails</Tabs.Tab>
+                <Tabs.Tab value="webhooks">Webhooks</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="keys" pt="md">
@@ -96,6 +100,12 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="people" pt="md">
                 <PeoplePage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="emails" pt="md">
+                <EmailsPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="webhooks" pt="md">
+                <WebhooksPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

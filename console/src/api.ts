@@ -11,6 +11,14 @@ import type {
   ConsolePeopleResponse,
   ConsoleProfileResponse,
 } from '../../shared/api/console-schemas.ts';
+import type {
+  ConsoleAttemptsResponse,
+  ConsoleEmailPreviewResponse,
+  ConsoleEmailsResponse,
+  ConsoleReplayResponse,
+  ConsoleSecretResponse,
+  ConsoleWebhooksResponse,
+} from '../../shared/api/console-messages.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
 export interface ConsoleConfig {
@@ -29,6 +37,14 @@ export type Activities = z.infer<typeof ConsoleActivitiesResponse>;
 export type Activity = Activities['activities'][number];
 export type People = z.infer<typeof ConsolePeopleResponse>;
 export type Profile = z.infer<typeof ConsoleProfileResponse>;
+export type Emails = z.infer<typeof ConsoleEmailsResponse>;
+export type Email = Emails['emails'][number];
+export type EmailPreview = z.infer<typeof ConsoleEmailPreviewResponse>;
+export type Webhooks = z.infer<typeof ConsoleWebhooksResponse>;
+export type WebhookListing = Webhooks['webhooks'][number];
+export type Attempts = z.infer<typeof ConsoleAttemptsResponse>;
+export type Replayed = z.infer<typeof ConsoleReplayResponse>;
+export type SecretRotated = z.infer<typeof ConsoleSecretResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {
