@@ -1,18 +1,10 @@
-import { Badge, Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type Email, type EmailPreview, type Emails } from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
 
 const when = (iso: string) => new Date(iso).toLocaleString();
-const STATE_COLOURS: Record<Email['status'], string> = {
-  queued: 'gray',
-  sent: 'green',
-  failed: 'red',
-  bounced: 'red',
-  complained: 'orange',
-  suppressed: 'yellow',
-};
 
 /** What became of an email beyond its state: its bounce or complaint, or its error. */
 function trouble(email: Email): string {
@@ -121,9 +113,9 @@ export function EmailTable({
               <Table.Td>{email.to}</Table.Td>
               <Table.Td>{email.subject ?? email.email_name}</Table.Td>
               <Table.Td>
-                <Badge color={STATE_COLOURS[email.status]} variant="light">
+                <Text span fw={700} size="sm">
                   {email.status}
-                </Badge>
+                </Text>
               </Table.Td>
               <Table.Td>{email.opens}</Table.Td>
               <Table.Td>{email.clicks}</Table.Td>

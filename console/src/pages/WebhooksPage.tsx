@@ -1,15 +1,4 @@
-import {
-  Badge,
-  Button,
-  Code,
-  CopyButton,
-  Group,
-  Modal,
-  Stack,
-  Table,
-  Text,
-  Title,
-} from '@mantine/core';
+import { Button, Code, CopyButton, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
@@ -23,7 +12,6 @@ import {
 import { Failure, Waiting } from '../status.tsx';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
-const HEALTH_COLOURS = { healthy: 'green', failing: 'orange', paused: 'red', disabled: 'gray' };
 
 /** How an endpoint is doing, in words. */
 function healthText(hook: WebhookListing): string {
@@ -108,9 +96,9 @@ function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: Webho
                     {attempt.replay_id ? ' (replay)' : ''}
                   </Table.Td>
                   <Table.Td>
-                    <Badge color={attempt.status === 'succeeded' ? 'green' : 'red'} variant="light">
+                    <Text span fw={700} size="sm">
                       {attempt.status}
-                    </Badge>
+                    </Text>
                     {attempt.error ? ` ${attempt.error}` : ''}
                   </Table.Td>
                   <Table.Td>{attempt.status_code ?? '—'}</Table.Td>
@@ -121,7 +109,7 @@ function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: Webho
                     <Button
                       size="xs"
                       variant="light"
-                      aria-label={`Send event ${attempt.event_id} again`}
+                      aria-label={`Send again: event ${attempt.event_id}`}
                       loading={replay.isPending && replay.variables === attempt.event_id}
                       onClick={() => {
                         replay.mutate(attempt.event_id);
@@ -181,7 +169,7 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
         webhook_id: webhookId,
       }),
     onSuccess: async (answer) => {
-      setRotating(undefined);
+      // The same dialog shows the secret: one dialog, one overlay.
       setRotated(answer);
       await Promise.all([
         client.invalidateQueries({ queryKey: ['webhooks', instanceId] }),
@@ -218,9 +206,9 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
                 </Table.Td>
                 <Table.Td>{candidate.events.join(', ')}</Table.Td>
                 <Table.Td>
-                  <Badge color={HEALTH_COLOURS[candidate.health.state]} variant="light">
+                  <Text span fw={700} size="sm">
                     {candidate.health.state}
-                  </Badge>{' '}
+                  </Text>{' '}
                   <Text span size="sm">
                     {healthText(candidate)}
                   </Text>
@@ -240,14 +228,13 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
                     </Button>
                     <Button
                       size="xs"
-                      color="orange"
                       variant="light"
                       aria-label={`Rotate the secret of ${candidate.url}`}
                       onClick={() => {
                         setRotating(candidate);
                       }}
                     >
-                      Rotate secret
+                      Rotate the secret
                     </Button>
                   </Group>
                 </Table.Td>
@@ -263,61 +250,54 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
         opened={rotating !== undefined}
         onClose={() => {
           setRotating(undefined);
-        }}
-        title="Rotate this webhook's secret?"
-      >
-        <Stack>
-          <Text>
-            Deliveries to <Code>{rotating?.url}</Code> are signed with a new secret from now on. The
-            current secret keeps signing beside it for 24 hours, so that the receiver can switch
-            without missing a delivery.
-          </Text>
-          <Group justify="flex-end">
-            <Button
-              variant="default"
-              onClick={() => {
-                setRotating(undefined);
-              }}
-            >
-              Keep the secret
-            </Button>
-            <Button
-              color="orange"
-              loading={rotate.isPending}
-              onClick={() => {
-                if (rotating) rotate.mutate(rotating.id);
-              }}
-            >
-              Rotate the secret
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
-      <Modal
-        closeButtonProps={{ 'aria-label': 'Close' }}
-        transitionProps={{ duration: 0 }}
-        opened={rotated !== undefined}
-        onClose={() => {
           setRotated(undefined);
         }}
-        title="The webhook's new secret"
+        title={rotated ? "The webhook's new secret" : "Rotate this webhook's secret?"}
       >
-        <Stack>
-          <Text>
-            Copy it now: it is shown only this once. The previous secret signs until{' '}
-            {when(rotated?.previous_secret_expires_at ?? null)}.
-          </Text>
-          <Code block data-testid="new-secret">
-            {rotated?.secret}
-          </Code>
-          <CopyButton value={rotated?.secret ?? ''}>
-            {({ copied, copy }) => (
-              <Button onClick={copy} variant="light">
-                {copied ? 'Copied' : 'Copy the secret'}
+        {rotated ? (
+          <Stack>
+            <Text>
+              Copy it now: it is shown only this once. The previous secret signs until{' '}
+              {when(rotated.previous_secret_expires_at)}.
+            </Text>
+            <Code block data-testid="new-secret">
+              {rotated.secret}
+            </Code>
+            <CopyButton value={rotated.secret}>
+              {({ copied, copy }) => (
+                <Button onClick={copy} variant="default">
+                  {copied ? 'Copied' : 'Copy the secret'}
+                </Button>
+              )}
+            </CopyButton>
+          </Stack>
+        ) : (
+          <Stack>
+            <Text>
+              Deliveries to <Code>{rotating?.url}</Code> are signed with a new secret from now on.
+              The current secret keeps signing beside it for 24 hours, so that the receiver can
+              switch without missing a delivery.
+            </Text>
+            <Group justify="flex-end">
+              <Button
+                variant="default"
+                onClick={() => {
+                  setRotating(undefined);
+                }}
+              >
+                Keep the secret
               </Button>
-            )}
-          </CopyButton>
-        </Stack>
+              <Button
+                loading={rotate.isPending}
+                onClick={() => {
+                  if (rotating) rotate.mutate(rotating.id);
+                }}
+              >
+                Rotate the secret
+              </Button>
+            </Group>
+          </Stack>
+        )}
       </Modal>
     </Stack>
   );
