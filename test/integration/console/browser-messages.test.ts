@@ -134,6 +134,8 @@ describe('the console’s emails and webhooks in Chromium', () => {
       await page.getByRole('cell', { name: `Welcome aboard ${suffix}` }).waitFor();
       return undefined;
     });
+    // The picture shows the emails and audiences, below the fields and the timeline.
+    await page.evaluate('window.scrollTo(0, document.body.scrollHeight)');
     await accessible(page, 'person-messages');
 
     await page.getByRole('tab', { name: 'Audit log' }).click();
