@@ -2,7 +2,10 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Webhook as Verifier } from 'standardwebhooks';
-import { baseUrl, call, KEYS } from '../stack.js';
+import { BatchGetCommand } from '@aws-sdk/lib-dynamodb';
+import { messageLogKey, messagePreviewKey } from '../../../shared/adapters/email-store.js';
+import { tableName } from '../../../shared/resources.js';
+import { baseUrl, call, KEYS, stackDb } from '../stack.js';
 import { fetchLink, html, linkTokensOf, until } from '../emails.js';
 import { mergeOne, uniqueEmail } from '../people.js';
 import { consoleCall, consoleUser, signIn } from './sign-in.js';
@@ -215,6 +218,55 @@ describe('the email log', () => {
     ]);
     expect((profile.emails as Email[]).map((e) => e.message_id)).toEqual([second, first]);
     expect((profile.emails as Email[])[0]).toMatchObject({ subject: `Second Ada ${suffix}` });
+  });
+});
+
+describe('erasing a person', () => {
+  it('takes their emails out of the log, with their previews', async () => {
+    const to = uniqueEmail('console-erased');
+    const messageId = await sendAcme(to, `Erased ${suffix}`);
+    const listed = await until('the email in the log', async () => {
+      const page = await emailsOf(acme, { instance_id: 'acme', limit: 100 });
+      return (page.body.emails as Email[]).find((e) => e.message_id === messageId);
+    });
+    const { db } = stackDb();
+    const kept = async () => {
+      const found = await db.send(
+        new BatchGetCommand({
+          RequestItems: {
+            [tableName('default', 'emails')]: {
+              Keys: [messageLogKey('acme', messageId), messagePreviewKey('acme', messageId)],
+              ConsistentRead: true,
+            },
+          },
+        }),
+      );
+      return (found.Responses?.[tableName('default', 'emails')] ?? []).map((item) =>
+        String(item.sk),
+      );
+    };
+    expect((await kept()).sort()).toEqual([messageId, 'HTML']);
+
+    const archived = await call('/v1/person/archive', {
+      key: KEYS.acme,
+      method: 'PUT',
+      body: { inclusion_ids: [listed.person_id] },
+    });
+    expect(archived.status).toBe(200);
+    const erased = await call('/v1/person/delete', {
+      key: KEYS.acme,
+      method: 'DELETE',
+      body: { inclusion_ids: [listed.person_id] },
+    });
+    expect(erased).toMatchObject({ status: 200, body: { deleted_contacts: 1 } });
+    await until('the erasure', async () => ((await kept()).length === 0 ? true : undefined));
+    const page = await emailsOf(acme, { instance_id: 'acme', limit: 100 });
+    expect((page.body.emails as Email[]).map((e) => e.message_id)).not.toContain(messageId);
+    const preview = await consoleCall('POST', '/console/v1/emails/preview', acme, {
+      instance_id: 'acme',
+      message_id: messageId,
+    });
+    expect(preview.status).toBe(404);
   });
 });
 
