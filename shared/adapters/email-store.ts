@@ -16,6 +16,7 @@ import {
   PREVIEW_RETENTION_DAYS,
   type EmailEvent,
   type EmailLog,
+  type EmailLogPage,
   type EmailLogQuery,
   type EmailState,
   type EmailStore,
@@ -137,22 +138,14 @@ export class DynamoEmailStore implements EmailStore, EmailLog {
         referencePuts(record.instance_id, [record.person_id], `M#${record.message_id}`, expires),
       ),
     );
-    // Each email with its place in the instance's log and its preview, in the same batches.
+    // Each email after its place in the instance's log and its preview, in the same batches
+    // (one after the other): an email reported written has both.
     await batchWrite(
       this.db,
       this.tables.emails,
       records.flatMap(({ preview_html: html, ...record }) => {
         const zipped = html === undefined ? undefined : gzipSync(html);
         return [
-          {
-            PutRequest: {
-              Item: {
-                ...messageKey(record.instance_id, record.message_id),
-                ...record,
-                expires_at: expires,
-              },
-            },
-          },
           {
             PutRequest: {
               Item: {
@@ -176,6 +169,15 @@ export class DynamoEmailStore implements EmailStore, EmailLog {
                 },
               ]
             : []),
+          {
+            PutRequest: {
+              Item: {
+                ...messageKey(record.instance_id, record.message_id),
+                ...record,
+                expires_at: expires,
+              },
+            },
+          },
         ];
       }),
       (done) => {
@@ -244,13 +246,14 @@ export class DynamoEmailStore implements EmailStore, EmailLog {
   }
 
   /** The newest `limit` of `ids` as records (one batch read); an erased one is left out. */
-  private async page(instanceId: string, ids: string[], limit: number) {
+  private async page(instanceId: string, ids: string[], limit: number): Promise<EmailLogPage> {
     const newest = [...new Set(ids)].sort().reverse();
     const chosen = newest.slice(0, limit);
     const found = await this.get(instanceId, chosen);
+    const last = chosen.at(-1);
     return {
       records: chosen.flatMap((id) => found.get(id) ?? []),
-      more: newest.length > limit,
+      ...(newest.length > limit && last !== undefined ? { next: last } : {}),
     };
   }
 

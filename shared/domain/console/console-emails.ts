@@ -71,11 +71,10 @@ export async function emailsOf(
     request.person_id === undefined
       ? await emails.recent(instance.id, query)
       : await emails.ofPerson(instance.id, request.person_id, query);
-  const last = page.records.at(-1);
   return {
     instance_id: instance.id,
     emails: page.records.map(emailSummary),
-    next: page.more && last ? last.message_id : null,
+    next: page.next ?? null,
   };
 }
 

@@ -139,19 +139,21 @@ export interface EmailLogQuery {
   before?: string;
 }
 
+export interface EmailLogPage {
+  records: EmailRecord[];
+  /** The `before` of the next page; none on the last. */
+  next?: string;
+}
+
 /** What the console reads of sent emails: bounded queries, never a scan. */
 export interface EmailLog {
-  /** The instance's emails, newest first (`limit` of them, and whether more follow). */
-  recent(
-    instanceId: string,
-    query: EmailLogQuery,
-  ): Promise<{ records: EmailRecord[]; more: boolean }>;
+  /**
+   * The instance's emails, newest first: `limit` places of the log, their emails (one erased
+   * meanwhile is left out), and the position after the page when more follow.
+   */
+  recent(instanceId: string, query: EmailLogQuery): Promise<EmailLogPage>;
   /** One person's emails, newest first. */
-  ofPerson(
-    instanceId: string,
-    personId: string,
-    query: EmailLogQuery,
-  ): Promise<{ records: EmailRecord[]; more: boolean }>;
+  ofPerson(instanceId: string, personId: string, query: EmailLogQuery): Promise<EmailLogPage>;
   /** An email's kept HTML: `undefined` when none is kept (expired, too large, never built). */
   preview(instanceId: string, messageId: string): Promise<string | undefined>;
 }

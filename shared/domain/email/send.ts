@@ -539,7 +539,10 @@ interface Outcome {
   written: Set<string>;
 }
 
-/** Emails built, then queued and recorded together (2-3 queue batches, 2 table batches). */
+/**
+ * Emails built, then queued and recorded together (2-3 queue batches; table batches: the
+ * references, then the emails with their log entries and previews, 1 + 3).
+ */
 const BUILD_CHUNK = 25;
 /**
  * Time kept to queue and record the last chunk: no email is built past it (or past the last
