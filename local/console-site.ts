@@ -33,7 +33,9 @@ export function contentSecurityPolicy(issuer: string): string {
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
+    // Images over HTTPS too: an email's preview (a sandboxed `srcdoc` frame, which has this
+    // policy) shows its images. Its own open pixel is not in the previewed HTML.
+    "img-src 'self' data: https:",
     "font-src 'self'",
     `connect-src 'self' ${origin}`,
     `form-action 'self' ${origin}`,

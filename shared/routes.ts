@@ -499,6 +499,8 @@ export const ROUTES: readonly RouteDefinition[] = [
       'people:read',
       'activities:read',
       'organizations:read',
+      'emails:read',
+      'audiences:read',
       'signing',
       'requests',
     ]),
@@ -579,6 +581,39 @@ export const ROUTES: readonly RouteDefinition[] = [
   api('POST', '/console/v1/fields/get', 'console-fields-get', consoleApi(['config:read'])),
   api('POST', '/console/v1/fields/create', 'console-fields-create', consoleApi(['config:write'])),
   api('PUT', '/console/v1/fields/modify', 'console-fields-modify', consoleApi(['config:write'])),
+  // Emails (reads): the instance's log and a person's emails, and one email's kept HTML.
+  api(
+    'POST',
+    '/console/v1/emails/get',
+    'console-emails-get',
+    consoleApi(['config:read', 'emails:read']),
+  ),
+  api(
+    'POST',
+    '/console/v1/emails/preview',
+    'console-emails-preview',
+    consoleApi(['config:read', 'emails:read']),
+  ),
+  // Webhooks: the public API's objects; a replay and a rotation are audited (config:write).
+  api('POST', '/console/v1/webhooks/get', 'console-webhooks-get', consoleApi(['config:read'])),
+  api(
+    'POST',
+    '/console/v1/webhooks/attempts',
+    'console-webhooks-attempts',
+    consoleApi(['config:read', 'deliveries:read', 'signing', 'requests']),
+  ),
+  api(
+    'POST',
+    '/console/v1/webhooks/replay',
+    'console-webhooks-replay',
+    consoleApi(['config:write', 'deliveries', 'queue:webhooks', 'queue:webhook-replays']),
+  ),
+  api(
+    'PUT',
+    '/console/v1/webhooks/rotate',
+    'console-webhooks-rotate',
+    consoleApi(['config:write', 'webhook-secrets:wrap']),
+  ),
   api('GET', '/openapi.json', 'openapi-document', documentation()),
   api('GET', '/docs', 'api-reference', documentation()),
   ...REFERENCE_ASSETS.map((file) =>

@@ -7,11 +7,13 @@ import { ActivitiesPage } from './pages/ActivitiesPage.tsx';
 import { AudiencesPage } from './pages/AudiencesPage.tsx';
 import { AuditPage } from './pages/AuditPage.tsx';
 import { FieldsPage } from './pages/FieldsPage.tsx';
+import { EmailsPage } from './pages/EmailsPage.tsx';
 import { InstancesPage } from './pages/InstancesPage.tsx';
 import { KeysPage } from './pages/KeysPage.tsx';
 import { OrganizationsPage } from './pages/OrganizationsPage.tsx';
 import { OverviewPage } from './pages/OverviewPage.tsx';
 import { PeoplePage } from './pages/PeoplePage.tsx';
+import { WebhooksPage } from './pages/WebhooksPage.tsx';
 import { Failure, Waiting } from './status.tsx';
 
 /** Signed out: one button to the identity provider's sign-in. */
@@ -94,6 +96,8 @@ function Console({ region }: { region: string }) {
                 <Tabs.Tab value="organizations">Organizations</Tabs.Tab>
                 <Tabs.Tab value="audiences">Audiences</Tabs.Tab>
                 <Tabs.Tab value="fields">Custom fields</Tabs.Tab>
+                <Tabs.Tab value="emails">Emails</Tabs.Tab>
+                <Tabs.Tab value="webhooks">Webhooks</Tabs.Tab>
                 <Tabs.Tab value="audit">Audit log</Tabs.Tab>
               </Tabs.List>
               <Tabs.Panel value="overview" pt="md">
@@ -116,6 +120,12 @@ function Console({ region }: { region: string }) {
               </Tabs.Panel>
               <Tabs.Panel value="fields" pt="md">
                 <FieldsPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="emails" pt="md">
+                <EmailsPage instanceId={instance.id} />
+              </Tabs.Panel>
+              <Tabs.Panel value="webhooks" pt="md">
+                <WebhooksPage instanceId={instance.id} />
               </Tabs.Panel>
               <Tabs.Panel value="audit" pt="md">
                 <AuditPage instanceId={instance.id} />

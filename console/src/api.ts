@@ -23,6 +23,14 @@ import type {
   ConsoleFieldsResponse,
   ConsoleOverviewResponse,
 } from '../../shared/api/console-overview.ts';
+import type {
+  ConsoleAttemptsResponse,
+  ConsoleEmailPreviewResponse,
+  ConsoleEmailsResponse,
+  ConsoleReplayResponse,
+  ConsoleSecretResponse,
+  ConsoleWebhooksResponse,
+} from '../../shared/api/console-messages.ts';
 
 /** The console's API, typed from the schemas its functions answer with. */
 export interface ConsoleConfig {
@@ -52,6 +60,14 @@ export type Overview = z.infer<typeof ConsoleOverviewResponse>;
 export type Fields = z.infer<typeof ConsoleFieldsResponse>;
 export type CustomField = Fields['person']['fields'][number];
 export type FieldChanged = z.infer<typeof ConsoleFieldResponse>;
+export type Emails = z.infer<typeof ConsoleEmailsResponse>;
+export type Email = Emails['emails'][number];
+export type EmailPreview = z.infer<typeof ConsoleEmailPreviewResponse>;
+export type Webhooks = z.infer<typeof ConsoleWebhooksResponse>;
+export type WebhookListing = Webhooks['webhooks'][number];
+export type Attempts = z.infer<typeof ConsoleAttemptsResponse>;
+export type Replayed = z.infer<typeof ConsoleReplayResponse>;
+export type SecretRotated = z.infer<typeof ConsoleSecretResponse>;
 
 /** An answer other than 2xx: the API's error envelope. */
 export class ApiError extends Error {

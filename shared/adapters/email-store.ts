@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import {
   GetCommand,
   PutCommand,
+  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
@@ -11,9 +13,14 @@ import type { Acceptance } from '../domain/email/deliver.js';
 import {
   EMAIL_RETENTION_DAYS,
   EmailRecord,
+  PREVIEW_RETENTION_DAYS,
   type EmailEvent,
+  type EmailLog,
+  type EmailLogPage,
+  type EmailLogQuery,
   type EmailState,
   type EmailStore,
+  type NewEmail,
 } from '../domain/email/messages.js';
 import { logger } from '../lib/logger.js';
 import type { EmailTally } from '../domain/email/email-tallies.js';
@@ -26,7 +33,7 @@ import {
   conditionally,
   isConditionFailure,
 } from './dynamo-helpers.js';
-import { referencePuts } from './person-references.js';
+import { referencePk, referencePuts } from './person-references.js';
 
 /**
  * The `emails` table (docs/data-model.md): one item per email, `<inst>#M#<message_id>` / `M`,
@@ -38,6 +45,30 @@ export const messageKey = (instanceId: string, messageId: string) => ({
   pk: `${instanceId}#M#${messageId}`,
   sk: 'M',
 });
+
+/**
+ * The instance's log of emails: `<inst>#ML#<shard>` / `<message_id>` (IDs sort by time), one
+ * small item per email written in the same batch as the email, so that "the newest emails"
+ * is a bounded query per shard instead of a scan. Shards (by the ID's random tail) keep an
+ * instance sending fast from a hot partition.
+ */
+export const LOG_SHARDS = 8;
+export const messageLogKey = (instanceId: string, messageId: string) => {
+  const tail = parseInt(messageId.slice(-2), 16);
+  return {
+    pk: `${instanceId}#ML#${Number.isNaN(tail) ? 0 : tail % LOG_SHARDS}`,
+    sk: messageId,
+  };
+};
+
+/** An email's rendered HTML for the console's preview (gzipped), beside its record. */
+export const messagePreviewKey = (instanceId: string, messageId: string) => ({
+  pk: `${instanceId}#M#${messageId}`,
+  sk: 'HTML',
+});
+
+/** What a preview item may hold, gzipped (an item is at most 400 KB). */
+const PREVIEW_MAX_BYTES = 300_000;
 
 export function addressHash(address: string): string {
   return createHash('sha256').update(address.trim().toLowerCase()).digest('hex');
@@ -57,7 +88,7 @@ const EVENTS_WATERMARK = { pk: '#DEPLOYMENT', sk: 'SES_EVENTS' };
 /** Events kept per email (opens and clicks can repeat without end; activities keep them all). */
 export const MAX_EVENTS = 100;
 
-export class DynamoEmailStore implements EmailStore {
+export class DynamoEmailStore implements EmailStore, EmailLog {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly tables: { emails: string; activities?: string },
@@ -96,8 +127,9 @@ export class DynamoEmailStore implements EmailStore {
     );
   }
 
-  async create(records: EmailRecord[], written: (messageId: string) => void): Promise<void> {
+  async create(records: NewEmail[], written: (messageId: string) => void): Promise<void> {
     const expires = Math.floor(Date.now() / 1000) + EMAIL_RETENTION_DAYS * 86_400;
+    const previewExpires = Math.floor(Date.now() / 1000) + PREVIEW_RETENTION_DAYS * 86_400;
     // The references first, in batches of their own: an email is never stored without the
     // reference erasure finds it by (a batch is not atomic, and one that stops part-way
     // would leave an email written and its reference not).
@@ -108,24 +140,123 @@ export class DynamoEmailStore implements EmailStore {
         referencePuts(record.instance_id, [record.person_id], `M#${record.message_id}`, expires),
       ),
     );
+    // Each email after its place in the instance's log and its preview, in the same batches
+    // (one after the other): an email reported written has both.
     await batchWrite(
       this.db,
       this.tables.emails,
-      records.map((record) => ({
-        PutRequest: {
-          Item: {
-            ...messageKey(record.instance_id, record.message_id),
-            ...record,
-            expires_at: expires,
+      records.flatMap(({ preview_html: html, ...record }) => {
+        const zipped = html === undefined ? undefined : gzipSync(html);
+        return [
+          {
+            PutRequest: {
+              Item: {
+                ...messageLogKey(record.instance_id, record.message_id),
+                expires_at: expires,
+              },
+            },
           },
-        },
-      })),
+          ...(zipped
+            ? [
+                {
+                  PutRequest: {
+                    Item: {
+                      ...messagePreviewKey(record.instance_id, record.message_id),
+                      ...(zipped.length <= PREVIEW_MAX_BYTES
+                        ? { html: zipped }
+                        : { omitted: 'too large' }),
+                      expires_at: previewExpires,
+                    },
+                  },
+                },
+              ]
+            : []),
+          {
+            PutRequest: {
+              Item: {
+                ...messageKey(record.instance_id, record.message_id),
+                ...record,
+                expires_at: expires,
+              },
+            },
+          },
+        ];
+      }),
       (done) => {
         for (const request of done) {
-          if ('PutRequest' in request) written(String(request.PutRequest.Item.message_id));
+          if ('PutRequest' in request && request.PutRequest.Item.sk === 'M') {
+            written(String(request.PutRequest.Item.message_id));
+          }
         }
       },
     );
+  }
+
+  async recent(instanceId: string, query: EmailLogQuery) {
+    const shards = await Promise.all(
+      Array.from({ length: LOG_SHARDS }, (_, shard) =>
+        this.newestKeys(`${instanceId}#ML#${shard}`, '', query),
+      ),
+    );
+    return this.page(instanceId, shards.flat(), query.limit);
+  }
+
+  async ofPerson(instanceId: string, personId: string, query: EmailLogQuery) {
+    const ids = await this.newestKeys(referencePk(instanceId, personId), 'M#', query);
+    return this.page(instanceId, ids, query.limit);
+  }
+
+  async preview(instanceId: string, messageId: string): Promise<string | undefined> {
+    const { Item } = await this.db.send(
+      new GetCommand({
+        TableName: this.tables.emails,
+        Key: messagePreviewKey(instanceId, messageId),
+      }),
+    );
+    const html: unknown = Item?.html;
+    return html instanceof Uint8Array ? gunzipSync(html).toString('utf8') : undefined;
+  }
+
+  /**
+   * Up to `limit + 1` message IDs of one partition (its sort keys `<prefix><message_id>`)
+   * older than `before`, newest first.
+   */
+  private async newestKeys(pk: string, prefix: string, query: EmailLogQuery): Promise<string[]> {
+    const values: Record<string, string> = { ':pk': pk };
+    let condition = 'pk = :pk';
+    if (query.before !== undefined) {
+      values[':before'] = `${prefix}${query.before}`;
+      condition += prefix ? ' AND sk BETWEEN :prefix AND :before' : ' AND sk < :before';
+    } else if (prefix) {
+      condition += ' AND begins_with(sk, :prefix)';
+    }
+    if (prefix) values[':prefix'] = prefix;
+    const { Items = [] } = await this.db.send(
+      new QueryCommand({
+        TableName: this.tables.emails,
+        KeyConditionExpression: condition,
+        ExpressionAttributeValues: values,
+        ProjectionExpression: 'sk',
+        ScanIndexForward: false,
+        // BETWEEN is inclusive: one more, for the position itself (dropped below).
+        Limit: query.limit + 2,
+      }),
+    );
+    return Items.map((item) => String(item.sk).slice(prefix.length)).filter(
+      (id) => /^[0-9a-f]{24}$/.test(id) && id !== query.before,
+    );
+  }
+
+  /** The newest `limit` of `ids` as records (one batch read); an erased one is left out. */
+  private async page(instanceId: string, ids: string[], limit: number): Promise<EmailLogPage> {
+    const newest = [...new Set(ids)].sort().reverse();
+    const chosen = newest.slice(0, limit);
+    const found = await this.get(instanceId, chosen);
+    const last = chosen.at(-1);
+    return {
+      records: chosen.flatMap((id) => found.get(id) ?? []),
+      ...(newest.length > limit && last !== undefined ? { next: last } : {}),
+    };
   }
 
   async get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>> {

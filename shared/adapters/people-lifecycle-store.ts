@@ -30,7 +30,7 @@ import {
   type Key,
 } from './dynamo-helpers.js';
 import { idempotencyKey } from './idempotency-store.js';
-import { messageKey } from './email-store.js';
+import { messageKey, messageLogKey, messagePreviewKey } from './email-store.js';
 import { organizationKey } from './organization-store.js';
 import {
   archivedListPk,
@@ -357,8 +357,8 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
   }
 
   /**
-   * Everything that names the person but the person: sent emails (and their rendered
-   * payloads), then the timeline and the dedup items of its activities' keys, and the
+   * Everything that names the person but the person: sent emails (with their previews, their
+   * places in the instance's log and their rendered payloads), then the timeline and the dedup items of its activities' keys, and the
    * idempotency answers and asynchronous requests (with their ledgers and payloads) that
    * name them. Kept records are found through the person's references, and the queued
    * requests that created the person (`origin`, from its item) or recorded its activities
@@ -380,7 +380,13 @@ export class DynamoPeopleLifecycleStore implements LifecycleStore {
     await batchWrite(
       this.db,
       emails,
-      deletes(messages.map((name) => messageKey(instanceId, name))),
+      deletes(
+        messages.flatMap((name) => [
+          messageKey(instanceId, name),
+          messagePreviewKey(instanceId, name),
+          messageLogKey(instanceId, name),
+        ]),
+      ),
     );
 
     const timeline = await partitionKeys(this.db, activities, personKey(instanceId, id).pk, [

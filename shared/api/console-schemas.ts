@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { StoredActivityDefinition } from '../domain/instance-config.js';
+import { ConsoleProfileAudiences, ConsoleProfileEmails } from './console-messages.js';
 
 /** The answers of the console's API (docs/console.md), typed and documented from here. */
 export const ConsoleInstance = z
@@ -133,6 +134,8 @@ export const ConsoleProfileResponse = z
         }),
       )
       .describe('The 50 newest, as display text'),
+    emails: ConsoleProfileEmails,
+    audiences: ConsoleProfileAudiences,
   })
   .meta({ id: 'ConsoleProfileResponse' });
 

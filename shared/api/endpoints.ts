@@ -5,6 +5,7 @@ import type { Endpoint } from './endpoints/common.js';
 import { CONSOLE } from './endpoints/console.js';
 import { CONSOLE_GROUPS } from './endpoints/console-groups.js';
 import { CONSOLE_OVERVIEW } from './endpoints/console-overview.js';
+import { CONSOLE_MESSAGES } from './endpoints/console-messages.js';
 import { EMAIL } from './endpoints/email.js';
 import { ORGANIZATIONS } from './endpoints/organizations.js';
 import { PEOPLE } from './endpoints/people.js';
@@ -39,6 +40,7 @@ export type { Answer, Endpoint, Tag } from './endpoints/common.js';
  * - `console-groups.ts`: the console's organizations and audiences (`/console/v1/organizations/*`,
  *   `/console/v1/audiences/*`);
  * - `console-overview.ts`: the console's overview and custom fields (tag `Console`);
+ * - `console-messages.ts`: its email and webhook routes;
  * - `common.ts`: `Tag`, `Answer`, `Endpoint`, the IDs of the examples and the helpers more
  *   than one area uses (`lifecycle` for archive, restore and delete; `html`).
  * A route goes into its area's file; a new area gets a file of its own, spread here.
@@ -54,4 +56,5 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   ...CONSOLE,
   ...CONSOLE_GROUPS,
   ...CONSOLE_OVERVIEW,
+  ...CONSOLE_MESSAGES,
 };

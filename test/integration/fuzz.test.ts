@@ -522,6 +522,59 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       { name: 'offset', invalid: badInteger(0, 10_000_000) },
     ],
   },
+  'POST /console/v1/emails/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [
+      consoleInstance,
+      { name: 'person_id', invalid: notHexId },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'before', invalid: notHexId },
+    ],
+  },
+  'POST /console/v1/emails/preview': {
+    base: () => ({ instance_id: 'acme', message_id: '0'.repeat(24) }),
+    members: [consoleInstance, { name: 'message_id', required: true, invalid: notHexId }],
+  },
+  'POST /console/v1/webhooks/get': {
+    base: () => ({ instance_id: 'acme' }),
+    members: [consoleInstance],
+  },
+  'POST /console/v1/webhooks/attempts': {
+    base: () => ({ instance_id: 'acme', webhook_id: '0'.repeat(24) }),
+    members: [
+      consoleInstance,
+      { name: 'webhook_id', required: true, invalid: notHexId },
+      {
+        name: 'status',
+        invalid: fc.oneof(wrongType('string'), fc.constantFrom('', 'ok', 'SUCCEEDED')),
+      },
+      { name: 'limit', invalid: badInteger(1, 100) },
+      { name: 'cursor_id', invalid: fc.oneof(wrongType('string'), longString(2001, 3000)) },
+    ],
+  },
+  'POST /console/v1/webhooks/replay': {
+    base: () => ({
+      instance_id: 'acme',
+      webhook_id: '0'.repeat(24),
+      event_id: `msg_${'0'.repeat(32)}`,
+    }),
+    members: [
+      consoleInstance,
+      { name: 'webhook_id', required: true, invalid: notHexId },
+      {
+        name: 'event_id',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('string'),
+          fc.constantFrom('', 'msg_', `msg_${'g'.repeat(32)}`),
+        ),
+      },
+    ],
+  },
+  'PUT /console/v1/webhooks/rotate': {
+    base: () => ({ instance_id: 'acme', webhook_id: '0'.repeat(24) }),
+    members: [consoleInstance, { name: 'webhook_id', required: true, invalid: notHexId }],
+  },
   'POST /console/v1/people/profile': {
     base: () => ({ instance_id: 'acme', person_id: '0'.repeat(24) }),
     members: [consoleInstance, { name: 'person_id', required: true, invalid: notHexId }],

@@ -3,11 +3,15 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type People, type Profile } from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
+import { EmailTable } from './EmailsPage.tsx';
 
 const show = (value: unknown) =>
   typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
 
-/** One person: fields with their labels, tags, and the timeline as display text. */
+/**
+ * One person: fields with their labels, tags, the timeline as display text, the emails sent
+ * to them and the audiences they are in.
+ */
 export function PersonProfile({
   instanceId,
   personId,
@@ -78,6 +82,42 @@ export function PersonProfile({
               <Table.Tr key={activity.id}>
                 <Table.Td>{new Date(activity.created_at).toLocaleString()}</Table.Td>
                 <Table.Td>{activity.display}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Title order={3}>Emails</Title>
+      {person.emails.length === 0 ? (
+        <Text>No email sent to this person.</Text>
+      ) : (
+        <EmailTable
+          instanceId={instanceId}
+          emails={person.emails}
+          caption="The 10 newest emails sent to this person"
+        />
+      )}
+      <Title order={3}>Audiences</Title>
+      {person.audiences.length === 0 ? (
+        <Text>In no audience.</Text>
+      ) : (
+        <Table striped>
+          <Table.Caption>The audiences this person is in</Table.Caption>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Audience</Table.Th>
+              <Table.Th scope="col">Member since</Table.Th>
+              <Table.Th scope="col">Their email</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {person.audiences.map((audience) => (
+              <Table.Tr key={audience.audience_id}>
+                <Table.Td>{audience.name}</Table.Td>
+                <Table.Td>
+                  {audience.member_from ? new Date(audience.member_from).toLocaleString() : '—'}
+                </Table.Td>
+                <Table.Td>{audience.subscribed ? 'subscribed' : 'unsubscribed'}</Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>

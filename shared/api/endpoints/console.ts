@@ -276,7 +276,7 @@ export const CONSOLE = {
   'POST /console/v1/people/profile': {
     tag: 'Console',
     summary: "A person's profile",
-    description: `Every field with its label, tags, organization, and the 50 newest activities as display text. 404 for a person the instance does not have. ${NOT_YOURS}`,
+    description: `Every field with its label, tags, organization, the 50 newest activities as display text, the 10 newest emails sent to the person and the audiences they are in. 404 for a person the instance does not have. ${NOT_YOURS}`,
     request: ConsoleProfileRequest,
     requestExample: { instance_id: 'acme', person_id: '0066a1f0c7e4b0a1b2c3d4e5' },
     errors: [404],
@@ -298,6 +298,15 @@ export const CONSOLE = {
               activity_id: 'act:cm:purchased',
               display: 'Purchased Analytical Engine',
               created_at: '2026-12-02T10:00:00.000Z',
+            },
+          ],
+          emails: [],
+          audiences: [
+            {
+              audience_id: '0066a1f0c7e4b0a1b2c3d4f0',
+              name: 'Newsletter',
+              member_from: '2026-12-01T09:31:00.000Z',
+              subscribed: true,
             },
           ],
         },

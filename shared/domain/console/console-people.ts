@@ -16,14 +16,17 @@ import {
   type PersonListing,
 } from '../people/person-get.js';
 import { CREATED_FIELD, LAST_SEEN_FIELD } from '../people/system-fields.js';
+import type { Membership } from '../audiences/membership.js';
 import { consoleTenant } from './console-activities.js';
+import { emailSummary, type EmailLogReader } from './console-emails.js';
 import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
 
 /**
  * People in the console: a search over the instance's people (the API's `person/get`, its
  * `q`, paging and totals) and one person's profile: every field with its label, tags,
- * organization, and the activity timeline as display text (the API's `person/get/activities`).
- * Reads only: nothing here changes a person.
+ * organization, the activity timeline as display text (the API's `person/get/activities`),
+ * the emails sent to the person (the references kept with each email) and the audiences
+ * they are in (their memberships' partition). Reads only: nothing here changes a person.
  */
 const instanceId = z.string().min(1).max(64);
 export const ConsolePeopleRequest = z.strictObject({
@@ -65,12 +68,24 @@ export async function peopleOf(
   return { instance_id: tenant.instance.id, ...page };
 }
 
+/** The emails a profile lists (the newest). */
+export const PROFILE_EMAILS = 10;
+
+/** What a profile reads besides the person: their emails, and their audiences. */
+export interface ProfileExtras {
+  emails: Pick<EmailLogReader, 'ofPerson'>;
+  /** The person's memberships (one read of their partition), and the audiences' names. */
+  membershipsOf(instanceId: string, personId: string): Promise<ReadonlyMap<string, Membership>>;
+  audienceNames(instanceId: string): Promise<Map<string, string>>;
+}
+
 export async function profileOf(
   store: Pick<ConsoleStore, 'getInstance'>,
   people: Pick<PersonListing, 'getPeople'>,
   feed: (
     instance: Awaited<ReturnType<typeof consoleTenant>>['instance'],
   ) => Promise<ActivityFeedPorts>,
+  extras: ProfileExtras,
   caller: Pick<ConsoleCaller, 'user'>,
   region: Region,
   request: z.infer<typeof ConsoleProfileRequest>,
@@ -92,11 +107,19 @@ export async function profileOf(
   }
   const values = (person.fields ?? {}) as Record<string, unknown>;
   const labels = new Map(definitions.map((field) => [field.id, field.label]));
-  const timeline = await getPersonActivities(
-    PersonActivitiesRequest.parse({ person_id: request.person_id, limit: 50 }),
-    tenant.instance.id,
-    await feed(tenant.instance),
-  );
+  const instanceId = tenant.instance.id;
+  const [timeline, emails, memberships, names] = await Promise.all([
+    feed(tenant.instance).then((ports) =>
+      getPersonActivities(
+        PersonActivitiesRequest.parse({ person_id: request.person_id, limit: 50 }),
+        instanceId,
+        ports,
+      ),
+    ),
+    extras.emails.ofPerson(instanceId, request.person_id, { limit: PROFILE_EMAILS }),
+    extras.membershipsOf(instanceId, request.person_id),
+    extras.audienceNames(instanceId),
+  ]);
   return {
     instance_id: tenant.instance.id,
     person_id: request.person_id,
@@ -116,5 +139,17 @@ export async function profileOf(
         (activity.render_cmds.map((command) => command.content).join('') || activity.field_id),
       created_at: activity.created_at,
     })),
+    emails: emails.records.map(emailSummary),
+    // Members only (one who left keeps a record, not a membership); an audience deleted
+    // meanwhile is left out.
+    audiences: [...memberships.values()]
+      .filter((membership) => membership.member && names.has(membership.audience_id))
+      .map((membership) => ({
+        audience_id: membership.audience_id,
+        name: names.get(membership.audience_id) ?? membership.audience_id,
+        member_from: membership.member_from ?? null,
+        subscribed: membership.subscribed,
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name)),
   };
 }

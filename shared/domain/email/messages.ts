@@ -35,6 +35,8 @@ export const EmailRecord = z.object({
   email_name: z.string(),
   /** The recipient's address (the person's email when the request was made). */
   to: z.string(),
+  /** The rendered subject (emails recorded before it was kept have none). */
+  subject: z.string().optional(),
   status: z.enum(EMAIL_STATES),
   error: z.string().optional(),
   /** Destinations of the tracked links, by position. */
@@ -92,12 +94,22 @@ export const EmailJob = z.object({
 });
 export type EmailJob = z.infer<typeof EmailJob>;
 
+/**
+ * A new email as it is written: its record, and the rendered HTML as the recipient reads it
+ * before tracking (link destinations as written, no open pixel), kept for the console's
+ * preview (`PREVIEW_RETENTION_DAYS`).
+ */
+export type NewEmail = EmailRecord & { preview_html?: string };
+
 /** What the API writes and reads of emails and suppressed addresses. */
 export interface EmailStore {
   /** The addresses (lower-cased) of `addresses` that are on the instance's suppression list. */
   suppressed(instanceId: string, addresses: string[]): Promise<Set<string>>;
-  /** Writes new records; `written` hears of each as soon as it is known to be stored. */
-  create(records: EmailRecord[], written: (messageId: string) => void): Promise<void>;
+  /**
+   * Writes new records (with each, its place in the instance's log and its preview);
+   * `written` hears of each record as soon as it is known to be stored.
+   */
+  create(records: NewEmail[], written: (messageId: string) => void): Promise<void>;
   get(instanceId: string, messageIds: string[]): Promise<Map<string, EmailRecord>>;
 }
 
@@ -116,3 +128,32 @@ export function visibleStatus(state: EmailState): Exclude<EmailState, 'sending'>
 
 /** How long a message of this service is kept (its record, for status and link lookups). */
 export const EMAIL_RETENTION_DAYS = 400;
+
+/** How long an email's rendered HTML is kept for the console's preview. */
+export const PREVIEW_RETENTION_DAYS = 30;
+
+/** A page of an instance's (or a person's) emails, newest first: message IDs sort by time. */
+export interface EmailLogQuery {
+  limit: number;
+  /** Only emails older than this message (the last of the page before). */
+  before?: string;
+}
+
+export interface EmailLogPage {
+  records: EmailRecord[];
+  /** The `before` of the next page; none on the last. */
+  next?: string;
+}
+
+/** What the console reads of sent emails: bounded queries, never a scan. */
+export interface EmailLog {
+  /**
+   * The instance's emails, newest first: `limit` places of the log, their emails (one erased
+   * meanwhile is left out), and the position after the page when more follow.
+   */
+  recent(instanceId: string, query: EmailLogQuery): Promise<EmailLogPage>;
+  /** One person's emails, newest first. */
+  ofPerson(instanceId: string, personId: string, query: EmailLogQuery): Promise<EmailLogPage>;
+  /** An email's kept HTML: `undefined` when none is kept (expired, too large, never built). */
+  preview(instanceId: string, messageId: string): Promise<string | undefined>;
+}

@@ -29,6 +29,7 @@ import {
   type EmailJob,
   type EmailQueue,
   type EmailRecord,
+  type NewEmail,
   type EmailStore,
   type OutgoingEmail,
 } from './messages.js';
@@ -240,7 +241,7 @@ export async function sendTransactional(
   let failure: { error: unknown } | undefined;
   let built = 0;
   for (let start = 0; start < recipients.length && !failure; start += BUILD_CHUNK) {
-    const records: EmailRecord[] = [];
+    const records: NewEmail[] = [];
     const jobs: EmailJob[] = [];
     for (const [index, to] of recipients.slice(start, start + BUILD_CHUNK)) {
       const entry = results[index] as SendEntryResult;
@@ -285,7 +286,12 @@ export async function sendTransactional(
           { request, index, messageId, attachmentKeys, budget },
           context,
         );
-        records.push({ ...record, links: email.links });
+        records.push({
+          ...record,
+          subject: email.email.subject,
+          links: email.links,
+          preview_html: email.preview,
+        });
         jobs.push({
           v: 1,
           instance_id: tenant.instance.id,
@@ -444,7 +450,7 @@ async function buildEmail(
   to: string,
   at: EmailPlace,
   context: SendContext,
-): Promise<{ email: OutgoingEmail; links: string[] }> {
+): Promise<{ email: OutgoingEmail; links: string[]; preview: string }> {
   const { request, index, budget } = at;
   const links = context.links(at.messageId);
   const unsubscribe = links.unsubscribe();
@@ -463,6 +469,8 @@ async function buildEmail(
       `emails[${index}]: the HTML nests ${scan.depth} elements deep; at most ${EMAIL_LIMITS.htmlDepth} are allowed`,
     );
   }
+  // What the console previews: the email as written, before its links and pixel are tracked.
+  const preview = html;
   let destinations: string[] = [];
   if (asset.trackClicks) {
     const rewritten = rewriteLinks(html, scan, links.click, (url) => url === unsubscribe);
@@ -480,6 +488,7 @@ async function buildEmail(
   const from = sender(asset, context);
   return {
     links: destinations,
+    preview,
     email: {
       from,
       ...(asset.reply_to !== undefined
@@ -530,7 +539,10 @@ interface Outcome {
   written: Set<string>;
 }
 
-/** Emails built, then queued and recorded together (2-3 queue batches, 2 table batches). */
+/**
+ * Emails built, then queued and recorded together (2-3 queue batches; table batches: the
+ * references, then the emails with their log entries and previews, 1 + 3).
+ */
 const BUILD_CHUNK = 25;
 /**
  * Time kept to queue and record the last chunk: no email is built past it (or past the last
@@ -551,7 +563,7 @@ export const NOT_QUEUED =
  * deadline) has passed. A failure part-way answers 503 with what happened to each entry.
  */
 async function queueAndRecord(
-  records: EmailRecord[],
+  records: NewEmail[],
   jobs: EmailJob[],
   context: SendContext,
   { queued, written }: Outcome,
@@ -569,7 +581,7 @@ async function queueAndRecord(
     });
   const uncertain = failure instanceof MaybeQueuedError;
   const at = (context.now?.() ?? new Date()).toISOString();
-  const toWrite = records.flatMap((record): EmailRecord[] => {
+  const toWrite = records.flatMap((record): NewEmail[] => {
     if (record.status !== 'queued' || queued.has(record.message_id)) return [record];
     if (!uncertain) return [];
     return [
