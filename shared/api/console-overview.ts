@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 const count = z.number().int().min(0);
 
-export const ConsoleWebhookHealth = z
+export const ConsoleOverviewWebhook = z
   .object({
     id: z.string(),
     url: z.string(),
@@ -28,7 +28,7 @@ export const ConsoleWebhookHealth = z
       .nullable()
       .describe('The newest delivery attempt kept (30 days), if any'),
   })
-  .meta({ id: 'ConsoleWebhookHealth' });
+  .meta({ id: 'ConsoleOverviewWebhook' });
 
 export const ConsoleOverviewResponse = z
   .object({
@@ -47,7 +47,7 @@ export const ConsoleOverviewResponse = z
         complained: count.describe('Emails their recipient marked as spam'),
       })
       .describe('Transactional emails of the last 7 UTC days, today included'),
-    webhooks: z.array(ConsoleWebhookHealth),
+    webhooks: z.array(ConsoleOverviewWebhook),
     dead_letters: z
       .object({
         queues: z.array(z.object({ queue: z.string(), messages: count.nullable() })),

@@ -1524,6 +1524,206 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/organizations/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search an instance's organizations
+         * @description Organizations by the API's `q` (a prefix of the name), else newest first, a page at a time (`offset`, `cursor_id`), with the instance's totals. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleOrganizationsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/organizations/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An organization's profile and people
+         * @description Every field with its label, tags, the member count (kept with each link, never counted) and a page of its people (`limit`, `offset`, `cursor_id`), as `person/get` finds them by `idt::o`. 404 for an organization the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleOrganizationsProfile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/audiences/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's audiences
+         * @description Live (or `archived`) audiences, newest first, 40 a page (`offset`), each with its filter and counters (members, subscribers, SMS opt-ins: counters kept with each membership, never counted) and whether its members are still being found (`building`, `build_progress`); and the fields a filter can name with the operators that read each (what the console's filter builder offers). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleAudiencesGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/audiences/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make an audience
+         * @description The body of the API's `audiences/create` with `instance_id`, checked by the same parser (a bad filter is a 400 naming its path, such as `filter.$and[0].$int::is.value`); recorded in the audit log. Its members are found in the background: the answer says `building: true`, and `audiences/get` shows the counters as the build goes. 409 when the name is taken (without case). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleAudiencesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/audiences/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Archive an audience
+         * @description It is no longer kept current; its members stay as they were. Recorded in the audit log. 404 for an audience the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleAudiencesArchive"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/audiences/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An audience's members
+         * @description A page of its members, newest first (`limit`, `offset`, `cursor_id`), from its members index as `person/get` with `audience_id` reads it; `total` is its member count. 404 for an audience the instance does not have. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleAudiencesMembers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/instances/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's overview
+         * @description People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (enabled, failures in a row, its newest attempt); and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (`null` for others). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleInstancesOverview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An instance's custom fields
+         * @description The custom fields of people and of organizations, as the configuration holds them: name, field ID, display type, a select field's options, whether it is unique, tracked, from the file or made through the API; and the IDs of fields deleted through the API (reserved). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleFieldsGet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a custom field
+         * @description A custom person or organization field, by the rules of `person/custom-field/create` and `organizations/custom-field/create` (its ID is `<type>:cm:<kebab-case name>` or `<type>:oc:…`; select fields need their options), usable at once. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        post: operations["consoleFieldsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/v1/fields/modify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a select field's options
+         * @description A select field's options (all of them with `replace_values`, or some added or removed), and whether a person field's changes are tracked, by the rules of `…/custom-field/update`. Recorded in the audit log. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleFieldsModify"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console/v1/emails/get": {
         parameters: {
             query?: never;
@@ -2997,6 +3197,211 @@ export interface components {
         };
         ConsoleActivityArchivedResponse: {
             archived_activity: string;
+        };
+        ConsoleOrganizationsResponse: {
+            instance_id: string;
+            organizations: {
+                id: string;
+                fields?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            meta: {
+                total_organizations: number;
+                total_matches: number;
+            };
+            offset: number;
+            next_offset: number;
+            /** @description The next page: send it back as `cursor_id` */
+            cursor_id?: string;
+            has_more: boolean;
+        };
+        ConsoleOrganizationProfileResponse: {
+            instance_id: string;
+            organization_id: string;
+            fields: {
+                id: string;
+                label: string;
+                value: unknown;
+            }[];
+            tags: string[];
+            created: string;
+            archived_at: string | null;
+            /** @description Kept with every link and unlink, never counted */
+            member_count: number;
+            /** @description A page of its people, newest first */
+            people: {
+                contacts: {
+                    id: string;
+                    fields?: {
+                        [key: string]: unknown;
+                    };
+                }[];
+                offset: number;
+                next_offset: number;
+                /** @description The next page: send it back as `cursor_id` */
+                cursor_id?: string;
+                has_more: boolean;
+            };
+        };
+        ConsoleAudiencesResponse: {
+            instance_id: string;
+            audiences: components["schemas"]["ConsoleAudience"][];
+            offset: number;
+            next_offset: number;
+            has_more: boolean;
+            /** @description The fields a filter can name, with the operators that can read each */
+            filter_fields: components["schemas"]["ConsoleFilterField"][];
+        };
+        ConsoleAudience: {
+            id: string;
+            name: string;
+            /** @description The entry filter, in the filter language of the API */
+            filter: unknown;
+            exit_filter: unknown;
+            created: string;
+            archived_at: string | null;
+            members: number;
+            subscribers: number;
+            sms_opted_in: number;
+            added_last_30_days: number;
+            /** @description Its members are still being found over the instance's people */
+            building: boolean;
+            ready: boolean;
+            last_built_at: string | null;
+            build_progress: {
+                queued: number;
+                evaluated: number;
+                done_shards: number;
+            };
+            /** @description Why it is held (its filter no longer compiles), else null */
+            held_reason: string | null;
+        };
+        ConsoleFilterField: {
+            id: string;
+            label: string;
+            /** @description What its operators read: a field type, or `u4s` for the tags */
+            type: string;
+            operators: {
+                operator: string;
+                label: string;
+                /** @enum {string} */
+                kind: "none" | "boolean" | "text" | "number" | "number-range" | "days" | "date" | "date-range";
+            }[];
+        };
+        ConsoleAudienceResponse: {
+            instance_id: string;
+            audience: components["schemas"]["ConsoleAudience"];
+        };
+        ConsoleAudienceMembersResponse: {
+            instance_id: string;
+            audience_id: string;
+            contacts: {
+                id: string;
+                fields?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            /** @description The audience's member count (its counter) */
+            total: number;
+            offset: number;
+            next_offset: number;
+            /** @description The next page: send it back as `cursor_id` */
+            cursor_id?: string;
+            has_more: boolean;
+        };
+        ConsoleOverviewResponse: {
+            instance_id: string;
+            people: {
+                people: number;
+                /** @description People who may be emailed */
+                subscribers: number;
+                organizations: number;
+            };
+            /** @description Transactional emails of the last 7 UTC days, today included */
+            emails: {
+                /** @description The first UTC day counted (YYYY-MM-DD) */
+                from: string;
+                /** @description The last: today */
+                to: string;
+                sent: number;
+                /** @description Emails whose recipient's address bounced for good */
+                bounced: number;
+                /** @description Emails their recipient marked as spam */
+                complained: number;
+            };
+            webhooks: components["schemas"]["ConsoleOverviewWebhook"][];
+            /** @description The region's dead-letter queues, shared by every instance: platform admins only (null for others) */
+            dead_letters: {
+                queues: {
+                    queue: string;
+                    messages: number | null;
+                }[];
+                total: number;
+            } | null;
+        };
+        ConsoleOverviewWebhook: {
+            id: string;
+            url: string;
+            description: string | null;
+            enabled: boolean;
+            /** @description Why the platform disabled it (deliveries failing for days), if it did */
+            disabled_reason: string | null;
+            /** @description Attempts failed in a row: 0 while deliveries succeed */
+            failures: number;
+            failing_since: string | null;
+            /** @description Why the latest failed attempt failed */
+            last_failure: string | null;
+            /** @description The newest delivery attempt kept (30 days), if any */
+            last_attempt: {
+                at: string;
+                /** @enum {string} */
+                outcome: "succeeded" | "failed";
+                status_code: number | null;
+            } | null;
+        };
+        ConsoleFieldsResponse: {
+            instance_id: string;
+            person: {
+                fields: components["schemas"]["ConsoleCustomField"][];
+                /** @description Fields deleted through the API: their IDs and names stay reserved */
+                deleted: {
+                    id: string;
+                    deleted_at: string;
+                }[];
+            };
+            organization: {
+                fields: components["schemas"]["ConsoleCustomField"][];
+                /** @description Fields deleted through the API: their IDs and names stay reserved */
+                deleted: {
+                    id: string;
+                    deleted_at: string;
+                }[];
+            };
+        };
+        ConsoleCustomField: {
+            /** @description The field ID (`<type>:cm:<name>` for people, `<type>:oc:<name>`) */
+            id: string;
+            name: string;
+            display_type: string;
+            /** @description The options of a select field */
+            values: string[] | null;
+            /** @description A merge key (configured in the file) */
+            unique: boolean;
+            /** @description Person fields: changes kept as activities */
+            track_changes: boolean | null;
+            /**
+             * @description The configuration file, or the API and console
+             * @enum {string}
+             */
+            source: "file" | "api";
+            created_at: string | null;
+        };
+        ConsoleFieldResponse: {
+            instance_id: string;
+            /** @enum {string} */
+            kind: "person" | "organization";
+            field: components["schemas"]["ConsoleCustomField"];
         };
         ConsoleEmailsResponse: {
             instance_id: string;
@@ -8631,6 +9036,846 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["ConsoleActivityArchivedResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleOrganizationsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "q": "glob",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    q?: string;
+                    /** @default 25 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of organizations */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "organizations": [
+                     *         {
+                     *           "id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *           "fields": {
+                     *             "str:o:name": "Globex",
+                     *             "str:o:website": "https://globex.example"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "total_organizations": 12,
+                     *         "total_matches": 1
+                     *       },
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "cursor_id": "eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleOrganizationsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleOrganizationsProfile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "organization_id": "66a1f0c3e4b0a1b2c3d4e600",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    organization_id: string;
+                    /** @default 25 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The profile */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "organization_id": "66a1f0c3e4b0a1b2c3d4e600",
+                     *       "fields": [
+                     *         {
+                     *           "id": "str:o:name",
+                     *           "label": "Name",
+                     *           "value": "Globex"
+                     *         }
+                     *       ],
+                     *       "tags": [
+                     *         "customer"
+                     *       ],
+                     *       "created": "2026-12-01T09:30:00.000Z",
+                     *       "archived_at": null,
+                     *       "member_count": 1,
+                     *       "people": {
+                     *         "contacts": [
+                     *           {
+                     *             "id": "66a1f0c2e4b0a1b2c3d4e5f6",
+                     *             "fields": {
+                     *               "str::email": "ada@example.com",
+                     *               "str::first": "Ada",
+                     *               "str::last": "Lovelace"
+                     *             }
+                     *           }
+                     *         ],
+                     *         "offset": 0,
+                     *         "next_offset": 1,
+                     *         "cursor_id": "eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl",
+                     *         "has_more": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleOrganizationProfileResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleAudiencesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @default false */
+                    archived?: boolean;
+                    search_term?: string;
+                    /** @default 0 */
+                    offset?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The audiences */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "audiences": [
+                     *         {
+                     *           "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *           "name": "Active VIPs",
+                     *           "filter": {
+                     *             "$and": [
+                     *               {
+                     *                 "$u4s::is": {
+                     *                   "field_id": "u4s::t",
+                     *                   "value": "vip"
+                     *                 }
+                     *               },
+                     *               {
+                     *                 "$tme::relative_less_than": {
+                     *                   "field_id": "l",
+                     *                   "days_ago": 30
+                     *                 }
+                     *               }
+                     *             ]
+                     *           },
+                     *           "exit_filter": null,
+                     *           "created": "2026-12-01T09:30:00.000Z",
+                     *           "archived_at": null,
+                     *           "members": 120,
+                     *           "subscribers": 112,
+                     *           "sms_opted_in": 0,
+                     *           "added_last_30_days": 14,
+                     *           "building": false,
+                     *           "ready": true,
+                     *           "last_built_at": "2026-12-01T09:30:04.000Z",
+                     *           "build_progress": {
+                     *             "queued": 5000,
+                     *             "evaluated": 5000,
+                     *             "done_shards": 16
+                     *           },
+                     *           "held_reason": null
+                     *         }
+                     *       ],
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "has_more": false,
+                     *       "filter_fields": [
+                     *         {
+                     *           "id": "u4s::t",
+                     *           "label": "Tags",
+                     *           "type": "u4s",
+                     *           "operators": [
+                     *             {
+                     *               "operator": "$has_any_value",
+                     *               "label": "has any value",
+                     *               "kind": "none"
+                     *             },
+                     *             {
+                     *               "operator": "$u4s::is",
+                     *               "label": "includes the tag",
+                     *               "kind": "text"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAudiencesResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleAudiencesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "name": "Active VIPs",
+                 *       "filter": {
+                 *         "$and": [
+                 *           {
+                 *             "$u4s::is": {
+                 *               "field_id": "u4s::t",
+                 *               "value": "vip"
+                 *             }
+                 *           },
+                 *           {
+                 *             "$tme::relative_less_than": {
+                 *               "field_id": "l",
+                 *               "days_ago": 30
+                 *             }
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    filter: {
+                        [key: string]: unknown;
+                    };
+                    exit_filter?: {
+                        [key: string]: unknown;
+                    } | null;
+                    is_public?: boolean;
+                    public_name?: string;
+                    public_description?: string;
+                    sms_is_public?: boolean;
+                    sms_public_name?: string;
+                    sms_public_description?: string;
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audience, building */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "audience": {
+                     *         "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *         "name": "Active VIPs",
+                     *         "filter": {
+                     *           "$and": [
+                     *             {
+                     *               "$u4s::is": {
+                     *                 "field_id": "u4s::t",
+                     *                 "value": "vip"
+                     *               }
+                     *             },
+                     *             {
+                     *               "$tme::relative_less_than": {
+                     *                 "field_id": "l",
+                     *                 "days_ago": 30
+                     *               }
+                     *             }
+                     *           ]
+                     *         },
+                     *         "exit_filter": null,
+                     *         "created": "2026-12-01T09:30:00.000Z",
+                     *         "archived_at": null,
+                     *         "members": 0,
+                     *         "subscribers": 0,
+                     *         "sms_opted_in": 0,
+                     *         "added_last_30_days": 0,
+                     *         "building": true,
+                     *         "ready": false,
+                     *         "last_built_at": null,
+                     *         "build_progress": {
+                     *           "queued": 0,
+                     *           "evaluated": 0,
+                     *           "done_shards": 0
+                     *         },
+                     *         "held_reason": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAudienceResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleAudiencesArchive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    audience_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The audience, archived */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "audience": {
+                     *         "id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *         "name": "Active VIPs",
+                     *         "filter": {
+                     *           "$and": [
+                     *             {
+                     *               "$u4s::is": {
+                     *                 "field_id": "u4s::t",
+                     *                 "value": "vip"
+                     *               }
+                     *             },
+                     *             {
+                     *               "$tme::relative_less_than": {
+                     *                 "field_id": "l",
+                     *                 "days_ago": 30
+                     *               }
+                     *             }
+                     *           ]
+                     *         },
+                     *         "exit_filter": null,
+                     *         "created": "2026-12-01T09:30:00.000Z",
+                     *         "archived_at": "2026-12-02T10:00:00.000Z",
+                     *         "members": 120,
+                     *         "subscribers": 112,
+                     *         "sms_opted_in": 0,
+                     *         "added_last_30_days": 14,
+                     *         "building": false,
+                     *         "ready": true,
+                     *         "last_built_at": "2026-12-01T09:30:04.000Z",
+                     *         "build_progress": {
+                     *           "queued": 5000,
+                     *           "evaluated": 5000,
+                     *           "done_shards": 16
+                     *         },
+                     *         "held_reason": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAudienceResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleAudiencesMembers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                 *       "limit": 25
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    audience_id: string;
+                    /** @default 25 */
+                    limit?: number;
+                    /** @default 0 */
+                    offset?: number;
+                    cursor_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page of members */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "audience_id": "66a1f0c7e4b0a1b2c3d4e644",
+                     *       "contacts": [
+                     *         {
+                     *           "id": "66a1f0c2e4b0a1b2c3d4e5f6",
+                     *           "fields": {
+                     *             "str::email": "ada@example.com",
+                     *             "str::first": "Ada",
+                     *             "str::last": "Lovelace"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 120,
+                     *       "offset": 0,
+                     *       "next_offset": 1,
+                     *       "cursor_id": "eyJ2IjozLCJtb2RlIjoiaW5kZXgifQ.c2lnbmF0dXJl",
+                     *       "has_more": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleAudienceMembersResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleInstancesOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The overview */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "people": {
+                     *         "people": 1200,
+                     *         "subscribers": 950,
+                     *         "organizations": 40
+                     *       },
+                     *       "emails": {
+                     *         "from": "2026-12-01",
+                     *         "to": "2026-12-07",
+                     *         "sent": 310,
+                     *         "bounced": 4,
+                     *         "complained": 1
+                     *       },
+                     *       "webhooks": [
+                     *         {
+                     *           "id": "0066a1f0c7e4b0a1b2c3d4e7",
+                     *           "url": "https://hooks.example.com/cdp",
+                     *           "description": "CRM sync",
+                     *           "enabled": true,
+                     *           "disabled_reason": null,
+                     *           "failures": 0,
+                     *           "failing_since": null,
+                     *           "last_failure": null,
+                     *           "last_attempt": {
+                     *             "at": "2026-12-07T10:00:00.000Z",
+                     *             "outcome": "succeeded",
+                     *             "status_code": 200
+                     *           }
+                     *         }
+                     *       ],
+                     *       "dead_letters": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleOverviewResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme"
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The fields */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "person": {
+                     *         "fields": [
+                     *           {
+                     *             "id": "str:cm:plan",
+                     *             "name": "Plan",
+                     *             "display_type": "single_select",
+                     *             "values": [
+                     *               "Free",
+                     *               "Pro",
+                     *               "Enterprise"
+                     *             ],
+                     *             "unique": false,
+                     *             "track_changes": false,
+                     *             "source": "api",
+                     *             "created_at": "2026-12-01T09:30:00.000Z"
+                     *           }
+                     *         ],
+                     *         "deleted": []
+                     *       },
+                     *       "organization": {
+                     *         "fields": [],
+                     *         "deleted": []
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldsResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "kind": "person",
+                 *       "name": "Plan",
+                 *       "type": "single_select",
+                 *       "values": [
+                 *         "Free",
+                 *         "Pro",
+                 *         "Enterprise"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @enum {string} */
+                    kind: "person" | "organization";
+                    name: string;
+                    type: string;
+                    values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "kind": "person",
+                     *       "field": {
+                     *         "id": "str:cm:plan",
+                     *         "name": "Plan",
+                     *         "display_type": "single_select",
+                     *         "values": [
+                     *           "Free",
+                     *           "Pro",
+                     *           "Enterprise"
+                     *         ],
+                     *         "unique": false,
+                     *         "track_changes": false,
+                     *         "source": "api",
+                     *         "created_at": "2026-12-01T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleFieldsModify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "kind": "person",
+                 *       "field_id": "str:cm:plan",
+                 *       "replace_values": [
+                 *         "Free",
+                 *         "Pro",
+                 *         "Enterprise",
+                 *         "Partner"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    /** @enum {string} */
+                    kind: "person" | "organization";
+                    field_id: string;
+                    replace_values?: string[];
+                    add_values?: string[];
+                    remove_values?: string[];
+                    track_changes?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The field as changed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "kind": "person",
+                     *       "field": {
+                     *         "id": "str:cm:plan",
+                     *         "name": "Plan",
+                     *         "display_type": "single_select",
+                     *         "values": [
+                     *           "Free",
+                     *           "Pro",
+                     *           "Enterprise",
+                     *           "Partner"
+                     *         ],
+                     *         "unique": false,
+                     *         "track_changes": false,
+                     *         "source": "api",
+                     *         "created_at": "2026-12-01T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleFieldResponse"];
                 };
             };
             400: components["responses"]["Error400"];
