@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { extname, join, normalize, relative, resolve } from 'node:path';
+import { consoleContentSecurityPolicy } from '../shared/console-csp.js';
 
 /**
  * The console's pages as the local stack serves them under `/console/` of each regional API
@@ -28,19 +29,7 @@ export interface ConsoleSiteConfig {
 }
 
 export function contentSecurityPolicy(issuer: string): string {
-  const origin = new URL(issuer).origin;
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    `connect-src 'self' ${origin}`,
-    `form-action 'self' ${origin}`,
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "object-src 'none'",
-  ].join('; ');
+  return consoleContentSecurityPolicy([new URL(issuer).origin]);
 }
 
 export interface SiteAnswer {
