@@ -3,6 +3,7 @@ import { ACTIVITIES } from './endpoints/activities.js';
 import { AUDIENCES } from './endpoints/audiences.js';
 import type { Endpoint } from './endpoints/common.js';
 import { CONSOLE } from './endpoints/console.js';
+import { CONSOLE_HOSTING } from './endpoints/console-hosting.js';
 import { EMAIL } from './endpoints/email.js';
 import { ORGANIZATIONS } from './endpoints/organizations.js';
 import { PEOPLE } from './endpoints/people.js';
@@ -34,6 +35,7 @@ export type { Answer, Endpoint, Tag } from './endpoints/common.js';
  * - `webhooks.ts`: `webhooks/*`;
  * - `service.ts`: `GET /health`, `GET /openapi.json` and the reference page (`GET /docs/*`);
  * - `console.ts`: the console's own API (`/console/v1/*`, tag `Console`);
+ * - `console-hosting.ts`: the console's `data-sources/modify`;
  * - `common.ts`: `Tag`, `Answer`, `Endpoint`, the IDs of the examples and the helpers more
  *   than one area uses (`lifecycle` for archive, restore and delete; `html`).
  * A route goes into its area's file; a new area gets a file of its own, spread here.
@@ -47,4 +49,5 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   ...WEBHOOKS,
   ...SERVICE,
   ...CONSOLE,
+  ...CONSOLE_HOSTING,
 };

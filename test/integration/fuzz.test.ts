@@ -510,6 +510,32 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       },
     ],
   },
+  'PUT /console/v1/data-sources/modify': {
+    base: () => ({
+      instance_id: 'acme',
+      data_source: {
+        name: 'Fuzzed',
+        merge_by: ['str::email'],
+        merge_strategy: 2,
+        find_strategy: 0,
+      },
+    }),
+    members: [
+      consoleInstance,
+      {
+        name: 'data_source',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('object'),
+          fc.constant({}),
+          fc.constant({ name: 'x', merge_by: [], merge_strategy: 2, find_strategy: 0 }),
+          fc.constant({ name: 'x', merge_by: ['str::email'], merge_strategy: 4, find_strategy: 0 }),
+          fc.constant({ name: 'x', merge_by: ['str::email'], merge_strategy: 2 }),
+          fc.constant({ name: '', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 }),
+        ),
+      },
+    ],
+  },
   'POST /console/v1/people/get': {
     base: () => ({ instance_id: 'acme' }),
     members: [
