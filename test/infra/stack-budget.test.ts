@@ -84,11 +84,11 @@ function largestGroup(): string {
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '';
 }
 
-/** The `/v1/<area>` path prefix of a group. */
+/** The path prefix of a group's routes: `/v1/<area>`, or `/console/v1` for the console's. */
 function prefixOf(group: string): string {
   const route = ROUTES.find((candidate) => groupOfPath(candidate.path) === group);
   const area = route?.path.split('/').slice(0, 3).join('/');
-  if (!area?.startsWith('/v1/')) throw new Error(`group ${group} has no /v1 route`);
+  if (!area) throw new Error(`group ${group} has no route`);
   return area;
 }
 
