@@ -1,7 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import { Aws, CfnOutput, DockerImage, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import {
+  AssetHashType,
+  Aws,
+  CfnOutput,
+  DockerImage,
+  Duration,
+  RemovalPolicy,
+  Stack,
+} from 'aws-cdk-lib';
 import {
   AllowedMethods,
   CachePolicy,
@@ -46,6 +54,9 @@ export const CONSOLE_HSTS_SECONDS = 63_072_000;
 function pagesSource() {
   const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin');
   return Source.asset(CONSOLE_DIR, {
+    // By what was built, not by `console/` alone: the pages also import the API's schemas from
+    // `shared/`, and a change there must reach the bucket.
+    assetHashType: AssetHashType.OUTPUT,
     bundling: {
       // Never used: the local build below always answers, or throws.
       image: DockerImage.fromRegistry('public.ecr.aws/docker/library/node:22-slim'),
