@@ -711,7 +711,9 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
         }),
       );
     } catch (error) {
-      if (cancellationCodes(error)?.[0] === 'ConditionalCheckFailed') {
+      // Changed since it was read, or being changed right now: apply reads again and retries.
+      const codes = cancellationCodes(error);
+      if (codes?.[0] === 'ConditionalCheckFailed' || codes?.includes('TransactionConflict')) {
         throw new ConfigurationChangedError();
       }
       throw error;
