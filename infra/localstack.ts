@@ -28,6 +28,15 @@ export const LEFT_OUT_ON_LOCALSTACK = {
   'AWS::Cognito::UserPoolDomain': "no Amazon Cognito in LocalStack's free edition",
   'AWS::Cognito::UserPoolGroup': "no Amazon Cognito in LocalStack's free edition",
   'AWS::Cognito::ManagedLoginBranding': "no Amazon Cognito in LocalStack's free edition",
+  'AWS::CloudFront::Distribution':
+    "no CloudFront in LocalStack's free edition (the console's pages: the console is left out whole, its bucket and the upload of its pages with it)",
+  'AWS::CloudFront::OriginAccessControl': "no CloudFront in LocalStack's free edition",
+  'AWS::CloudFront::ResponseHeadersPolicy': "no CloudFront in LocalStack's free edition",
+  'AWS::CloudFront::Function': "no CloudFront in LocalStack's free edition",
+  'Custom::CDKBucketDeployment':
+    "the upload of the console's pages, a Lambda-backed custom resource: LocalStack runs no Lambda without a container runtime",
+  'AWS::Lambda::LayerVersion':
+    "the AWS CLI layer of the pages' upload, which goes with it (the project's functions use no layer)",
 } as const;
 
 export type LeftOutType = keyof typeof LEFT_OUT_ON_LOCALSTACK;

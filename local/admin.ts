@@ -52,6 +52,7 @@ import { localAwsEnv, readStackSettings } from './settings.js';
  *   usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
  *   repair counts [--instance <id>] [--region default|au|eu]
  *   repair indexes [--instance <id>] [--region default|au|eu]
+ *   repair instances [--region default|au|eu]
  *   key list | revoke, signing-key list | rotate | retire (local/keys-admin.ts)
  *   dlq list [--queue ingest] [--region default|au|eu]
  *   dlq redrive [--queue ingest] [--message <message, request or email ID>] [--region default|au|eu]
@@ -69,6 +70,7 @@ const USAGE = `usage:
   npm run admin -- usage --instance <id> [--month YYYY-MM] [--region default|au|eu]
   npm run admin -- repair counts [--instance <id>] [--region default|au|eu]
   npm run admin -- repair indexes [--instance <id>] [--region default|au|eu]
+  npm run admin -- repair instances [--region default|au|eu]
   npm run admin -- dlq list [--queue ingest] [--region default|au|eu]
   npm run admin -- dlq redrive [--queue ingest] [--message <id>] [--region default|au|eu]
   npm run admin -- audiences recheck [--region default|au|eu]`;
@@ -340,6 +342,19 @@ async function repairIndexes(instanceId: string | undefined, region: Region): Pr
   }
 }
 
+/**
+ * Puts in the region's list of instances those written before it existed (once after the
+ * upgrade that brought it; idempotent).
+ */
+async function repairInstances(region: Region): Promise<void> {
+  const added = await configStore(region).repairInstanceList();
+  console.log(
+    added.length === 0
+      ? 'Every instance is in the list of instances.'
+      : `Added to the list of instances: ${added.join(', ')}.`,
+  );
+}
+
 async function createKey(instanceId: string, dataSource: string, region: Region): Promise<void> {
   const store = configStore(region);
   const instance = await store.getInstance(instanceId);
@@ -388,6 +403,7 @@ async function main(): Promise<void> {
   if (command === 'apply') return apply(rest[0], region, settleOption(values.settle));
   if (command === 'repair' && rest[0] === 'counts') return repair(values.instance, region);
   if (command === 'repair' && rest[0] === 'indexes') return repairIndexes(values.instance, region);
+  if (command === 'repair' && rest[0] === 'instances') return repairInstances(region);
   if (command === 'dlq') {
     return deadLetters(rest[0], queueOption(values.queue), region, values.message);
   }

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { extname, join, normalize, relative, resolve } from 'node:path';
+import { consoleContentSecurityPolicy } from '../shared/console-csp.js';
 
 /**
  * The console's pages as the local stack serves them under `/console/` of each regional API
@@ -28,21 +29,7 @@ export interface ConsoleSiteConfig {
 }
 
 export function contentSecurityPolicy(issuer: string): string {
-  const origin = new URL(issuer).origin;
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    // Images over HTTPS too: an email's preview (a sandboxed `srcdoc` frame, which has this
-    // policy) shows its images. Its own open pixel is not in the previewed HTML.
-    "img-src 'self' data: https:",
-    "font-src 'self'",
-    `connect-src 'self' ${origin}`,
-    `form-action 'self' ${origin}`,
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "object-src 'none'",
-  ].join('; ');
+  return consoleContentSecurityPolicy([new URL(issuer).origin]);
 }
 
 export interface SiteAnswer {

@@ -470,6 +470,12 @@ export const ROUTES: readonly RouteDefinition[] = [
     'console-data-sources-create',
     consoleApi(['config:write']),
   ),
+  api(
+    'PUT',
+    '/console/v1/data-sources/modify',
+    'console-data-sources-modify',
+    consoleApi(['config:write']),
+  ),
   api('POST', '/console/v1/keys/create', 'console-keys-create', consoleApi(['config:write'])),
   api('PUT', '/console/v1/keys/revoke', 'console-keys-revoke', consoleApi(['config:write'])),
   api('POST', '/console/v1/audit/get', 'console-audit-get', consoleApi(['config:read'])),

@@ -25,6 +25,8 @@ import {
   type WorkerDefinition,
 } from '../../shared/workers.js';
 import { QUEUES, TABLES } from '../../shared/resources.js';
+import { ConsoleHosting } from '../constructs/console-hosting.js';
+import { ConsoleAppClient, type ConsoleSignIn } from '../constructs/console-users.js';
 import { Operations, type MonitoredFunction } from '../constructs/operations.js';
 import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
@@ -91,6 +93,8 @@ export class ApiStack extends Stack {
   readonly functions: MonitoredFunction[] = [];
   readonly functionStacks: FunctionStack[] = [];
   readonly routeStacks: RouteStack[] = [];
+  /** The console's pages and their distribution (absent on LocalStack: no CloudFront there). */
+  readonly consoleHosting?: ConsoleHosting;
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, props);
@@ -154,6 +158,29 @@ export class ApiStack extends Stack {
       ...(alarmEmail ? { alarmEmail } : {}),
     });
 
+    // The console: its pages behind CloudFront, and the app client that sends people back to
+    // them. Both here, not in the data stack: the distribution forwards to this REST API, the
+    // client names the distribution, and the console's functions are told the client's ID,
+    // so every reference stays within this stack or points back at the data stack.
+    let consoleSignIn: ConsoleSignIn | undefined;
+    if (props.data.console && !leftOutOnLocalstack(this, 'AWS::CloudFront::Distribution')) {
+      const hosting = new ConsoleHosting(this, 'console-hosting', {
+        region: props.region,
+        restApiId: this.api.restApiId,
+        identityOrigins: [
+          `https://cognito-idp.${this.region}.amazonaws.com`,
+          props.data.console.signInDomain,
+        ],
+      });
+      const client = new ConsoleAppClient(this, 'console-client', {
+        pool: props.data.console,
+        consoleUrl: hosting.url,
+      });
+      hosting.attachConfig({ ...client.signIn, region: props.region });
+      this.consoleHosting = hosting;
+      consoleSignIn = client.signIn;
+    }
+
     const deployed = new Map<string, IFunction>();
     for (const group of groupsOf(specs)) {
       const stack = new FunctionStack(this, `functions-${group}`, {
@@ -163,11 +190,11 @@ export class ApiStack extends Stack {
         data: props.data,
         // The console's functions are told its sign-in (docs/console.md).
         environment:
-          group === CONSOLE_GROUP && props.data.console
+          group === CONSOLE_GROUP && consoleSignIn
             ? {
                 ...environment,
-                CONSOLE_ISSUER: props.data.console.issuer,
-                CONSOLE_CLIENT_ID: props.data.console.clientId,
+                CONSOLE_ISSUER: consoleSignIn.issuer,
+                CONSOLE_CLIENT_ID: consoleSignIn.clientId,
               }
             : environment,
         publicBaseUrl: props.baseUrls[props.region],

@@ -15,7 +15,7 @@ import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
 import { SigningKey } from '../constructs/signing-key.js';
-import { ConsoleUsers, type ConsoleSignIn } from '../constructs/console-users.js';
+import { ConsoleUsers, type ConsoleUserPool } from '../constructs/console-users.js';
 import { readFileSync } from 'node:fs';
 import { ConfigurationFile } from '../../shared/domain/instance-config.js';
 import type { Region } from '../../shared/domain/regions.js';
@@ -49,14 +49,12 @@ export interface RegionData {
   email: EmailSendingData;
   /** The KMS key wrapping the signing keyring. */
   signingKey: IKey;
-  /** The console's sign-in (absent on LocalStack, which has no Cognito in its free edition). */
-  console?: ConsoleSignIn;
+  /** The console's user pool (absent on LocalStack, which has no Cognito in its free edition). */
+  console?: ConsoleUserPool;
 }
 
 export interface DataStackProps extends StackProps {
   region: Region;
-  /** Where the region's console is served: its sign-in returns there. */
-  consoleUrl?: string;
 }
 
 /**
@@ -184,10 +182,7 @@ export class DataStack extends Stack {
     const signing = new SigningKey(this, 'signing', { region });
     const consoleUsers = leftOutOnLocalstack(this, 'AWS::Cognito::UserPool')
       ? undefined
-      : new ConsoleUsers(this, 'console-users', {
-          region,
-          consoleUrl: props.consoleUrl ?? `https://console.${region}.cdp.example/console/`,
-        });
+      : new ConsoleUsers(this, 'console-users', { region });
 
     this.data = {
       region,
@@ -204,7 +199,7 @@ export class DataStack extends Stack {
           this.formatArn({ service: 'geo', resource: 'place-index', resourceName: placeIndexName }),
       },
       email: email.data,
-      ...(consoleUsers ? { console: consoleUsers.signIn } : {}),
+      ...(consoleUsers ? { console: consoleUsers.pool } : {}),
     };
   }
 }

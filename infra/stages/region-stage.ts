@@ -43,7 +43,6 @@ export function addRegionStacks(
     stackName: dataName,
     env,
     region,
-    consoleUrl: `${baseUrls[region].replace(/\/$/, '')}/console/`,
     ...synthesizer(),
   });
   const api = new ApiStack(scope, apiName, {

@@ -29,6 +29,7 @@ import type {
   UpdateFieldOutcome,
 } from '../domain/fields/custom-field-api.js';
 import type { DefinitionStore } from '../domain/activities/definition-create.js';
+import type { DataSourceChange } from '../domain/console/console-data-sources.js';
 import { ConfigurationChangedError } from '../domain/configuration.js';
 import { REGIONS, type Region } from '../domain/regions.js';
 import type { ApiKeyRecord, InstanceSchema, TenantDirectory } from '../domain/tenancy.js';
@@ -52,6 +53,7 @@ import { LEGACY_KID, StoredKeyring, storedKey, type KeyWrapper } from '../domain
  * - `INST#<id>` / `SCHEMA`: the instance (settings, data sources, custom fields, activities)
  * - `INST#<id>` / `CAMPAIGN#<id>`, `ASSET#<id>`: email templates
  * - `INST#<id>` / `KEYREF#<hash>`: the keys of the instance, so that they can be revoked
+ * - `INSTANCES` / `INST#<id>`: the region's list of instances (ID, name, plan, region)
  * - `KEY#<hash>` / `KEY`: what a key hash resolves to; in regions other than the instance's
  *   own, a marker that only names the home region (so the API can redirect the caller).
  */
@@ -87,6 +89,31 @@ export interface FileKey {
 }
 
 const instancePk = (id: string) => `INST#${id}`;
+/**
+ * The region's list of instances: one item per instance under one partition, put in the same
+ * transaction as the instance itself by `apply`, so a Query lists them (a page of up to 1 MB
+ * at a time) without a scan. It carries what a list shows: the ID, name, plan and region,
+ * which only `apply` changes.
+ */
+const INSTANCE_LIST_PK = 'INSTANCES';
+const instanceListKey = (id: string) => ({ pk: INSTANCE_LIST_PK, sk: `INST#${id}` });
+
+/** An instance as the region's list of instances holds it. */
+export const InstanceListing = z.object({
+  id: z.string(),
+  name: z.string(),
+  plan: z.string(),
+  region: z.enum(REGIONS),
+});
+export type InstanceListing = z.infer<typeof InstanceListing>;
+
+const instanceListItem = (instance: InstanceListing) => ({
+  ...instanceListKey(instance.id),
+  id: instance.id,
+  name: instance.name,
+  plan: instance.plan,
+  region: instance.region,
+});
 /**
  * The version of an instance's configuration, copied to `VERSION_SHARDS` items so that the
  * read every request makes of it (see `CachedTenantDirectory`) spreads over partitions.
@@ -447,12 +474,36 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     });
   }
 
-  /**
-   * The IDs of every instance of this region. A scan, with a filter: the config table is
-   * small (instances, keys, templates) and only the admin CLI asks this.
-   */
+  /** The IDs of every instance of this region, from the list of instances (a Query). */
   async listInstanceIds(): Promise<string[]> {
-    const ids: string[] = [];
+    return (await this.listInstances()).map((instance) => instance.id);
+  }
+
+  /**
+   * Every instance of this region, by ID, from the list `apply` keeps: a Query of one
+   * partition, page after page, whatever the table holds besides.
+   */
+  async listInstances(): Promise<InstanceListing[]> {
+    const items = await queryPartition(this.db, this.table, INSTANCE_LIST_PK, [
+      'id',
+      'name',
+      'plan',
+      'region',
+    ]);
+    return items
+      .map((item) => InstanceListing.parse(item))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /**
+   * Puts in the list of instances every instance that is not in it: those written before the
+   * list existed (`npm run admin -- repair instances`, once after the upgrade; `apply` puts
+   * the instances of its file too). The one scan of the config table, run by hand, never by
+   * a request. Returns the IDs it added.
+   */
+  async repairInstanceList(): Promise<string[]> {
+    const listed = new Set(await this.listInstanceIds());
+    const missing: InstanceListing[] = [];
     let ExclusiveStartKey: Record<string, unknown> | undefined;
     do {
       const page = await this.db.send(
@@ -460,15 +511,24 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
           TableName: this.table,
           FilterExpression: 'sk = :schema',
           ExpressionAttributeValues: { ':schema': 'SCHEMA' },
-          ProjectionExpression: 'pk',
+          ProjectionExpression: '#schema',
+          ExpressionAttributeNames: { '#schema': 'schema' },
           ConsistentRead: true,
           ExclusiveStartKey,
         }),
       );
-      for (const item of page.Items ?? []) ids.push(String(item.pk).replace(/^INST#/, ''));
+      for (const item of page.Items ?? []) {
+        const instance = StoredInstance.parse(item.schema);
+        if (!listed.has(instance.id)) missing.push(instance);
+      }
       ExclusiveStartKey = page.LastEvaluatedKey;
     } while (ExclusiveStartKey);
-    return ids.sort();
+    await batchWrite(
+      this.db,
+      this.table,
+      missing.map((instance) => ({ PutRequest: { Item: instanceListItem(instance) } })),
+    );
+    return missing.map((instance) => instance.id).sort();
   }
 
   /** The activity definitions of an instance, read afresh (cached tenants may lack new ones). */
@@ -620,27 +680,42 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
     const pk = instancePk(schema.id);
     const { config_version: _ignored, ...stored } = schema;
     const version = (basedOn ?? 0) + 1;
+    const parsed = StoredInstance.parse(stored);
     try {
+      // The instance and its entry in the list of instances, together or not at all.
       await this.db.send(
-        new PutCommand({
-          TableName: this.table,
-          Item: {
-            pk,
-            sk: 'SCHEMA',
-            schema: stored,
-            ...schemaIndexes(StoredInstance.parse(stored)),
-            config_version: version,
-            updated_at: new Date().toISOString(),
-          },
-          ConditionExpression:
-            basedOn === undefined
-              ? 'attribute_not_exists(config_version)'
-              : 'config_version = :based',
-          ...(basedOn === undefined ? {} : { ExpressionAttributeValues: { ':based': basedOn } }),
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Put: {
+                TableName: this.table,
+                Item: {
+                  pk,
+                  sk: 'SCHEMA',
+                  schema: stored,
+                  ...schemaIndexes(parsed),
+                  config_version: version,
+                  updated_at: new Date().toISOString(),
+                },
+                ConditionExpression:
+                  basedOn === undefined
+                    ? 'attribute_not_exists(config_version)'
+                    : 'config_version = :based',
+                ...(basedOn === undefined
+                  ? {}
+                  : { ExpressionAttributeValues: { ':based': basedOn } }),
+              },
+            },
+            { Put: { TableName: this.table, Item: instanceListItem(parsed) } },
+          ],
         }),
       );
     } catch (error) {
-      if (isConditionFailure(error)) throw new ConfigurationChangedError();
+      // Changed since it was read, or being changed right now: apply reads again and retries.
+      const codes = cancellationCodes(error);
+      if (codes?.[0] === 'ConditionalCheckFailed' || codes?.includes('TransactionConflict')) {
+        throw new ConfigurationChangedError();
+      }
       throw error;
     }
     await this.publishVersion(schema.id, version);
@@ -748,6 +823,29 @@ export class DynamoConfigStore implements TenantDirectory, CustomFieldWriter, De
         set: [`${path} = list_append(${path}, ${x.value([source])})`],
         conditions: [],
         answer: true,
+      };
+    });
+  }
+
+  async changeDataSource(
+    instanceId: string,
+    name: string,
+    preferences: Pick<
+      StoredInstance['data_sources'][number],
+      'merge_by' | 'merge_strategy' | 'find_strategy'
+    >,
+  ): Promise<DataSourceChange> {
+    return this.changeSchema<DataSourceChange>(instanceId, (_item, schema, x) => {
+      const index = schema.data_sources.findIndex((source) => source.name === name);
+      const current = schema.data_sources[index];
+      if (!current) return { answer: { kind: 'missing' } };
+      if (current.source !== 'api') return { answer: { kind: 'file' } };
+      const next = { ...current, ...preferences };
+      const entry = `${x.name('schema')}.${x.name('data_sources')}[${index}]`;
+      return {
+        set: [`${entry} = ${x.value(next)}`],
+        conditions: [`${entry}.${x.name('name')} = ${x.value(name)}`],
+        answer: { kind: 'changed', source: next },
       };
     });
   }

@@ -45,6 +45,11 @@ export const ConsoleKeysResponse = z
         merge_by: z.array(z.string()),
         merge_strategy: z.number().int(),
         find_strategy: z.number().int(),
+        declared_in_file: z
+          .boolean()
+          .describe(
+            "Declared in the instance's configuration file: changed there, not in the console",
+          ),
         keys: z.array(ConsoleKeyListing),
       }),
     ),

@@ -6,6 +6,7 @@ import { CONSOLE } from './endpoints/console.js';
 import { CONSOLE_GROUPS } from './endpoints/console-groups.js';
 import { CONSOLE_OVERVIEW } from './endpoints/console-overview.js';
 import { CONSOLE_MESSAGES } from './endpoints/console-messages.js';
+import { CONSOLE_HOSTING } from './endpoints/console-hosting.js';
 import { EMAIL } from './endpoints/email.js';
 import { ORGANIZATIONS } from './endpoints/organizations.js';
 import { PEOPLE } from './endpoints/people.js';
@@ -41,6 +42,7 @@ export type { Answer, Endpoint, Tag } from './endpoints/common.js';
  *   `/console/v1/audiences/*`);
  * - `console-overview.ts`: the console's overview and custom fields (tag `Console`);
  * - `console-messages.ts`: its email and webhook routes;
+ * - `console-hosting.ts`: the console's `data-sources/modify`;
  * - `common.ts`: `Tag`, `Answer`, `Endpoint`, the IDs of the examples and the helpers more
  *   than one area uses (`lifecycle` for archive, restore and delete; `html`).
  * A route goes into its area's file; a new area gets a file of its own, spread here.
@@ -57,4 +59,5 @@ export const ENDPOINTS: Readonly<Record<RouteKey, Endpoint>> = {
   ...CONSOLE_GROUPS,
   ...CONSOLE_OVERVIEW,
   ...CONSOLE_MESSAGES,
+  ...CONSOLE_HOSTING,
 };

@@ -513,6 +513,32 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
       },
     ],
   },
+  'PUT /console/v1/data-sources/modify': {
+    base: () => ({
+      instance_id: 'acme',
+      data_source: {
+        name: 'Fuzzed',
+        merge_by: ['str::email'],
+        merge_strategy: 2,
+        find_strategy: 0,
+      },
+    }),
+    members: [
+      consoleInstance,
+      {
+        name: 'data_source',
+        required: true,
+        invalid: fc.oneof(
+          wrongType('object'),
+          fc.constant({}),
+          fc.constant({ name: 'x', merge_by: [], merge_strategy: 2, find_strategy: 0 }),
+          fc.constant({ name: 'x', merge_by: ['str::email'], merge_strategy: 4, find_strategy: 0 }),
+          fc.constant({ name: 'x', merge_by: ['str::email'], merge_strategy: 2 }),
+          fc.constant({ name: '', merge_by: ['str::email'], merge_strategy: 2, find_strategy: 0 }),
+        ),
+      },
+    ],
+  },
   'POST /console/v1/people/get': {
     base: () => ({ instance_id: 'acme' }),
     members: [
@@ -619,19 +645,29 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
         required: true,
         invalid: fc.oneof(wrongType('string'), fc.constant('  '), longString(256, 600)),
       },
-      {
-        name: 'filter',
-        required: true,
-        invalid: fc.oneof(
-          wrongType('object'),
-          fc.constant({ $and: [] }),
-          fc.constant({ '$str::sounds_like': { field_id: 'str::first', value: 'x' } }),
-          fc.constant({ $and: [{ '$int::is': { field_id: 'str::first', value: 1 } }] }),
-          fc.constant({ $and: [{ '$str::is': { field_id: 'str:cm:nope', value: 'x' } }] }),
-        ),
-      },
-      { name: 'exit_filter', invalid: fc.oneof(wrongType('object', 'null'), fc.constant({})) },
+      { name: 'filter', required: true, invalid: fc.oneof(wrongType('object')) },
+      { name: 'exit_filter', invalid: wrongType('object', 'null') },
     ],
+    // A filter the parser refuses (after the body's shape passed), alone in a valid body.
+    special: (u) =>
+      fc
+        .constantFrom(
+          { filter: { $and: [] } },
+          { filter: { '$str::sounds_like': { field_id: 'str::first', value: 'x' } } },
+          { filter: { $and: [{ '$int::is': { field_id: 'str::first', value: 1 } }] } },
+          { filter: { $and: [{ '$str::is': { field_id: 'str:cm:nope', value: 'x' } }] } },
+          { exit_filter: {} },
+        )
+        .map((body) => ({
+          kind: 'malformed filter',
+          body: {
+            instance_id: 'acme',
+            name: `fuzz ${u}`,
+            filter: { $and: [{ '$str::is': { field_id: 'str::first', value: u } }] },
+            ...body,
+          },
+          mention: 'exit_filter' in body ? 'exit_filter' : 'filter',
+        })),
   },
   'PUT /console/v1/audiences/archive': {
     base: () => ({ instance_id: 'acme', audience_id: '0'.repeat(24) }),

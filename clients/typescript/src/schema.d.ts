@@ -1344,6 +1344,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console/v1/data-sources/modify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a data source's merge preferences
+         * @description New merge preferences (`merge_by`, `merge_strategy`, `find_strategy`, all three given) for a data source made in the console, checked by the configuration file's rules as when it was made; its keys keep working and merge and find by them from the next request on (people already stored are not changed). Recorded in the audit log with the preferences before and after. 404 for a data source the instance does not have; 409 for one the configuration file declares (change it in the file: `apply` would put the file's back). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         */
+        put: operations["consoleDataSourcesModify"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/console/v1/keys/create": {
         parameters: {
             query?: never;
@@ -3021,6 +3041,8 @@ export interface components {
                 merge_by: string[];
                 merge_strategy: number;
                 find_strategy: number;
+                /** @description Declared in the instance's configuration file: changed there, not in the console */
+                declared_in_file: boolean;
                 keys: components["schemas"]["ConsoleKeyListing"][];
             }[];
         };
@@ -8296,6 +8318,7 @@ export interface operations {
                      *           ],
                      *           "merge_strategy": 2,
                      *           "find_strategy": 0,
+                     *           "declared_in_file": true,
                      *           "keys": [
                      *             {
                      *               "key_hash": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
@@ -8381,6 +8404,78 @@ export interface operations {
                      *         ],
                      *         "merge_strategy": 2,
                      *         "find_strategy": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConsoleDataSourceResponse"];
+                };
+            };
+            400: components["responses"]["Error400"];
+            401: components["responses"]["Error401"];
+            404: components["responses"]["Error404"];
+            409: components["responses"]["Error409"];
+            413: components["responses"]["Error413"];
+            429: components["responses"]["Error429"];
+            431: components["responses"]["Error431"];
+            500: components["responses"]["Error500"];
+            502: components["responses"]["Error502"];
+            503: components["responses"]["Error503"];
+            504: components["responses"]["Error504"];
+        };
+    };
+    consoleDataSourcesModify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instance_id": "acme",
+                 *       "data_source": {
+                 *         "name": "Mobile app",
+                 *         "merge_by": [
+                 *           "str::email",
+                 *           "str::ei"
+                 *         ],
+                 *         "merge_strategy": 1,
+                 *         "find_strategy": 2
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    instance_id: string;
+                    data_source: {
+                        name: string;
+                        merge_by: string[];
+                        merge_strategy: 1 | 2 | 3;
+                        find_strategy: 0 | 1 | 2;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The data source with its new preferences */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instance_id": "acme",
+                     *       "data_source": {
+                     *         "name": "Mobile app",
+                     *         "merge_by": [
+                     *           "str::email",
+                     *           "str::ei"
+                     *         ],
+                     *         "merge_strategy": 1,
+                     *         "find_strategy": 2
                      *       }
                      *     }
                      */

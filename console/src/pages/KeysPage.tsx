@@ -1,120 +1,12 @@
-import {
-  Button,
-  Code,
-  CopyButton,
-  Group,
-  Modal,
-  NativeSelect,
-  Stack,
-  Table,
-  Text,
-  TextInput,
-  Title,
-} from '@mantine/core';
+import { Button, Code, CopyButton, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type KeyCreated, type KeyRevoked, type Keys } from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
+import { DataSourceForm, type DataSourcePreferences } from './DataSourceForm.tsx';
 
 const short = (hash: string) => `${hash.slice(0, 16)}…`;
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
-
-const MERGE_KEYS = [
-  { value: 'str::email', label: 'Email (str::email)' },
-  { value: 'str::ei', label: 'External ID (str::ei)' },
-  { value: 'str::person_id', label: 'Person ID (str::person_id), alone' },
-];
-
-interface SourceDraft {
-  name: string;
-  first: string;
-  second: string;
-  mergeStrategy: string;
-  findStrategy: string;
-}
-
-/** A new data source: its name and merge preferences (the configuration file's rules). */
-function DataSourceForm({ saving, onSave }: { saving: boolean; onSave: (source: object) => void }) {
-  const [draft, setDraft] = useState<SourceDraft>({
-    name: '',
-    first: 'str::email',
-    second: '',
-    mergeStrategy: '2',
-    findStrategy: '0',
-  });
-  const set = (change: Partial<SourceDraft>) => {
-    setDraft((current) => ({ ...current, ...change }));
-  };
-  return (
-    <form
-      onSubmit={(event) => {
-        event.preventDefault();
-        onSave({
-          name: draft.name.trim(),
-          merge_by: [draft.first, ...(draft.second ? [draft.second] : [])],
-          merge_strategy: Number(draft.mergeStrategy),
-          find_strategy: Number(draft.findStrategy),
-        });
-      }}
-    >
-      <Stack>
-        <TextInput
-          label="Data source name"
-          required
-          value={draft.name}
-          onChange={(event) => {
-            set({ name: event.currentTarget.value });
-          }}
-        />
-        <NativeSelect
-          label="Merge by"
-          value={draft.first}
-          data={MERGE_KEYS}
-          onChange={(event) => {
-            set({ first: event.currentTarget.value });
-          }}
-        />
-        <NativeSelect
-          label="Then by (optional)"
-          value={draft.second}
-          data={[{ value: '', label: 'nothing else' }, ...MERGE_KEYS.slice(0, 2)]}
-          onChange={(event) => {
-            set({ second: event.currentTarget.value });
-          }}
-        />
-        <NativeSelect
-          label="Merge strategy"
-          value={draft.mergeStrategy}
-          data={[
-            { value: '1', label: '1: append only (existing values are kept)' },
-            { value: '2', label: '2: overwrite existing values' },
-            { value: '3', label: '3: ignore the record for existing people' },
-          ]}
-          onChange={(event) => {
-            set({ mergeStrategy: event.currentTarget.value });
-          }}
-        />
-        <NativeSelect
-          label="Find strategy"
-          value={draft.findStrategy}
-          data={[
-            { value: '0', label: '0: the first merge key, then the second' },
-            { value: '1', label: '1: the first merge key only' },
-            { value: '2', label: '2: a person holding every merge key given' },
-          ]}
-          onChange={(event) => {
-            set({ findStrategy: event.currentTarget.value });
-          }}
-        />
-        <Group justify="flex-end">
-          <Button type="submit" loading={saving}>
-            Save the data source
-          </Button>
-        </Group>
-      </Stack>
-    </form>
-  );
-}
 
 /**
  * An instance's data sources and their API keys: mint one (shown once, in a dialog), revoke
@@ -130,6 +22,7 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
   const [minted, setMinted] = useState<KeyCreated | undefined>();
   const [revoking, setRevoking] = useState<string | undefined>();
   const [adding, setAdding] = useState(false);
+  const [editing, setEditing] = useState<DataSourcePreferences | undefined>();
   const changed = () =>
     Promise.all([
       client.invalidateQueries({ queryKey: ['keys', instanceId] }),
@@ -148,6 +41,14 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
       api<object>('POST', 'data-sources/create', { instance_id: instanceId, data_source: source }),
     onSuccess: async () => {
       setAdding(false);
+      await changed();
+    },
+  });
+  const editSource = useMutation({
+    mutationFn: (source: object) =>
+      api<object>('PUT', 'data-sources/modify', { instance_id: instanceId, data_source: source }),
+    onSuccess: async () => {
+      setEditing(undefined);
       await changed();
     },
   });
@@ -182,14 +83,29 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
         <Stack key={source.name} gap="xs">
           <Group justify="space-between">
             <Title order={2}>{source.name}</Title>
-            <Button
-              onClick={() => {
-                mint.mutate(source.name);
-              }}
-              loading={mint.isPending && mint.variables === source.name}
-            >
-              Mint a key for {source.name}
-            </Button>
+            <Group>
+              {source.declared_in_file ? (
+                <Text size="sm">Set by the configuration file</Text>
+              ) : (
+                <Button
+                  variant="default"
+                  aria-label={`Edit ${source.name}`}
+                  onClick={() => {
+                    setEditing(source);
+                  }}
+                >
+                  Edit
+                </Button>
+              )}
+              <Button
+                onClick={() => {
+                  mint.mutate(source.name);
+                }}
+                loading={mint.isPending && mint.variables === source.name}
+              >
+                Mint a key for {source.name}
+              </Button>
+            </Group>
           </Group>
           <Text size="sm">
             Merges by {source.merge_by.join(', ')} (merge strategy {source.merge_strategy}, find
@@ -261,6 +177,29 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
             addSource.mutate(source);
           }}
         />
+      </Modal>
+      <Modal
+        closeButtonProps={{ 'aria-label': 'Close' }}
+        transitionProps={{ duration: 0 }}
+        opened={editing !== undefined}
+        onClose={() => {
+          setEditing(undefined);
+          editSource.reset();
+        }}
+        title={`Edit ${editing?.name ?? 'the data source'}`}
+      >
+        {editSource.error && (
+          <Failure title="The data source was not changed" error={editSource.error} />
+        )}
+        {editing && (
+          <DataSourceForm
+            initial={editing}
+            saving={editSource.isPending}
+            onSave={(source) => {
+              editSource.mutate(source);
+            }}
+          />
+        )}
       </Modal>
       <Modal
         closeButtonProps={{ 'aria-label': 'Close' }}

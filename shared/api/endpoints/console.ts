@@ -100,6 +100,7 @@ export const CONSOLE = {
               merge_by: ['str::email'],
               merge_strategy: 2,
               find_strategy: 0,
+              declared_in_file: true,
               keys: [
                 {
                   key_hash: keyHash,

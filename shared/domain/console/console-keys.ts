@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { recordChange, type AuditSink, type ChangeAuthor } from './audit.js';
-import type { KeyListing } from '../../adapters/config-store.js';
+import type { InstanceListing, KeyListing } from '../../adapters/config-store.js';
 import { hashApiKey, mintApiKey } from '../api-keys.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Region } from '../regions.js';
@@ -15,7 +15,8 @@ import { mayManage, type ConsoleUser } from './console-user.js';
  */
 export interface ConsoleStore {
   getInstance(instanceId: string): Promise<InstanceSchema | undefined>;
-  listInstanceIds(): Promise<string[]>;
+  /** Every instance of the region, from its list of instances (a Query, never a scan). */
+  listInstances(): Promise<InstanceListing[]>;
   listKeys(instanceId: string): Promise<KeyListing[]>;
   addMintedKey(record: ApiKeyRecord): Promise<void>;
   revokeKey(instanceId: string, keyHash: string): Promise<boolean>;
@@ -68,10 +69,13 @@ export async function instancesOf(
   user: ConsoleUser,
   region: Region,
 ): Promise<InstanceSummary[]> {
-  const ids = user.platformAdmin ? await store.listInstanceIds() : [...user.instances].sort();
-  const instances = await Promise.all(ids.map((id) => store.getInstance(id)));
+  // A platform admin sees the region's list of instances (one Query); anyone else the few
+  // instances their groups name.
+  const instances: (InstanceListing | undefined)[] = user.platformAdmin
+    ? await store.listInstances()
+    : await Promise.all([...user.instances].sort().map((id) => store.getInstance(id)));
   return instances
-    .filter((instance): instance is InstanceSchema => instance?.region === region)
+    .filter((instance): instance is InstanceListing => instance?.region === region)
     .map((instance) => ({
       id: instance.id,
       name: instance.name,
@@ -88,6 +92,7 @@ export async function dataSourcesOf(store: ConsoleStore, instance: InstanceSchem
     merge_by: source.merge_by,
     merge_strategy: source.merge_strategy,
     find_strategy: source.find_strategy,
+    declared_in_file: source.source !== 'api',
     keys: keys
       .filter((key) => key.data_source === source.name)
       .map((key) => ({
