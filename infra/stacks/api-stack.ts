@@ -30,7 +30,7 @@ import { ConsoleAppClient, type ConsoleSignIn } from '../constructs/console-user
 import { Operations, type MonitoredFunction } from '../constructs/operations.js';
 import { leftOutOnLocalstack } from '../localstack.js';
 import type { RegionData } from './data-stack.js';
-import { CONSOLE_GROUP, functionSpecs, groupsOf, type FunctionSpec } from './function-groups.js';
+import { functionSpecs, groupsOf, isConsoleGroup, type FunctionSpec } from './function-groups.js';
 import { FunctionStack } from './function-stack.js';
 import { apiShapeOf, parentPath, routeLayout } from './route-layout.js';
 import { LAMBDA_PROXY, RouteStack, lambdaProxy } from './route-stack.js';
@@ -190,7 +190,7 @@ export class ApiStack extends Stack {
         data: props.data,
         // The console's functions are told its sign-in (docs/console.md).
         environment:
-          group === CONSOLE_GROUP && consoleSignIn
+          isConsoleGroup(group) && consoleSignIn
             ? {
                 ...environment,
                 CONSOLE_ISSUER: consoleSignIn.issuer,

@@ -43,20 +43,35 @@ export const AREA_GROUPS: Readonly<Record<string, FunctionGroup>> = {
 
 /** The group of the public routes outside `/v1`, and of the fallback. */
 export const PUBLIC_GROUP: FunctionGroup = 'public';
-/** The group of the console's API (`/console/…`). */
+/** The group of the console's API (`/console/v1/…`): the instance's configuration. */
 export const CONSOLE_GROUP: FunctionGroup = 'console';
-/** The email links (`/t/…`) are served with the rest of email; the console's API is its own. */
+/**
+ * The console's areas that read and act on the instance's records rather than its
+ * configuration: a group of their own, so that neither of the console's stacks nears the budget.
+ */
+const CONSOLE_AREAS: Readonly<Record<string, FunctionGroup>> = {
+  people: 'console-records',
+  organizations: 'console-records',
+  audiences: 'console-records',
+  emails: 'console-records',
+  webhooks: 'console-records',
+};
+/** The groups of the console's API: their functions are told the console's sign-in. */
+export function isConsoleGroup(group: FunctionGroup): boolean {
+  return group === CONSOLE_GROUP || Object.values(CONSOLE_AREAS).includes(group);
+}
+/** The email links (`/t/…`) are served with the rest of email. */
 const PUBLIC_AREAS: Readonly<Record<string, FunctionGroup>> = {
   t: 'email',
-  console: CONSOLE_GROUP,
 };
 /** The queue workers, apart from the request path. */
 export const WORKERS_GROUP: FunctionGroup = 'workers';
 
 /** The group of a route, by its path. */
 export function groupOfPath(path: string): FunctionGroup {
-  const [first, second] = path.split('/').filter(Boolean);
+  const [first, second, third] = path.split('/').filter(Boolean);
   if (first === 'v1' && second) return AREA_GROUPS[second] ?? second;
+  if (first === 'console') return (third && CONSOLE_AREAS[third]) ?? CONSOLE_GROUP;
   return (first && PUBLIC_AREAS[first]) ?? PUBLIC_GROUP;
 }
 

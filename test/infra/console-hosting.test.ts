@@ -182,7 +182,7 @@ describe("the console's hosting", () => {
         "default-src 'self'",
         "script-src 'self'",
         "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data:",
+        "img-src 'self' data: https:",
         "font-src 'self'",
         "connect-src 'self' https://cognito-idp.ap-southeast-2.amazonaws.com https://<domain>.auth.ap-southeast-2.amazoncognito.com",
         "form-action 'self' https://cognito-idp.ap-southeast-2.amazonaws.com https://<domain>.auth.ap-southeast-2.amazoncognito.com",

@@ -56,9 +56,10 @@ function deploymentOf(stack: ApiStack): { logicalId: string; dependsOn: string[]
 }
 
 describe('where the routes table puts each path and method', () => {
-  it('shares /v1 alone among the areas; every other path belongs to the area of its routes', () => {
+  it("shares /v1 and the console's /console/v1 among the areas; every other path belongs to the area of its routes", () => {
     const layout = routeLayout(ROUTES, SPECS);
-    expect(layout.shared).toEqual(['/v1']);
+    // The console's API is two groups (its configuration, and the instance's records).
+    expect(layout.shared).toEqual(['/console', '/console/v1', '/v1']);
     const byGroup = new Map(layout.areas.map((area) => [area.group, area]));
     expect(byGroup.get('people')?.attachments).toEqual(['/v1']);
     expect(byGroup.get('people')?.paths).toContain('/v1/person/custom-field/get');
@@ -140,15 +141,15 @@ describe('the routes stacks of a regional API', () => {
     }
     // The API stack keeps what several areas share, and the fallback of unknown paths.
     expect(rest.resources.filter((r) => r.stack === 'api').map((r) => r.path)).toEqual(
-      expect.arrayContaining(['/v1', '/{proxy+}']),
+      expect.arrayContaining(['/v1', '/console', '/console/v1', '/{proxy+}']),
     );
-    expect(rest.resources.filter((r) => r.stack === 'api')).toHaveLength(2);
+    expect(rest.resources.filter((r) => r.stack === 'api')).toHaveLength(4);
     expect(
       rest.methods
         .filter((m) => m.stack === 'api')
         .map((m) => `${m.httpMethod} ${m.path}`)
         .sort(),
-    ).toEqual(['ANY /', 'ANY /v1', 'ANY /{proxy+}']);
+    ).toEqual(['ANY /', 'ANY /console', 'ANY /console/v1', 'ANY /v1', 'ANY /{proxy+}']);
     expect(api.routeStacks.map((stack) => stack.node.id).sort()).toEqual(
       [...new Set(ROUTES.map((route) => `routes-${groupOf(route) ?? '?'}`))].sort(),
     );

@@ -84,11 +84,12 @@ function largestGroup(): string {
   return [...counts].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '';
 }
 
-/** A path prefix of a group: `/v1/<area>`, or `/<area>/v1` outside `/v1` (the console). */
+/** A path prefix of a group: `/v1/<area>`, or `/console/v1/<area>` for the console's. */
 function prefixOf(group: string): string {
   const route = ROUTES.find((candidate) => groupOfPath(candidate.path) === group);
-  // Its first two segments: `/v1/person/merge` → `/v1/person`, `/console/v1/…` → `/console/v1`.
-  const area = route?.path.split('/').slice(0, 3).join('/');
+  // `/v1/person/merge` → `/v1/person`, `/console/v1/people/get` → `/console/v1/people`.
+  const segments = route?.path.startsWith('/console/') ? 4 : 3;
+  const area = route?.path.split('/').slice(0, segments).join('/');
   if (!area || groupOfPath(`${area}/growth`) !== group) {
     throw new Error(`group ${group} has no route to grow from`);
   }

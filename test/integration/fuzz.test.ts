@@ -703,8 +703,24 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
     members: [
       consoleInstance,
       { name: 'kind', required: true, invalid: consoleFieldKind },
-      ...customFieldCreate.members,
+      // The body is strict here: a rule of the configuration (options only for a select) is
+      // checked after its shape, so it is a case of its own, alone in a valid body.
+      ...customFieldCreate.members.map((member) =>
+        member.name === 'values' ? { ...member, invalid: wrongType('array') } : member,
+      ),
     ],
+    special: (u) =>
+      fc.constant({
+        kind: 'options of a text field',
+        body: {
+          instance_id: INSTANCE,
+          kind: 'person',
+          name: `Fuzz ${u}`,
+          type: 'text',
+          values: ['A'],
+        },
+        mention: 'values',
+      }),
   },
   'PUT /console/v1/fields/modify': {
     base: () => ({

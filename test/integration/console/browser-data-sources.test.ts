@@ -15,6 +15,7 @@ describe('editing a data source in the console', () => {
     const page = await newPage();
     await signInAs(page, 'ops@acme.test');
     await page.getByRole('button', { name: 'Open Acme Corp' }).click();
+    await page.getByRole('tab', { name: 'Data sources and API keys' }).click();
     await page.getByRole('heading', { name: 'Website' }).waitFor();
     // The file's data source is changed in the file, not here.
     await expect(page.getByRole('button', { name: 'Edit Website' }).count()).resolves.toBe(0);
