@@ -2,7 +2,7 @@ import { Button, Group, Table } from '@mantine/core';
 import { useState } from 'react';
 
 /**
- * What the listings of organizations, an organization's people and an audience's members
+ * What the listings of people, organizations, an organization's people and an audience's members
  * share: pages followed by the API's `cursor_id` (each page costs the same at any depth), and
  * a table of people by email and name, each openable.
  */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { StoredActivityDefinition } from '../domain/instance-config.js';
+import { ConsoleFilterField } from './console-groups.js';
 import { ConsoleProfileAudiences, ConsoleProfileEmails } from './console-messages.js';
 
 /** The answers of the console's API (docs/console.md), typed and documented from here. */
@@ -117,6 +118,9 @@ export const ConsolePeopleResponse = z
     next_offset: z.number().int(),
     cursor_id: z.string().optional(),
     has_more: z.boolean(),
+    filter_fields: z
+      .array(ConsoleFilterField)
+      .describe('The fields a `filter` can name, with the operators that can read each'),
   })
   .meta({ id: 'ConsolePeopleResponse' });
 

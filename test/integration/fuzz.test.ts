@@ -544,9 +544,23 @@ const ROUTE_FUZZ: Record<string, RouteFuzz> = {
     members: [
       consoleInstance,
       { name: 'q', invalid: fc.oneof(wrongType('string'), longString(256, 2000)) },
+      { name: 'filter', invalid: wrongType('object') },
       { name: 'limit', invalid: badInteger(1, 100) },
       { name: 'offset', invalid: badInteger(0, 10_000_000) },
     ],
+    // A filter the parser refuses (after the body's shape passed), alone in a valid body.
+    special: () =>
+      fc
+        .constantFrom(
+          { $and: [] },
+          { '$str::sounds_like': { field_id: 'str::first', value: 'x' } },
+          { $and: [{ '$str::is': { field_id: 'str:cm:nope', value: 'x' } }] },
+        )
+        .map((filter) => ({
+          kind: 'malformed filter',
+          body: { instance_id: 'acme', filter },
+          mention: 'filter',
+        })),
   },
   'POST /console/v1/emails/get': {
     base: () => ({ instance_id: 'acme' }),

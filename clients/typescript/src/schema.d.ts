@@ -1455,7 +1455,7 @@ export interface paths {
         put?: never;
         /**
          * Search an instance's people
-         * @description People by the API's `q` search, newest first, a page at a time (`offset`, `cursor_id`), with the instance's totals. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         * @description People by the API's `q` search and `filter` (the filter language of `person/get` and the audiences), newest first, a page at a time (`offset`, `cursor_id`), with the instance's totals and the fields a filter can name. An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["consolePeopleGet"];
         delete?: never;
@@ -3155,6 +3155,20 @@ export interface components {
             next_offset: number;
             cursor_id?: string;
             has_more: boolean;
+            /** @description The fields a `filter` can name, with the operators that can read each */
+            filter_fields: components["schemas"]["ConsoleFilterField"][];
+        };
+        ConsoleFilterField: {
+            id: string;
+            label: string;
+            /** @description What its operators read: a field type, or `u4s` for the tags */
+            type: string;
+            operators: {
+                operator: string;
+                label: string;
+                /** @enum {string} */
+                kind: "none" | "boolean" | "text" | "number" | "number-range" | "days" | "date" | "date-range";
+            }[];
         };
         ConsoleProfileResponse: {
             instance_id: string;
@@ -3298,18 +3312,6 @@ export interface components {
             };
             /** @description Why it is held (its filter no longer compiles), else null */
             held_reason: string | null;
-        };
-        ConsoleFilterField: {
-            id: string;
-            label: string;
-            /** @description What its operators read: a field type, or `u4s` for the tags */
-            type: string;
-            operators: {
-                operator: string;
-                label: string;
-                /** @enum {string} */
-                kind: "none" | "boolean" | "text" | "number" | "number-range" | "days" | "date" | "date-range";
-            }[];
         };
         ConsoleAudienceResponse: {
             instance_id: string;
@@ -8751,12 +8753,21 @@ export interface operations {
                  * @example {
                  *       "instance_id": "acme",
                  *       "q": "ada",
+                 *       "filter": {
+                 *         "$str::is": {
+                 *           "field_id": "str::first",
+                 *           "value": "Ada"
+                 *         }
+                 *       },
                  *       "limit": 25
                  *     }
                  */
                 "application/json": {
                     instance_id: string;
                     q?: string;
+                    filter?: {
+                        [key: string]: unknown;
+                    };
                     /** @default 25 */
                     limit?: number;
                     /** @default 0 */
@@ -8793,7 +8804,21 @@ export interface operations {
                      *       },
                      *       "offset": 0,
                      *       "next_offset": 1,
-                     *       "has_more": false
+                     *       "has_more": false,
+                     *       "filter_fields": [
+                     *         {
+                     *           "id": "str::first",
+                     *           "label": "First name",
+                     *           "type": "str",
+                     *           "operators": [
+                     *             {
+                     *               "operator": "$str::is",
+                     *               "label": "is",
+                     *               "kind": "text"
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
                      *     }
                      */
                     "application/json": components["schemas"]["ConsolePeopleResponse"];

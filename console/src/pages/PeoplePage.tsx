@@ -1,9 +1,11 @@
 import { Button, Code, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useConsoleApi, type People, type Profile } from '../api.ts';
+import { useConsoleApi, type FilterField, type People, type Profile } from '../api.ts';
+import { FilterConditions, useFilterDraft } from '../filter-conditions.tsx';
 import { Failure, Waiting } from '../status.tsx';
 import { EmailTable } from './EmailsPage.tsx';
+import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
 
 const show = (value: unknown) =>
   typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
@@ -127,21 +129,65 @@ export function PersonProfile({
   );
 }
 
-/** The instance's people: a search, a page, and a person's profile. */
+/** The filter of the people listing: conditions built as for an audience, applied or cleared. */
+function PeopleFilter({
+  fields,
+  onApply,
+}: {
+  fields: readonly FilterField[];
+  onApply: (filter: Record<string, unknown> | undefined) => void;
+}) {
+  const draft = useFilterDraft(fields);
+  return (
+    <form
+      aria-label="Filter people"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onApply(draft.filter);
+      }}
+    >
+      <Stack>
+        <Title order={3}>Filter</Title>
+        <FilterConditions draft={draft} matchLabel="Show the people who match" />
+        <Group>
+          <Button type="submit">Apply the filter</Button>
+          <Button
+            variant="default"
+            onClick={() => {
+              onApply(undefined);
+            }}
+          >
+            Clear the filter
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
+
+/** The instance's people: a search, pages, and a person's profile. */
 export function PeoplePage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
   const [typed, setTyped] = useState('');
   const [q, setQ] = useState('');
   const [opened, setOpened] = useState<string | undefined>();
+  const [filtering, setFiltering] = useState(false);
+  const [filter, setFilter] = useState<Record<string, unknown> | undefined>();
+  const pages = usePages();
   const people = useQuery({
-    queryKey: ['people', instanceId, q],
+    queryKey: ['people', instanceId, q, filter, pages.current],
     queryFn: () =>
       api<People>('POST', 'people/get', {
         instance_id: instanceId,
         limit: 25,
         ...(q ? { q } : {}),
+        ...(filter ? { filter } : {}),
+        ...pages.current,
       }),
+    // The last page stays shown while the next loads: the filter's draft is not lost.
+    placeholderData: keepPreviousData,
   });
+  const fields = people.data?.filter_fields ?? [];
   if (opened) {
     return (
       <PersonProfile
@@ -161,6 +207,7 @@ export function PeoplePage({ instanceId }: { instanceId: string }) {
         onSubmit={(event) => {
           event.preventDefault();
           setQ(typed.trim());
+          pages.reset();
         }}
       >
         <Group align="flex-end">
@@ -172,49 +219,38 @@ export function PeoplePage({ instanceId }: { instanceId: string }) {
             }}
           />
           <Button type="submit">Search</Button>
+          <Button
+            variant="default"
+            aria-expanded={filtering}
+            disabled={fields.length === 0}
+            onClick={() => {
+              setFiltering(!filtering);
+            }}
+          >
+            {filtering ? 'Hide the filter' : 'Filter people'}
+          </Button>
         </Group>
       </form>
+      {filtering && fields.length > 0 && (
+        <PeopleFilter
+          fields={fields}
+          onApply={(next) => {
+            setFilter(next);
+            pages.reset();
+          }}
+        />
+      )}
       {people.isPending && <Waiting what="Loading the people" />}
       {people.error && <Failure title="The people could not load" error={people.error} />}
       {people.data && (
-        <Table striped>
-          <Table.Caption>
-            {people.data.contacts.length} of {people.data.meta.total_matches ?? 0} matching,{' '}
-            {people.data.meta.total_contacts ?? 0} people in all
-          </Table.Caption>
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th scope="col">Email</Table.Th>
-              <Table.Th scope="col">Name</Table.Th>
-              <Table.Th scope="col">Profile</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {people.data.contacts.map((person) => {
-              const fields = (person.fields ?? {}) as Record<string, string | undefined>;
-              const email = fields['str::email'] ?? person.id;
-              return (
-                <Table.Tr key={person.id}>
-                  <Table.Td>{email}</Table.Td>
-                  <Table.Td>
-                    {[fields['str::first'], fields['str::last']].filter(Boolean).join(' ') || '—'}
-                  </Table.Td>
-                  <Table.Td>
-                    <Button
-                      size="xs"
-                      variant="default"
-                      onClick={() => {
-                        setOpened(person.id);
-                      }}
-                    >
-                      Open {email}
-                    </Button>
-                  </Table.Td>
-                </Table.Tr>
-              );
-            })}
-          </Table.Tbody>
-        </Table>
+        <>
+          <PeopleTable
+            caption={`Page ${pages.number}: ${people.data.contacts.length} of ${people.data.meta.total_matches ?? 0} matching${filter ? ' the filter' : ''}, ${people.data.meta.total_contacts ?? 0} people in all`}
+            contacts={people.data.contacts}
+            onOpen={setOpened}
+          />
+          <PageButtons what="people" pages={pages} answer={people.data} />
+        </>
       )}
     </Stack>
   );

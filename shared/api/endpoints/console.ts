@@ -245,9 +245,14 @@ export const CONSOLE = {
   'POST /console/v1/people/get': {
     tag: 'Console',
     summary: "Search an instance's people",
-    description: `People by the API's \`q\` search, newest first, a page at a time (\`offset\`, \`cursor_id\`), with the instance's totals. ${NOT_YOURS}`,
+    description: `People by the API's \`q\` search and \`filter\` (the filter language of \`person/get\` and the audiences), newest first, a page at a time (\`offset\`, \`cursor_id\`), with the instance's totals and the fields a filter can name. ${NOT_YOURS}`,
     request: ConsolePeopleRequest,
-    requestExample: { instance_id: 'acme', q: 'ada', limit: 25 },
+    requestExample: {
+      instance_id: 'acme',
+      q: 'ada',
+      filter: { '$str::is': { field_id: 'str::first', value: 'Ada' } },
+      limit: 25,
+    },
     errors: [404],
     responses: {
       200: {
@@ -270,6 +275,14 @@ export const CONSOLE = {
           offset: 0,
           next_offset: 1,
           has_more: false,
+          filter_fields: [
+            {
+              id: 'str::first',
+              label: 'First name',
+              type: 'str',
+              operators: [{ operator: '$str::is', label: 'is', kind: 'text' }],
+            },
+          ],
         },
       },
     },

@@ -18,6 +18,7 @@ import {
 import { CREATED_FIELD, LAST_SEEN_FIELD } from '../people/system-fields.js';
 import type { Membership } from '../audiences/membership.js';
 import { consoleTenant } from './console-activities.js';
+import { filterFieldsOf } from './console-audiences.js';
 import { emailSummary, type EmailLogReader } from './console-emails.js';
 import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
 
@@ -32,6 +33,8 @@ const instanceId = z.string().min(1).max(64);
 export const ConsolePeopleRequest = z.strictObject({
   instance_id: instanceId,
   q: z.string().max(255).optional(),
+  /** A filter in the API's filter language (`person/get`'s, the audiences' too). */
+  filter: z.record(z.string(), z.unknown()).optional(),
   limit: z.number().int().min(1).max(100).default(25),
   offset: z.number().int().min(0).max(10_000_000).default(0),
   cursor_id: z.string().max(2000).optional(),
@@ -59,13 +62,15 @@ export async function peopleOf(
       sort_order: 'desc',
       fields: LISTED,
       ...(request.q ? { q: request.q } : {}),
+      ...(request.filter ? { filter: request.filter } : {}),
       ...(request.cursor_id ? { cursor_id: request.cursor_id } : {}),
     },
     tenant,
     ports,
     await cursors(tenant.instance.id),
   );
-  return { instance_id: tenant.instance.id, ...page };
+  // The fields a filter can name, with their operators: what the page's filter offers.
+  return { instance_id: tenant.instance.id, ...page, filter_fields: filterFieldsOf(tenant) };
 }
 
 /** The emails a profile lists (the newest). */

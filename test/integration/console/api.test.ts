@@ -428,6 +428,59 @@ describe('people through the console', () => {
   });
 });
 
+describe("the console's people filter", () => {
+  it('lists the people a filter matches, offers the fields, and refuses a filter the parser does not take', async () => {
+    const last = `Filtered${Math.random().toString(36).slice(2, 8)}`;
+    const people = ['Ann', 'Bob'].map((first) => ({
+      fields: {
+        'str::email': `${first.toLowerCase()}-${last}@acme.test`.toLowerCase(),
+        'str::first': first,
+        'str::last': last,
+      },
+    }));
+    expect((await call('/v1/person/merge', { key: KEYS.acme, body: { people } })).status).toBe(200);
+    const byLast = { '$str::is': { field_id: 'str::last', value: last } };
+    // The filter reads the field index the people stream keeps: a moment behind the merge.
+    const both = await until('both people in the filtered listing', async () => {
+      const page = await consoleCall('POST', '/console/v1/people/get', acme, {
+        instance_id: 'acme',
+        filter: byLast,
+      });
+      return (page.body.contacts as unknown[]).length === 2 ? page : undefined;
+    });
+    expect(both.status).toBe(200);
+    expect(both.body.filter_fields).toContainEqual(
+      expect.objectContaining({
+        id: 'str::last',
+        operators: expect.arrayContaining([expect.objectContaining({ operator: '$str::is' })]),
+      }),
+    );
+    const ann = await consoleCall('POST', '/console/v1/people/get', acme, {
+      instance_id: 'acme',
+      filter: { $and: [byLast, { '$str::is': { field_id: 'str::first', value: 'Ann' } }] },
+    });
+    expect(ann.body.contacts).toEqual([
+      {
+        id: expect.any(String),
+        fields: expect.objectContaining({ 'str::first': 'Ann', 'str::last': last }),
+      },
+    ]);
+
+    const refused = await consoleCall('POST', '/console/v1/people/get', acme, {
+      instance_id: 'acme',
+      filter: { '$str::sounds_like': { field_id: 'str::first', value: 'Ann' } },
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body.details)).toContain('filter');
+    // Another tenant's user: the same answer as for an instance that does not exist.
+    const theirs = await consoleCall('POST', '/console/v1/people/get', globex, {
+      instance_id: 'acme',
+      filter: byLast,
+    });
+    expect(theirs.status).toBe(404);
+  });
+});
+
 describe('data sources through the console', () => {
   it('makes one whose minted key merges by its preferences, refuses a taken name or bad keys, and audits it', async () => {
     const name = `Mobile ${Math.random().toString(36).slice(2, 7)}`;

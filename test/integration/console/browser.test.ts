@@ -92,6 +92,17 @@ describe('the console in Chromium', () => {
     await accessible(page, 'person');
     await page.getByRole('button', { name: 'Back to the people' }).click();
     await accessible(page, 'people');
+    // The same person found by a filter built as an audience's is.
+    await page.getByLabel('Search people').fill('');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByRole('button', { name: 'Filter people' }).click();
+    await page.getByLabel('Condition 1 field').selectOption('str::email');
+    await page.getByLabel('Condition 1 operator').selectOption('$str::is');
+    await page.getByLabel('Condition 1 value').fill(`console-${suffix}@acme.test`);
+    await page.getByRole('button', { name: 'Apply the filter' }).click();
+    await page.getByText(/^Page 1: 1 of \d+ matching the filter/).waitFor();
+    await page.getByRole('button', { name: `Open console-${suffix}@acme.test` }).waitFor();
+    await accessible(page, 'people-filter');
     await page.getByRole('tab', { name: 'Data sources and API keys' }).click();
 
     // The row of this key (other tests of the stack mint keys of the same instance).
