@@ -147,7 +147,7 @@ function PeopleFilter({
       }}
     >
       <Stack>
-        <Title order={3}>Filter</Title>
+        <Title order={3}>Filter the people</Title>
         <FilterConditions draft={draft} matchLabel="Show the people who match" />
         <Group>
           <Button type="submit">Apply the filter</Button>
