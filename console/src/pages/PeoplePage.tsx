@@ -129,6 +129,8 @@ export function PersonProfile({
   );
 }
 
+const peopleInAll = (total: number) => `${total} ${total === 1 ? 'person' : 'people'} in all`;
+
 /** The filter of the people listing: conditions built as for an audience, applied or cleared. */
 function PeopleFilter({
   fields,
@@ -245,7 +247,7 @@ export function PeoplePage({ instanceId }: { instanceId: string }) {
       {people.data && (
         <>
           <PeopleTable
-            caption={`Page ${pages.number}: ${people.data.contacts.length} of ${people.data.meta.total_matches ?? 0} matching${filter ? ' the filter' : ''}, ${people.data.meta.total_contacts ?? 0} people in all`}
+            caption={`Page ${pages.number}: ${people.data.contacts.length} of ${people.data.meta.total_matches ?? 0} matching${filter ? ' the filter' : ''}, ${peopleInAll(people.data.meta.total_contacts ?? 0)}`}
             contacts={people.data.contacts}
             onOpen={setOpened}
           />
