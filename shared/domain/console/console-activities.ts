@@ -9,7 +9,12 @@ import { ActivityDefinition, type StoredActivityDefinition } from '../instance-c
 import type { Region } from '../regions.js';
 import { serviceTenant, type Tenant } from '../tenancy.js';
 import { recordChange, type AuditSink } from './audit.js';
-import { managedInstance, type ConsoleCaller, type ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  managedInstance,
+} from './console-keys.js';
 
 /**
  * Activity definitions in the console, in the configuration file's shape (`id`, `name`,
@@ -21,7 +26,7 @@ import { managedInstance, type ConsoleCaller, type ConsoleStore } from './consol
 export type ActivityStore = Pick<ConsoleStore, 'getInstance'> &
   Pick<DefinitionStore, 'addActivityDefinition' | 'changeActivityDefinition'>;
 
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 export const ConsoleActivityRequest = z.strictObject({
   instance_id: instanceId,
   definition: ActivityDefinition,

@@ -24,7 +24,12 @@ import type { Region } from '../regions.js';
 import type { Tenant } from '../tenancy.js';
 import { recordChange, type AuditSink } from './audit.js';
 import { consoleTenant } from './console-activities.js';
-import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  PEOPLE_COLUMNS,
+} from './console-keys.js';
 
 /**
  * Audiences in the console: the instance's audiences with their counters (the API's
@@ -35,7 +40,7 @@ import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
  * (the API's `person/get` with `audience_id`), and archiving. Each change is audited first.
  */
 type Store = Pick<ConsoleStore, 'getInstance'>;
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 const audienceId = z
   .string()
   .regex(ID_PATTERN, 'expected an audience ID (24 hexadecimal characters)');
@@ -239,7 +244,7 @@ export async function archiveConsoleAudience(
   return { instance_id: tenant.instance.id, audience: summaryOf(entry) };
 }
 
-const LISTED = ['str::email', 'str::first', 'str::last'];
+const LISTED = PEOPLE_COLUMNS;
 
 /** A page of an audience's members (its members index: the same cost at any size). */
 export async function audienceMembersOf(

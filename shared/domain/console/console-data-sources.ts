@@ -4,7 +4,7 @@ import { DataSource, mergeByProblems, type StoredInstance } from '../instance-co
 import type { Region } from '../regions.js';
 import { recordChange, type AuditSink } from './audit.js';
 import { consoleTenant } from './console-activities.js';
-import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+import { type ConsoleCaller, ConsoleInstanceId, type ConsoleStore } from './console-keys.js';
 
 /**
  * A data source made in the console: a name and its merge preferences (`merge_by`,
@@ -12,7 +12,7 @@ import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
  * once (keys are minted for it next). Marked as made outside the file, so `apply` keeps it.
  */
 export const ConsoleDataSourceRequest = z.strictObject({
-  instance_id: z.string().min(1).max(64),
+  instance_id: ConsoleInstanceId,
   data_source: DataSource.omit({ api_key: true }),
 });
 
@@ -89,7 +89,7 @@ const preferences = DataSource.shape;
  * it).
  */
 export const ConsoleDataSourceModifyRequest = z.strictObject({
-  instance_id: z.string().min(1).max(64),
+  instance_id: ConsoleInstanceId,
   data_source: z.strictObject({
     name: preferences.name,
     merge_by: preferences.merge_by.unwrap(),

@@ -4,7 +4,12 @@ import { ID_PATTERN } from '../ids.js';
 import type { EmailReader } from '../email/email-status.js';
 import { visibleStatus, type EmailLog, type EmailRecord } from '../email/messages.js';
 import type { Region } from '../regions.js';
-import { managedInstance, type ConsoleCaller, type ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  managedInstance,
+} from './console-keys.js';
 
 /**
  * Transactional emails in the console: the instance's log, newest first (or one person's,
@@ -12,7 +17,7 @@ import { managedInstance, type ConsoleCaller, type ConsoleStore } from './consol
  * preview. Reads only, each bounded by its page: the log's shards and the person's
  * references are queried for a page, then its emails read in one batch.
  */
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 const messageId = z.string().regex(ID_PATTERN, 'expected a message ID (24 hexadecimal characters)');
 
 export const ConsoleEmailsRequest = z.strictObject({

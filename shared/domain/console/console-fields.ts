@@ -21,7 +21,12 @@ import type { Region } from '../regions.js';
 import type { InstanceSchema } from '../tenancy.js';
 import { recordChange, type AuditSink } from './audit.js';
 import { consoleTenant } from './console-activities.js';
-import { managedInstance, type ConsoleCaller, type ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  managedInstance,
+} from './console-keys.js';
 
 /**
  * Custom fields of people and organizations in the console: listed with their options and
@@ -31,7 +36,7 @@ import { managedInstance, type ConsoleCaller, type ConsoleStore } from './consol
  */
 export type FieldStore = Pick<ConsoleStore, 'getInstance'> & CustomFieldWriter;
 
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 const kind = z.enum(['person', 'organization'], {
   message: 'expected person or organization',
 });

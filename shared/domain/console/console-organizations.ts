@@ -7,7 +7,12 @@ import { ORGANIZATION_NAME } from '../organizations/organization-merge.js';
 import { getPeople, ORGANIZATION_FIELD, type ListingPorts } from '../people/person-get.js';
 import type { Region } from '../regions.js';
 import { consoleTenant } from './console-activities.js';
-import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  PEOPLE_COLUMNS,
+} from './console-keys.js';
 
 /**
  * Organizations in the console: a search over the instance's organizations (the API's
@@ -18,7 +23,7 @@ import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
  * only: nothing here changes an organization.
  */
 type Store = Pick<ConsoleStore, 'getInstance'>;
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 const page = {
   limit: z.number().int().min(1).max(100).default(25),
   offset: z.number().int().min(0).max(10_000_000).default(0),
@@ -40,7 +45,7 @@ export const ConsoleOrganizationProfileRequest = z.strictObject({
 });
 
 const LISTED = [ORGANIZATION_NAME, 'str:o:website', 'str:o:industry'];
-const PEOPLE_LISTED = ['str::email', 'str::first', 'str::last'];
+const PEOPLE_LISTED = PEOPLE_COLUMNS;
 
 export async function organizationsOf(
   store: Store,

@@ -11,6 +11,7 @@ import {
 import {
   getPeople,
   getPeopleByIds,
+  ORGANIZATION_FIELD,
   TAGS_FIELD,
   type ListingPorts,
   type PersonListing,
@@ -20,7 +21,12 @@ import type { Membership } from '../audiences/membership.js';
 import { consoleTenant } from './console-activities.js';
 import { filterFieldsOf } from './console-audiences.js';
 import { emailSummary, type EmailLogReader } from './console-emails.js';
-import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+import {
+  type ConsoleCaller,
+  ConsoleInstanceId,
+  type ConsoleStore,
+  PEOPLE_COLUMNS,
+} from './console-keys.js';
 
 /**
  * People in the console: a search over the instance's people (the API's `person/get`, its
@@ -29,7 +35,7 @@ import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
  * the emails sent to the person (the references kept with each email) and the audiences
  * they are in (their memberships' partition). Reads only: nothing here changes a person.
  */
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 export const ConsolePeopleRequest = z.strictObject({
   instance_id: instanceId,
   q: z.string().max(255).optional(),
@@ -44,7 +50,7 @@ export const ConsoleProfileRequest = z.strictObject({
   person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
 });
 
-const LISTED = ['str::email', 'str::first', 'str::last'];
+const LISTED = PEOPLE_COLUMNS;
 
 export async function peopleOf(
   store: Pick<ConsoleStore, 'getInstance'>,
@@ -134,7 +140,7 @@ export async function profileOf(
     tags: (values[TAGS_FIELD] as string[] | undefined) ?? [],
     created: (values[CREATED_FIELD] as string | undefined) ?? null,
     last_seen: (values[LAST_SEEN_FIELD] as string | undefined) ?? null,
-    organization_id: (values['idt::o'] as string | undefined) ?? null,
+    organization_id: (values[ORGANIZATION_FIELD] as string | undefined) ?? null,
     activities: timeline.activities.map((activity) => ({
       id: activity.id,
       activity_id: activity.field_id,

@@ -18,7 +18,7 @@ import {
 } from '../webhooks/webhook.js';
 import { recordChange, type AuditSink } from './audit.js';
 import { consoleTenant } from './console-activities.js';
-import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
+import { type ConsoleCaller, ConsoleInstanceId, type ConsoleStore } from './console-keys.js';
 
 /**
  * Webhooks in the console: the instance's endpoints with their health, each one's delivery
@@ -27,7 +27,7 @@ import type { ConsoleCaller, ConsoleStore } from './console-keys.js';
  * beside it for a day). The same objects and rules as the public API; each change audited
  * before it is made, after the webhook is known to be the instance's (a 404 writes nothing).
  */
-const instanceId = z.string().min(1).max(64);
+const instanceId = ConsoleInstanceId;
 export const ConsoleWebhooksRequest = z.strictObject({ instance_id: instanceId });
 export const ConsoleAttemptsRequest = z.strictObject({
   instance_id: instanceId,
