@@ -1,3 +1,4 @@
+import { useQueryClient } from '@tanstack/react-query';
 import { useAuth } from 'react-oidc-context';
 import type { z } from 'zod';
 import type {
@@ -95,4 +96,16 @@ export function useConsoleApi() {
     if (!response.ok) throw new ApiError(response.status, answer.error ?? response.statusText);
     return answer;
   };
+}
+
+/**
+ * After a change: refreshes the lists it changed (their query keys) and the instance's audit
+ * log, which now records it.
+ */
+export function useRefreshAfterChange(instanceId: string) {
+  const client = useQueryClient();
+  return (...changed: readonly unknown[][]) =>
+    Promise.all(
+      [...changed, ['audit', instanceId]].map((queryKey) => client.invalidateQueries({ queryKey })),
+    );
 }

@@ -2,32 +2,71 @@ import { Button, Group, Table } from '@mantine/core';
 import { useState } from 'react';
 
 /**
- * What the listings of people, organizations, an organization's people and an audience's members
- * share: pages followed by the API's `cursor_id` (each page costs the same at any depth), and
- * a table of people by email and name, each openable.
+ * What the console's listings share: pages followed by the API's `cursor_id` (each page costs
+ * the same at any depth) or, for logs read newest first, by the marker each page gives; and a
+ * table of people by email and name, each openable.
  */
 export interface PagePosition {
   offset: number;
   cursor_id?: string;
 }
 
-/** The pages seen so far: the current one last, so "Previous" goes back without a new cursor. */
-export function usePages() {
-  const [pages, setPages] = useState<PagePosition[]>([{ offset: 0 }]);
-  const current = pages.at(-1) ?? { offset: 0 };
+/** The pages seen so far: the current one last, so going back needs no new position. */
+export function useTrail<P>(first: P) {
+  const [pages, setPages] = useState<P[]>([first]);
   return {
-    current,
+    current: pages.at(-1) ?? first,
     number: pages.length,
-    next: (position: PagePosition) => {
+    next: (position: P) => {
       setPages([...pages, position]);
     },
     previous: () => {
       setPages(pages.slice(0, -1));
     },
     reset: () => {
-      setPages([{ offset: 0 }]);
+      setPages([first]);
     },
   };
+}
+
+/** The pages of a listing by offset and cursor. */
+export const usePages = () => useTrail<PagePosition>({ offset: 0 });
+
+/**
+ * "Newer" and "Older" for a log read newest first, each page after the marker the previous
+ * one gave (`older`: the next page's marker, if there is an older page).
+ */
+export function NewerOlderButtons({
+  what,
+  trail,
+  older,
+}: {
+  what: string;
+  trail: ReturnType<typeof useTrail<string | undefined>>;
+  older: string | null | undefined;
+}) {
+  return (
+    <Group justify="space-between">
+      <Button
+        variant="default"
+        disabled={trail.number < 2}
+        onClick={() => {
+          trail.previous();
+        }}
+      >
+        Newer {what}
+      </Button>
+      <Button
+        variant="default"
+        disabled={!older}
+        onClick={() => {
+          if (older) trail.next(older);
+        }}
+      >
+        Older {what}
+      </Button>
+    </Group>
+  );
 }
 
 /** "Previous page" and "Next page" for a listing, named after what it lists. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConsoleWebhookHealth } from './console-messages.js';
 
 /**
  * The answers of the console's overview and custom-fields routes (docs/console.md), typed and
@@ -16,9 +17,7 @@ export const ConsoleOverviewWebhook = z
       .string()
       .nullable()
       .describe('Why the platform disabled it (deliveries failing for days), if it did'),
-    failures: count.describe('Attempts failed in a row: 0 while deliveries succeed'),
-    failing_since: z.string().nullable(),
-    last_failure: z.string().nullable().describe('Why the latest failed attempt failed'),
+    health: ConsoleWebhookHealth,
     last_attempt: z
       .object({
         at: z.string(),

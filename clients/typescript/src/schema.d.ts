@@ -1675,7 +1675,7 @@ export interface paths {
         put?: never;
         /**
          * An instance's overview
-         * @description People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (enabled, failures in a row, its newest attempt); and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (`null` for others). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         * @description People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (the webhooks page's: healthy, failing, paused or disabled, failures in a row) and its newest attempt; and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (`null` for others). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["consoleInstancesOverview"];
         delete?: never;
@@ -3371,11 +3371,7 @@ export interface components {
             enabled: boolean;
             /** @description Why the platform disabled it (deliveries failing for days), if it did */
             disabled_reason: string | null;
-            /** @description Attempts failed in a row: 0 while deliveries succeed */
-            failures: number;
-            failing_since: string | null;
-            /** @description Why the latest failed attempt failed */
-            last_failure: string | null;
+            health: components["schemas"]["ConsoleWebhookHealth"];
             /** @description The newest delivery attempt kept (30 days), if any */
             last_attempt: {
                 at: string;
@@ -3383,6 +3379,18 @@ export interface components {
                 outcome: "succeeded" | "failed";
                 status_code: number | null;
             } | null;
+        };
+        ConsoleWebhookHealth: {
+            /** @enum {string} */
+            state: "healthy" | "failing" | "paused" | "disabled";
+            failing_since: string | null;
+            /** @description Failed attempts in a row */
+            failures: number;
+            /** @description No attempt is made before then */
+            paused_until: string | null;
+            last_failure: string | null;
+            /** @description Its deliveries wait in the slow queue until then (it answered slowly) */
+            slow_until: string | null;
         };
         ConsoleFieldsResponse: {
             instance_id: string;
@@ -3454,18 +3462,6 @@ export interface components {
                 updated_at: string;
                 health: components["schemas"]["ConsoleWebhookHealth"];
             }[];
-        };
-        ConsoleWebhookHealth: {
-            /** @enum {string} */
-            state: "healthy" | "failing" | "paused" | "disabled";
-            failing_since: string | null;
-            /** @description Failed attempts in a row */
-            failures: number;
-            /** @description No attempt is made before then */
-            paused_until: string | null;
-            last_failure: string | null;
-            /** @description Its deliveries wait in the slow queue until then (it answered slowly) */
-            slow_until: string | null;
         };
         ConsoleAttemptsResponse: {
             instance_id: string;
@@ -9758,9 +9754,14 @@ export interface operations {
                      *           "description": "CRM sync",
                      *           "enabled": true,
                      *           "disabled_reason": null,
-                     *           "failures": 0,
-                     *           "failing_since": null,
-                     *           "last_failure": null,
+                     *           "health": {
+                     *             "state": "healthy",
+                     *             "failing_since": null,
+                     *             "failures": 0,
+                     *             "paused_until": null,
+                     *             "last_failure": null,
+                     *             "slow_until": null
+                     *           },
                      *           "last_attempt": {
                      *             "at": "2026-12-07T10:00:00.000Z",
                      *             "outcome": "succeeded",
@@ -9883,7 +9884,8 @@ export interface operations {
                     /** @enum {string} */
                     kind: "person" | "organization";
                     name: string;
-                    type: string;
+                    /** @enum {string} */
+                    type: "text" | "large_text" | "email" | "integer" | "decimal" | "currency" | "price" | "date" | "time" | "bool" | "phone" | "single_select" | "multi_select" | "link" | "object";
                     values?: string[];
                     track_changes?: boolean;
                 };

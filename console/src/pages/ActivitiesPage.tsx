@@ -11,9 +11,9 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useConsoleApi, type Activities, type Activity } from '../api.ts';
+import { useConsoleApi, type Activities, type Activity, useRefreshAfterChange } from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
 import type { ATTRIBUTE_KINDS } from '../../../shared/domain/instance-config.ts';
 
@@ -238,17 +238,13 @@ function ActivityForm({
 /** An instance's activity definitions: define one, change one, archive one. */
 export function ActivitiesPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
   const activities = useQuery({
     queryKey: ['activities', instanceId],
     queryFn: () => api<Activities>('POST', 'activities/get', { instance_id: instanceId }),
   });
   const [editing, setEditing] = useState<Activity | 'new' | undefined>();
-  const changed = () =>
-    Promise.all([
-      client.invalidateQueries({ queryKey: ['activities', instanceId] }),
-      client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-    ]);
+  const refresh = useRefreshAfterChange(instanceId);
+  const changed = () => refresh(['activities', instanceId]);
   const save = useMutation({
     mutationFn: (definition: ReturnType<typeof definitionOf>) =>
       api<{ activity: Activity }>(

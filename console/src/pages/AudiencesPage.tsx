@@ -9,7 +9,7 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
   useConsoleApi,
@@ -17,6 +17,7 @@ import {
   type AudienceMembers,
   type Audiences,
   type AudienceSummary,
+  useRefreshAfterChange,
 } from '../api.ts';
 import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
@@ -110,7 +111,6 @@ function AudienceMembersView({
 /** The instance's audiences: their counters and state, the filter builder, their members. */
 export function AudiencesPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
   const [archived, setArchived] = useState(false);
   const [typed, setTyped] = useState('');
   const [term, setTerm] = useState('');
@@ -130,11 +130,8 @@ export function AudiencesPage({ instanceId }: { instanceId: string }) {
     refetchInterval: (query) =>
       query.state.data?.audiences.some((audience) => audience.building) ? 2000 : false,
   });
-  const changed = () =>
-    Promise.all([
-      client.invalidateQueries({ queryKey: ['audiences', instanceId] }),
-      client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-    ]);
+  const refresh = useRefreshAfterChange(instanceId);
+  const changed = () => refresh(['audiences', instanceId]);
   const create = useMutation({
     mutationFn: (body: { name: string; filter: Record<string, unknown> }) =>
       api<AudienceAnswer>('POST', 'audiences/create', { instance_id: instanceId, ...body }),

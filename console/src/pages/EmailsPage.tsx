@@ -2,6 +2,7 @@ import { Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@man
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type Email, type EmailPreview, type Emails } from '../api.ts';
+import { NewerOlderButtons, useTrail } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
 
 const when = (iso: string) => new Date(iso).toLocaleString();
@@ -152,9 +153,9 @@ export function EmailsPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
   const [typed, setTyped] = useState('');
   const [personId, setPersonId] = useState('');
-  // The positions of the pages seen before this one (`before` of each), to go back.
-  const [pages, setPages] = useState<(string | undefined)[]>([undefined]);
-  const before = pages.at(-1);
+  // Each page after the `before` the previous one gave.
+  const pages = useTrail<string | undefined>(undefined);
+  const before = pages.current;
   const emails = useQuery({
     queryKey: ['emails', instanceId, personId, before],
     queryFn: () =>
@@ -172,7 +173,7 @@ export function EmailsPage({ instanceId }: { instanceId: string }) {
         onSubmit={(event) => {
           event.preventDefault();
           setPersonId(typed.trim());
-          setPages([undefined]);
+          pages.reset();
         }}
       >
         <Group align="flex-end">
@@ -199,27 +200,7 @@ export function EmailsPage({ instanceId }: { instanceId: string }) {
             caption={personId ? `Emails sent to ${personId}, newest first` : 'Newest first'}
           />
         ))}
-      <Group justify="space-between">
-        <Button
-          variant="default"
-          disabled={pages.length < 2}
-          onClick={() => {
-            setPages((seen) => seen.slice(0, -1));
-          }}
-        >
-          Newer emails
-        </Button>
-        <Button
-          variant="default"
-          disabled={!emails.data?.next}
-          onClick={() => {
-            const next = emails.data?.next;
-            if (next) setPages((seen) => [...seen, next]);
-          }}
-        >
-          Older emails
-        </Button>
-      </Group>
+      <NewerOlderButtons what="emails" trail={pages} older={emails.data?.next} />
     </Stack>
   );
 }

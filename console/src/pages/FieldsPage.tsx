@@ -13,42 +13,30 @@ import {
   TextInput,
   Title,
 } from '@mantine/core';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useConsoleApi, type CustomField, type FieldChanged, type Fields } from '../api.ts';
+import {
+  useConsoleApi,
+  type CustomField,
+  type FieldChanged,
+  type Fields,
+  useRefreshAfterChange,
+} from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
-import type { DISPLAY_TYPES, DisplayType } from '../../../shared/domain/fields/custom-fields.ts';
+import {
+  customFieldId,
+  DISPLAY_TYPE_NAMES,
+  DISPLAY_TYPES,
+  displayTypeRule,
+  kebabName,
+  trackingRefusal,
+  type CustomFieldKind,
+  type DisplayType,
+} from '../../../shared/domain/fields/display-types.ts';
 
-/** The display types the form offers and the type each gives the field's ID (the API's table). */
-const TYPES = {
-  text: 'str',
-  large_text: 'txt',
-  email: 'str',
-  integer: 'int',
-  decimal: 'int',
-  currency: 'int',
-  price: 'int',
-  date: 'dtz',
-  time: 'tme',
-  bool: 'bol',
-  phone: 'phn',
-  single_select: 'str',
-  multi_select: 'sst',
-  link: 'str',
-  object: 'obj',
-} as const satisfies { [K in DisplayType]: (typeof DISPLAY_TYPES)[K]['type'] };
-type Kind = 'person' | 'organization';
+type Kind = CustomFieldKind;
 
-const isSelect = (type: string) => type === 'single_select' || type === 'multi_select';
-
-/** The field name the API derives from a display name (`Job Title` → `job-title`). */
-const kebab = (name: string) =>
-  name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '');
+const isSelect = (type: string) => displayTypeRule(type)?.select === true;
 
 const optionsOf = (text: string) =>
   text
@@ -70,8 +58,8 @@ function CreateForm({
   const [type, setType] = useState<DisplayType>('text');
   const [options, setOptions] = useState('');
   const [tracked, setTracked] = useState(false);
-  const trackable = kind === 'person' && type !== 'multi_select';
-  const id = `${TYPES[type]}:${kind === 'person' ? 'cm' : 'oc'}:${kebab(name)}`;
+  const trackable = trackingRefusal(kind, type) === undefined;
+  const id = customFieldId(kind, DISPLAY_TYPES[type], kebabName(name));
   return (
     <form
       onSubmit={(event) => {
@@ -109,7 +97,7 @@ function CreateForm({
         <NativeSelect
           label="Type"
           value={type}
-          data={Object.keys(TYPES)}
+          data={DISPLAY_TYPE_NAMES}
           onChange={(event) => {
             setType(event.currentTarget.value as DisplayType);
           }}
@@ -158,7 +146,7 @@ function OptionsForm({
 }) {
   const [options, setOptions] = useState((field.values ?? []).join('\n'));
   const [tracked, setTracked] = useState(field.track_changes === true);
-  const trackable = kind === 'person' && field.display_type !== 'multi_select';
+  const trackable = trackingRefusal(kind, field.display_type) === undefined;
   return (
     <form
       onSubmit={(event) => {
@@ -290,7 +278,7 @@ function FieldTable({
 /** An instance's custom fields of people and organizations: add one, change a select's options. */
 export function FieldsPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
+  const refresh = useRefreshAfterChange(instanceId);
   const fields = useQuery({
     queryKey: ['fields', instanceId],
     queryFn: () => api<Fields>('POST', 'fields/get', { instance_id: instanceId }),
@@ -305,10 +293,7 @@ export function FieldsPage({ instanceId }: { instanceId: string }) {
       ),
     onSuccess: async () => {
       setEditing(undefined);
-      await Promise.all([
-        client.invalidateQueries({ queryKey: ['fields', instanceId] }),
-        client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-      ]);
+      await refresh(['fields', instanceId]);
     },
   });
   if (fields.isPending) return <Waiting what="Loading the custom fields" />;

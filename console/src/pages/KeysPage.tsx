@@ -1,7 +1,13 @@
 import { Button, Code, CopyButton, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useConsoleApi, type KeyCreated, type KeyRevoked, type Keys } from '../api.ts';
+import {
+  useConsoleApi,
+  type KeyCreated,
+  type KeyRevoked,
+  type Keys,
+  useRefreshAfterChange,
+} from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
 import { DataSourceForm, type DataSourcePreferences } from './DataSourceForm.tsx';
 
@@ -14,7 +20,6 @@ const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : 'â€
  */
 export function KeysPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
   const keys = useQuery({
     queryKey: ['keys', instanceId],
     queryFn: () => api<Keys>('POST', 'keys/get', { instance_id: instanceId }),
@@ -23,11 +28,8 @@ export function KeysPage({ instanceId }: { instanceId: string }) {
   const [revoking, setRevoking] = useState<string | undefined>();
   const [adding, setAdding] = useState(false);
   const [editing, setEditing] = useState<DataSourcePreferences | undefined>();
-  const changed = () =>
-    Promise.all([
-      client.invalidateQueries({ queryKey: ['keys', instanceId] }),
-      client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-    ]);
+  const refresh = useRefreshAfterChange(instanceId);
+  const changed = () => refresh(['keys', instanceId]);
   const mint = useMutation({
     mutationFn: (dataSource: string) =>
       api<KeyCreated>('POST', 'keys/create', { instance_id: instanceId, data_source: dataSource }),

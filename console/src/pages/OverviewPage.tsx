@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useConsoleApi, type Overview } from '../api.ts';
 import { Failure, Waiting } from '../status.tsx';
+import { healthText } from '../webhook-health.ts';
 
 const number = (value: number) => value.toLocaleString('en');
 
@@ -58,19 +59,11 @@ function Webhooks({ webhooks }: { webhooks: Overview['webhooks'] }) {
             </Table.Th>
             <Table.Td>
               <Text fw={600} size="sm">
-                {webhook.enabled ? 'Enabled' : 'Disabled'}
+                {webhook.health.state}
               </Text>
-              {webhook.disabled_reason && <Text size="sm">{webhook.disabled_reason}</Text>}
+              <Text size="sm">{healthText(webhook.health, webhook.disabled_reason)}</Text>
             </Table.Td>
-            <Table.Td>
-              {number(webhook.failures)}
-              {webhook.failing_since && (
-                <Text size="sm">
-                  failing since {when(webhook.failing_since)}
-                  {webhook.last_failure ? `: ${webhook.last_failure}` : ''}
-                </Text>
-              )}
-            </Table.Td>
+            <Table.Td>{number(webhook.health.failures)}</Table.Td>
             <Table.Td>
               {webhook.last_attempt
                 ? attemptText(webhook.last_attempt)

@@ -1,5 +1,5 @@
 import { Button, Code, CopyButton, Group, Modal, Stack, Table, Text, Title } from '@mantine/core';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import {
   useConsoleApi,
@@ -8,28 +8,20 @@ import {
   type SecretRotated,
   type WebhookListing,
   type Webhooks,
+  useRefreshAfterChange,
 } from '../api.ts';
+import { NewerOlderButtons, useTrail } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
+import { healthText } from '../webhook-health.ts';
 
 const when = (iso: string | null) => (iso ? new Date(iso).toLocaleString() : '—');
-
-/** How an endpoint is doing, in words. */
-function healthText(hook: WebhookListing): string {
-  const { health } = hook;
-  if (health.state === 'disabled') return hook.disabled_reason ?? 'disabled by its owner';
-  if (health.state === 'healthy') {
-    return health.slow_until ? `answers slowly (until ${when(health.slow_until)})` : 'delivering';
-  }
-  const since = `${health.failures} failed attempts in a row since ${when(health.failing_since)}`;
-  return health.state === 'paused' ? `${since}; paused until ${when(health.paused_until)}` : since;
-}
 
 /** One endpoint's delivery attempts, newest first, each replayable. */
 function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: WebhookListing }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
-  const [pages, setPages] = useState<(string | undefined)[]>([undefined]);
-  const cursor = pages.at(-1);
+  const refresh = useRefreshAfterChange(instanceId);
+  const pages = useTrail<string | undefined>(undefined);
+  const cursor = pages.current;
   const attempts = useQuery({
     queryKey: ['webhook-attempts', instanceId, hook.id, cursor],
     queryFn: () =>
@@ -47,11 +39,7 @@ function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: Webho
         webhook_id: hook.id,
         event_id: eventId,
       }),
-    onSuccess: () =>
-      Promise.all([
-        client.invalidateQueries({ queryKey: ['webhook-attempts', instanceId, hook.id] }),
-        client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-      ]),
+    onSuccess: () => refresh(['webhook-attempts', instanceId, hook.id]),
   });
   return (
     <Stack>
@@ -123,27 +111,7 @@ function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: Webho
             </Table.Tbody>
           </Table>
         ))}
-      <Group justify="space-between">
-        <Button
-          variant="default"
-          disabled={pages.length < 2}
-          onClick={() => {
-            setPages((seen) => seen.slice(0, -1));
-          }}
-        >
-          Newer attempts
-        </Button>
-        <Button
-          variant="default"
-          disabled={!attempts.data?.cursor_id}
-          onClick={() => {
-            const next = attempts.data?.cursor_id;
-            if (next) setPages((seen) => [...seen, next]);
-          }}
-        >
-          Older attempts
-        </Button>
-      </Group>
+      <NewerOlderButtons what="attempts" trail={pages} older={attempts.data?.cursor_id} />
     </Stack>
   );
 }
@@ -154,7 +122,7 @@ function AttemptsSection({ instanceId, hook }: { instanceId: string; hook: Webho
  */
 export function WebhooksPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const client = useQueryClient();
+  const refresh = useRefreshAfterChange(instanceId);
   const webhooks = useQuery({
     queryKey: ['webhooks', instanceId],
     queryFn: () => api<Webhooks>('POST', 'webhooks/get', { instance_id: instanceId }),
@@ -171,10 +139,7 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
     onSuccess: async (answer) => {
       // The same dialog shows the secret: one dialog, one overlay.
       setRotated(answer);
-      await Promise.all([
-        client.invalidateQueries({ queryKey: ['webhooks', instanceId] }),
-        client.invalidateQueries({ queryKey: ['audit', instanceId] }),
-      ]);
+      await refresh(['webhooks', instanceId]);
     },
   });
   if (webhooks.isPending) return <Waiting what="Loading the webhooks" />;
@@ -210,7 +175,7 @@ export function WebhooksPage({ instanceId }: { instanceId: string }) {
                     {candidate.health.state}
                   </Text>{' '}
                   <Text span size="sm">
-                    {healthText(candidate)}
+                    {healthText(candidate.health, candidate.disabled_reason)}
                   </Text>
                 </Table.Td>
                 <Table.Td>

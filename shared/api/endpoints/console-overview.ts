@@ -30,7 +30,7 @@ export const CONSOLE_OVERVIEW = {
   'POST /console/v1/instances/overview': {
     tag: 'Console',
     summary: "An instance's overview",
-    description: `People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (enabled, failures in a row, its newest attempt); and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (\`null\` for others). ${NOT_YOURS}`,
+    description: `People, subscribers and organizations (the instance's counters); transactional emails sent, bounced and complained about in the last 7 UTC days (daily counters, each event counted once); each webhook's health (the webhooks page's: healthy, failing, paused or disabled, failures in a row) and its newest attempt; and, for platform admins only, the messages waiting in the region's dead-letter queues, which every instance shares (\`null\` for others). ${NOT_YOURS}`,
     request: ConsoleInstanceRequest,
     requestExample: { instance_id: 'acme' },
     errors: [404],
@@ -49,9 +49,14 @@ export const CONSOLE_OVERVIEW = {
               description: 'CRM sync',
               enabled: true,
               disabled_reason: null,
-              failures: 0,
-              failing_since: null,
-              last_failure: null,
+              health: {
+                state: 'healthy',
+                failing_since: null,
+                failures: 0,
+                paused_until: null,
+                last_failure: null,
+                slow_until: null,
+              },
               last_attempt: {
                 at: '2026-12-07T10:00:00.000Z',
                 outcome: 'succeeded',

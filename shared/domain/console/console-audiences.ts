@@ -19,17 +19,13 @@ import {
   operatorsFor,
 } from '../filters/filter.js';
 import { ID_PATTERN } from '../ids.js';
-import { getPeople, type ListingPorts } from '../people/person-get.js';
+import { type ListingPorts } from '../people/person-get.js';
 import type { Region } from '../regions.js';
 import type { Tenant } from '../tenancy.js';
 import { recordChange, type AuditSink } from './audit.js';
 import { consoleTenant } from './console-activities.js';
-import {
-  type ConsoleCaller,
-  ConsoleInstanceId,
-  type ConsoleStore,
-  PEOPLE_COLUMNS,
-} from './console-keys.js';
+import { type ConsoleCaller, ConsoleInstanceId, type ConsoleStore } from './console-keys.js';
+import { peoplePage } from './console-listing.js';
 
 /**
  * Audiences in the console: the instance's audiences with their counters (the API's
@@ -244,8 +240,6 @@ export async function archiveConsoleAudience(
   return { instance_id: tenant.instance.id, audience: summaryOf(entry) };
 }
 
-const LISTED = PEOPLE_COLUMNS;
-
 /** A page of an audience's members (its members index: the same cost at any size). */
 export async function audienceMembersOf(
   store: Store,
@@ -256,18 +250,12 @@ export async function audienceMembersOf(
   request: z.infer<typeof ConsoleAudienceMembersRequest>,
 ) {
   const tenant = await consoleTenant(store, caller, region, request.instance_id);
-  const page = await getPeople(
-    {
-      audience_id: request.audience_id,
-      limit: request.limit,
-      offset: request.offset,
-      sort_order: 'desc',
-      fields: LISTED,
-      ...(request.cursor_id ? { cursor_id: request.cursor_id } : {}),
-    },
+  const page = await peoplePage(
     tenant,
+    request,
+    { audience_id: request.audience_id },
     ports,
-    await cursors(tenant.instance.id),
+    cursors,
   );
   return {
     instance_id: tenant.instance.id,

@@ -5,6 +5,7 @@ import {
   type CustomFieldWriter,
 } from '../fields/custom-field-api.js';
 import {
+  DISPLAY_TYPE_NAMES,
   displayTypeOf,
   fieldNameOf,
   MAX_CUSTOM_FIELDS,
@@ -51,8 +52,10 @@ export const ConsoleFieldCreateRequest = z.strictObject({
   instance_id: instanceId,
   kind,
   name: z.string().trim().min(1, 'expected a name').max(255, 'expected at most 255 characters'),
-  /** The display type (`text`, `single_select`, …), checked by the public API's rules. */
-  type: z.string().min(1, 'expected a display type').max(32, 'expected a display type'),
+  /** The display type (`text`, `single_select`, …); its rules are the public API's. */
+  type: z.enum(DISPLAY_TYPE_NAMES, {
+    message: `expected one of ${DISPLAY_TYPE_NAMES.join(', ')}`,
+  }),
   values: options.optional(),
   track_changes: z.boolean().optional(),
 });

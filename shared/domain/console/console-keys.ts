@@ -30,8 +30,6 @@ export interface ConsoleCaller extends ChangeAuthor {
 /** An instance ID as every console route takes it. */
 export const ConsoleInstanceId = z.string().min(1).max(64);
 const instanceId = ConsoleInstanceId;
-/** The people's columns the console's listings show (email and name). */
-export const PEOPLE_COLUMNS = ['str::email', 'str::first', 'str::last'];
 export const ConsoleInstanceRequest = z.strictObject({ instance_id: instanceId });
 export const ConsoleKeyCreateRequest = z.strictObject({
   instance_id: instanceId,

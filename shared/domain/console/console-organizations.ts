@@ -4,15 +4,11 @@ import { NotFoundError } from '../errors.js';
 import { ID_PATTERN } from '../ids.js';
 import { getOrganizations, type OrganizationListing } from '../organizations/organization-get.js';
 import { ORGANIZATION_NAME } from '../organizations/organization-merge.js';
-import { getPeople, ORGANIZATION_FIELD, type ListingPorts } from '../people/person-get.js';
+import { ORGANIZATION_FIELD, type ListingPorts } from '../people/person-get.js';
 import type { Region } from '../regions.js';
 import { consoleTenant } from './console-activities.js';
-import {
-  type ConsoleCaller,
-  ConsoleInstanceId,
-  type ConsoleStore,
-  PEOPLE_COLUMNS,
-} from './console-keys.js';
+import { type ConsoleCaller, ConsoleInstanceId, type ConsoleStore } from './console-keys.js';
+import { peoplePage } from './console-listing.js';
 
 /**
  * Organizations in the console: a search over the instance's organizations (the API's
@@ -45,7 +41,6 @@ export const ConsoleOrganizationProfileRequest = z.strictObject({
 });
 
 const LISTED = [ORGANIZATION_NAME, 'str:o:website', 'str:o:industry'];
-const PEOPLE_LISTED = PEOPLE_COLUMNS;
 
 export async function organizationsOf(
   store: Store,
@@ -90,18 +85,12 @@ export async function organizationProfileOf(
     ]);
   }
   const definitions = [...tenant.organizationFields.fields].filter((field) => field.selectable);
-  const members = await getPeople(
-    {
-      filter: { $id_is: { field_id: ORGANIZATION_FIELD, value: id } },
-      limit: request.limit,
-      offset: request.offset,
-      sort_order: 'desc',
-      fields: PEOPLE_LISTED,
-      ...(request.cursor_id ? { cursor_id: request.cursor_id } : {}),
-    },
+  const members = await peoplePage(
     tenant,
+    request,
+    { filter: { $id_is: { field_id: ORGANIZATION_FIELD, value: id } } },
     people,
-    await cursors(tenant.instance.id),
+    cursors,
   );
   return {
     instance_id: tenant.instance.id,

@@ -4,6 +4,7 @@ import type { AttemptReader } from '../webhooks/attempts.js';
 import type { Webhook, WebhookStore } from '../webhooks/webhook.js';
 import { runBounded } from '../../lib/bounded.js';
 import { managedInstance, type ConsoleCaller, type ConsoleStore } from './console-keys.js';
+import { webhookHealth } from './console-webhooks.js';
 
 /**
  * An instance's overview, the console's first tab: what it holds, how its emails fared this
@@ -38,28 +39,27 @@ export interface DeadLetterDepths {
   depths(): Promise<{ queue: string; messages: number | null }[]>;
 }
 
-export interface WebhookHealthSummary {
+export interface WebhookSummary {
   id: string;
   url: string;
   description: string | null;
   enabled: boolean;
   disabled_reason: string | null;
-  /** Attempts failed in a row (0 while it is healthy), since when, and the last one's reason. */
-  failures: number;
-  failing_since: string | null;
-  last_failure: string | null;
+  /** The same health as the webhooks page shows (state, failures in a row, since when). */
+  health: ReturnType<typeof webhookHealth>;
   last_attempt: { at: string; outcome: 'succeeded' | 'failed'; status_code: number | null } | null;
 }
 
 /** Webhooks whose newest attempt is read at once (each is 16 small queries). */
 const ATTEMPT_READS = 4;
 
-async function webhookHealth(
+async function webhookSummaries(
   ports: OverviewPorts,
   instanceId: string,
-): Promise<WebhookHealthSummary[]> {
+  now: number,
+): Promise<WebhookSummary[]> {
   const webhooks = await ports.webhooks.list(instanceId);
-  const summaries = new Map<string, WebhookHealthSummary>();
+  const summaries = new Map<string, WebhookSummary>();
   const { failure } = await runBounded(webhooks, ATTEMPT_READS, async (webhook: Webhook) => {
     const { attempts } = await ports.attempts.attempts(instanceId, webhook.id, {
       outcomes: ['succeeded', 'failed'],
@@ -72,9 +72,7 @@ async function webhookHealth(
       description: webhook.description ?? null,
       enabled: webhook.enabled,
       disabled_reason: webhook.disabled_reason ?? null,
-      failures: webhook.health?.failures ?? 0,
-      failing_since: webhook.health?.failing_since ?? null,
-      last_failure: webhook.health?.last_failure || null,
+      health: webhookHealth(webhook, now),
       last_attempt: last
         ? { at: last.attempted_at, outcome: last.status, status_code: last.status_code }
         : null,
@@ -91,11 +89,12 @@ export async function overviewOf(
   id: string,
 ) {
   const instance = await managedInstance(ports.config, caller.user, region, id);
-  const days = lastDays((ports.now ?? (() => new Date()))());
+  const now = (ports.now ?? (() => new Date()))();
+  const days = lastDays(now);
   const [counters, emails, webhooks, deadLetters] = await Promise.all([
     ports.counters.counters(instance.id),
     ports.emails.tallies(instance.id, days),
-    webhookHealth(ports, instance.id),
+    webhookSummaries(ports, instance.id, now.getTime()),
     caller.user.platformAdmin ? ports.deadLetters.depths() : Promise.resolve(null),
   ]);
   return {

@@ -9,7 +9,6 @@ import {
   type ActivityFeedPorts,
 } from '../people/person-activities.js';
 import {
-  getPeople,
   getPeopleByIds,
   ORGANIZATION_FIELD,
   TAGS_FIELD,
@@ -21,12 +20,8 @@ import type { Membership } from '../audiences/membership.js';
 import { consoleTenant } from './console-activities.js';
 import { filterFieldsOf } from './console-audiences.js';
 import { emailSummary, type EmailLogReader } from './console-emails.js';
-import {
-  type ConsoleCaller,
-  ConsoleInstanceId,
-  type ConsoleStore,
-  PEOPLE_COLUMNS,
-} from './console-keys.js';
+import { type ConsoleCaller, ConsoleInstanceId, type ConsoleStore } from './console-keys.js';
+import { peoplePage } from './console-listing.js';
 
 /**
  * People in the console: a search over the instance's people (the API's `person/get`, its
@@ -50,8 +45,6 @@ export const ConsoleProfileRequest = z.strictObject({
   person_id: z.string().regex(ID_PATTERN, 'expected a person ID (24 hexadecimal characters)'),
 });
 
-const LISTED = PEOPLE_COLUMNS;
-
 export async function peopleOf(
   store: Pick<ConsoleStore, 'getInstance'>,
   ports: ListingPorts,
@@ -61,19 +54,12 @@ export async function peopleOf(
   request: z.infer<typeof ConsolePeopleRequest>,
 ) {
   const tenant = await consoleTenant(store, caller, region, request.instance_id);
-  const page = await getPeople(
-    {
-      limit: request.limit,
-      offset: request.offset,
-      sort_order: 'desc',
-      fields: LISTED,
-      ...(request.q ? { q: request.q } : {}),
-      ...(request.filter ? { filter: request.filter } : {}),
-      ...(request.cursor_id ? { cursor_id: request.cursor_id } : {}),
-    },
+  const page = await peoplePage(
     tenant,
+    request,
+    { q: request.q, filter: request.filter },
     ports,
-    await cursors(tenant.instance.id),
+    cursors,
   );
   // The fields a filter can name, with their operators: what the page's filter offers.
   return { instance_id: tenant.instance.id, ...page, filter_fields: filterFieldsOf(tenant) };

@@ -1,43 +1,29 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { MAX_FIELD_NAME_LENGTH, parseFieldId, type FieldType } from './field-id.js';
-import type { StringFormat } from './field-values.js';
+import {
+  customFieldId,
+  DISPLAY_TYPE_NAMES,
+  DISPLAY_TYPES,
+  displayTypeRule,
+  isDisplayType,
+  kebabName,
+  namespaceOf,
+  trackingRefusal,
+  type CustomFieldKind,
+  type DisplayTypeRule,
+} from './display-types.js';
 
-/**
- * Custom fields as the real API creates and describes them (`person/custom-field/…`,
- * `accounts/custom-field/…`): a display type (what the field holds and how it reads), the
- * options of select fields, and whether changes are tracked. A field's ID is
- * `<type>:<cm|oc>:<kebab-case name>`, its type prefix given by its display type.
- */
-export interface DisplayTypeRule {
-  readonly type: FieldType;
-  /** A string's format, checked on every value. */
-  readonly format?: StringFormat;
-  /** Decimals, currency and prices are sent and stored multiplied by 1000 (API.md). */
-  readonly scale?: 1000;
-  /** Select fields: values must be among the field's options. */
-  readonly select?: true;
-}
-
-export const DISPLAY_TYPES = {
-  text: { type: 'str' },
-  large_text: { type: 'txt' },
-  email: { type: 'str', format: 'email' },
-  integer: { type: 'int' },
-  decimal: { type: 'int', scale: 1000 },
-  currency: { type: 'int', scale: 1000 },
-  price: { type: 'int', scale: 1000 },
-  date: { type: 'dtz' },
-  time: { type: 'tme' },
-  bool: { type: 'bol' },
-  phone: { type: 'phn' },
-  single_select: { type: 'str', select: true },
-  multi_select: { type: 'sst', select: true },
-  link: { type: 'str', format: 'url' },
-  object: { type: 'obj' },
-} as const satisfies Record<string, DisplayTypeRule>;
-export type DisplayType = keyof typeof DISPLAY_TYPES;
-export const DISPLAY_TYPE_NAMES = Object.keys(DISPLAY_TYPES) as [DisplayType, ...DisplayType[]];
+export {
+  DISPLAY_TYPE_NAMES,
+  DISPLAY_TYPES,
+  displayTypeRule,
+  isDisplayType,
+  kebabName,
+  type CustomFieldKind,
+  type DisplayType,
+  type DisplayTypeRule,
+} from './display-types.js';
 
 /**
  * The display type of a field configured without one (instance configuration files before
@@ -58,14 +44,6 @@ export const TYPE_DISPLAY_TYPES: Record<FieldType, string> = {
   obj: 'object',
 };
 
-export function isDisplayType(value: string): value is DisplayType {
-  return Object.hasOwn(DISPLAY_TYPES, value);
-}
-
-export function displayTypeRule(displayType: string): DisplayTypeRule | undefined {
-  return isDisplayType(displayType) ? DISPLAY_TYPES[displayType] : undefined;
-}
-
 /** The display type of a field: its own, else the one its type implies (`geo` for places). */
 export function displayTypeOf(field: { id: string; display_type?: string | undefined }): string {
   if (field.display_type) return field.display_type;
@@ -85,8 +63,6 @@ export const MAX_OPTIONS = 500;
  */
 export const MAX_TRACKED_FIELDS = 50;
 
-export type CustomFieldKind = 'person' | 'organization';
-
 /** A custom field as the instance stores it (the configuration file's shape, extended). */
 export interface CustomFieldConfig {
   id: string;
@@ -98,22 +74,6 @@ export interface CustomFieldConfig {
   /** Fields created through the API (kept when a configuration file is applied). */
   source?: 'api' | undefined;
   created_at?: string | undefined;
-}
-
-const namespaceOf = (kind: CustomFieldKind) => (kind === 'person' ? 'cm' : 'oc');
-
-/**
- * The field name of a display name, as the product derives it: lower case, accents dropped,
- * every run of other characters a dash (`Job Title` → `job-title`, `$customFieldText` →
- * `customfieldtext`).
- */
-export function kebabName(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '');
 }
 
 /** The part of a field ID after its namespace (`str:cm:job-title` → `job-title`). */
@@ -195,7 +155,7 @@ export function plannedField(
   }
   if (request.track_changes === true) checkTrackable(kind, request.type);
   return {
-    id: `${rule.type}:${namespaceOf(kind)}:${name}`,
+    id: customFieldId(kind, rule, name),
     name: request.name,
     display_type: request.type,
     ...(rule.select ? { values: uniqueOptions(request.values ?? [], 'values') } : {}),
@@ -206,10 +166,8 @@ export function plannedField(
 }
 
 function checkTrackable(kind: CustomFieldKind, displayType: string): void {
-  if (kind === 'organization') fail('track_changes', 'organization fields cannot track changes');
-  if (displayType === 'multi_select') {
-    fail('track_changes', 'multi_select fields cannot track changes');
-  }
+  const refusal = trackingRefusal(kind, displayType);
+  if (refusal) fail('track_changes', refusal);
 }
 
 /** Checks that a field ID names a custom field of the right kind (400 naming it otherwise). */

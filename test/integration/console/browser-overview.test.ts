@@ -79,7 +79,9 @@ describe('the overview and custom fields in Chromium', () => {
     expect(people).toMatch(/^People[\d,]+$/);
     await expect(page.getByText(/shown to platform admins only/).count()).resolves.toBe(1);
     const hook = page.getByRole('row', { name: /CRM sync/ });
-    await expect(hook.getByRole('cell', { name: 'Enabled' }).count()).resolves.toBe(1);
+    await expect(hook.getByRole('cell', { name: /^healthy\s*delivering$/ }).count()).resolves.toBe(
+      1,
+    );
     await expect(hook.getByRole('cell', { name: /^Succeeded \(HTTP 200\)/ }).count()).resolves.toBe(
       1,
     );

@@ -33,7 +33,7 @@ interface Overview {
     id: string;
     enabled: boolean;
     disabled_reason: string | null;
-    failures: number;
+    health: { state: string; failures: number };
     last_attempt: { outcome: string; status_code: number | null } | null;
   }[];
   dead_letters: { queues: { queue: string; messages: number | null }[]; total: number } | null;
@@ -154,18 +154,23 @@ describe('the overview', () => {
       const byId = new Map(webhooks.map((webhook) => [webhook.id, webhook]));
       const ok = byId.get(healthy);
       const bad = byId.get(failing);
-      return ok?.last_attempt && bad?.last_attempt && bad.failures > 0 ? byId : undefined;
+      return ok?.last_attempt && bad?.last_attempt && bad.health.failures > 0 ? byId : undefined;
     });
     expect(seen.get(healthy)).toMatchObject({
       enabled: true,
-      failures: 0,
+      health: { state: 'healthy', failures: 0 },
       last_attempt: { outcome: 'succeeded', status_code: 200 },
     });
     expect(seen.get(failing)).toMatchObject({
       enabled: true,
+      health: { state: expect.stringMatching(/^(failing|paused)$/) as unknown },
       last_attempt: { outcome: 'failed', status_code: 500 },
     });
-    expect(seen.get(disabled)).toMatchObject({ enabled: false, failures: 0, last_attempt: null });
+    expect(seen.get(disabled)).toMatchObject({
+      enabled: false,
+      health: { state: 'disabled', failures: 0 },
+      last_attempt: null,
+    });
   });
 
   it("shows the region's dead-letter queues to platform admins only", async () => {

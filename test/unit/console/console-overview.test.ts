@@ -73,7 +73,14 @@ function ports(calls: string[]): OverviewPorts {
               last_failure: 'HTTP 503',
             },
           }),
-          webhook('w3'),
+          webhook('w3', {
+            health: {
+              failing_since: '2026-12-07T11:00:00.000Z',
+              failures: 4,
+              paused_until: Date.parse('2026-12-07T12:05:00.000Z'),
+              last_failure: 'timeout',
+            },
+          }),
         ]),
     },
     attempts: {
@@ -118,20 +125,31 @@ describe('the overview', () => {
         expect.objectContaining({
           id: 'w1',
           enabled: true,
-          failures: 0,
-          failing_since: null,
+          health: expect.objectContaining({ state: 'healthy', failures: 0, failing_since: null }),
           last_attempt: { at: '2026-12-07T09:00:00.000Z', outcome: 'succeeded', status_code: 200 },
         }),
         expect.objectContaining({
           id: 'w2',
           enabled: false,
           disabled_reason: 'failing for 3 days',
-          failures: 15,
-          failing_since: '2026-12-04T00:00:00.000Z',
-          last_failure: 'HTTP 503',
+          health: expect.objectContaining({
+            state: 'disabled',
+            failures: 15,
+            failing_since: '2026-12-04T00:00:00.000Z',
+            last_failure: 'HTTP 503',
+          }),
           last_attempt: expect.objectContaining({ outcome: 'failed', status_code: 503 }),
         }),
-        expect.objectContaining({ id: 'w3', last_attempt: null }),
+        expect.objectContaining({
+          id: 'w3',
+          // Paused until five minutes after the overview's moment: paused, not merely failing.
+          health: expect.objectContaining({
+            state: 'paused',
+            failures: 4,
+            paused_until: '2026-12-07T12:05:00.000Z',
+          }),
+          last_attempt: null,
+        }),
       ],
       // The region's queues are every instance's: not shown to an instance's users.
       dead_letters: null,

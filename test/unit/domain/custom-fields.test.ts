@@ -9,6 +9,13 @@ import {
   updatedField,
   type CustomFieldConfig,
 } from '../../../shared/domain/fields/custom-fields.js';
+import {
+  customFieldId,
+  DISPLAY_TYPE_NAMES,
+  DISPLAY_TYPES,
+  trackingRefusal,
+  type DisplayTypeRule,
+} from '../../../shared/domain/fields/display-types.js';
 import { ValidationError } from '../../../shared/domain/errors.js';
 import { FieldCatalog } from '../../../shared/domain/fields/field-catalog.js';
 import { holderOf, tagCountDeltas, withCounted } from '../../../shared/domain/people/tag-counts.js';
@@ -112,6 +119,22 @@ describe('custom fields as the real API creates them', () => {
         plannedField('organization', { name: 'X', type: 'text', track_changes: true }, NOW),
       ),
     ).toMatch(/^track_changes: /);
+  });
+
+  it("previews what the API creates: the console's ID and tracking agree with plannedField", () => {
+    for (const kind of ['person', 'organization'] as const) {
+      for (const type of DISPLAY_TYPE_NAMES) {
+        const rule: DisplayTypeRule = DISPLAY_TYPES[type];
+        const values = rule.select ? ['A'] : undefined;
+        const planned = plannedField(kind, { name: 'Café Zone 2', type, values }, NOW);
+        expect(customFieldId(kind, rule, kebabName('Café Zone 2'))).toBe(planned.id);
+        const tracked = () =>
+          plannedField(kind, { name: 'T', type, values, track_changes: true }, NOW);
+        const why = trackingRefusal(kind, type);
+        if (why === undefined) expect(tracked().track_changes).toBe(true);
+        else expect(refusal(tracked)).toBe(`track_changes: ${why}`);
+      }
+    }
   });
 
   it('replaces, adds and removes options; a field without options refuses them', () => {
