@@ -1,5 +1,5 @@
-import { Button, Group, Table } from '@mantine/core';
-import { useState } from 'react';
+import { Button, Group, Table, TextInput } from '@mantine/core';
+import { useState, type ReactNode } from 'react';
 
 /**
  * What the console's listings share: pages followed by the API's `cursor_id` (each page costs
@@ -152,5 +152,50 @@ export function PeopleTable({
         })}
       </Table.Tbody>
     </Table>
+  );
+}
+
+/**
+ * A listing's search: a text box and its button; `onSearch` gets the words trimmed. Buttons
+ * of the listing's own (a filter's) go beside them.
+ */
+export function SearchForm({
+  label,
+  description,
+  submit = 'Search',
+  role = 'search',
+  onSearch,
+  children,
+}: {
+  label: string;
+  description?: string;
+  submit?: string;
+  /** `search` for a search; `undefined` for a form that narrows a log. */
+  role?: 'search' | undefined;
+  onSearch: (words: string) => void;
+  children?: ReactNode;
+}) {
+  const [typed, setTyped] = useState('');
+  return (
+    <form
+      role={role}
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSearch(typed.trim());
+      }}
+    >
+      <Group align="flex-end">
+        <TextInput
+          label={label}
+          description={description}
+          value={typed}
+          onChange={(event) => {
+            setTyped(event.currentTarget.value);
+          }}
+        />
+        <Button type="submit">{submit}</Button>
+        {children}
+      </Group>
+    </form>
   );
 }

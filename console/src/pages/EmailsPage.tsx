@@ -1,8 +1,8 @@
-import { Button, Group, Modal, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Modal, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type Email, type EmailPreview, type Emails } from '../api.ts';
-import { NewerOlderButtons, useTrail } from '../listing.tsx';
+import { NewerOlderButtons, SearchForm, useTrail } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
 
 const when = (iso: string) => new Date(iso).toLocaleString();
@@ -151,7 +151,6 @@ export function EmailTable({
 /** The instance's transactional emails, newest first, a page at a time; one person's on demand. */
 export function EmailsPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const [typed, setTyped] = useState('');
   const [personId, setPersonId] = useState('');
   // Each page after the `before` the previous one gave.
   const pages = useTrail<string | undefined>(undefined);
@@ -169,25 +168,16 @@ export function EmailsPage({ instanceId }: { instanceId: string }) {
   return (
     <Stack>
       <Title order={2}>Transactional emails</Title>
-      <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          setPersonId(typed.trim());
+      <SearchForm
+        label="Only the emails of a person (their ID)"
+        description="24 hexadecimal characters; empty for every email"
+        submit="Show"
+        role={undefined}
+        onSearch={(words) => {
+          setPersonId(words);
           pages.reset();
         }}
-      >
-        <Group align="flex-end">
-          <TextInput
-            label="Only the emails of a person (their ID)"
-            description="24 hexadecimal characters; empty for every email"
-            value={typed}
-            onChange={(event) => {
-              setTyped(event.currentTarget.value);
-            }}
-          />
-          <Button type="submit">Show</Button>
-        </Group>
-      </form>
+      />
       {emails.isPending && <Waiting what="Loading the emails" />}
       {emails.error && <Failure title="The emails could not load" error={emails.error} />}
       {emails.data &&

@@ -46,6 +46,41 @@ const optionsOf = (text: string) =>
 
 const KIND_LABELS: Record<Kind, string> = { person: 'People', organization: 'Organizations' };
 
+/** A select field's options, one a line. */
+function OptionsInput({ value, onChange }: { value: string; onChange: (text: string) => void }) {
+  return (
+    <Textarea
+      label="Options, one a line"
+      required
+      autosize
+      minRows={3}
+      value={value}
+      onChange={(event) => {
+        onChange(event.currentTarget.value);
+      }}
+    />
+  );
+}
+
+/** Whether a person field's changes are kept as activities. */
+function TrackChanges({
+  checked,
+  onChange,
+}: {
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+}) {
+  return (
+    <Checkbox
+      label="Track changes (each change is kept as an activity on the person's timeline)"
+      checked={checked}
+      onChange={(event) => {
+        onChange(event.currentTarget.checked);
+      }}
+    />
+  );
+}
+
 function CreateForm({
   saving,
   onSave,
@@ -102,27 +137,8 @@ function CreateForm({
             setType(event.currentTarget.value as DisplayType);
           }}
         />
-        {isSelect(type) && (
-          <Textarea
-            label="Options, one a line"
-            required
-            autosize
-            minRows={3}
-            value={options}
-            onChange={(event) => {
-              setOptions(event.currentTarget.value);
-            }}
-          />
-        )}
-        {trackable && (
-          <Checkbox
-            label="Track changes (each change is kept as an activity on the person's timeline)"
-            checked={tracked}
-            onChange={(event) => {
-              setTracked(event.currentTarget.checked);
-            }}
-          />
-        )}
+        {isSelect(type) && <OptionsInput value={options} onChange={setOptions} />}
+        {trackable && <TrackChanges checked={tracked} onChange={setTracked} />}
         <Group justify="flex-end">
           <Button type="submit" loading={saving}>
             Add the field
@@ -163,25 +179,8 @@ function OptionsForm({
         <Text>
           <Code>{field.id}</Code>: records keep the values they hold when an option is removed.
         </Text>
-        <Textarea
-          label="Options, one a line"
-          required
-          autosize
-          minRows={4}
-          value={options}
-          onChange={(event) => {
-            setOptions(event.currentTarget.value);
-          }}
-        />
-        {trackable && (
-          <Checkbox
-            label="Track changes"
-            checked={tracked}
-            onChange={(event) => {
-              setTracked(event.currentTarget.checked);
-            }}
-          />
-        )}
+        <OptionsInput value={options} onChange={setOptions} />
+        {trackable && <TrackChanges checked={tracked} onChange={setTracked} />}
         <Group justify="flex-end">
           <Button type="submit" loading={saving}>
             Save the options

@@ -1,8 +1,8 @@
-import { Button, Code, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Code, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type OrganizationProfile, type Organizations } from '../api.ts';
-import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
+import { PageButtons, PeopleTable, SearchForm, usePages } from '../listing.tsx';
 import { Failure, Waiting } from '../status.tsx';
 import { PersonProfile } from './PeoplePage.tsx';
 
@@ -106,7 +106,6 @@ function OrganizationView({
 /** The instance's organizations: a search by name, pages, and an organization's profile. */
 export function OrganizationsPage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const [typed, setTyped] = useState('');
   const [q, setQ] = useState('');
   const [opened, setOpened] = useState<string | undefined>();
   const pages = usePages();
@@ -134,25 +133,13 @@ export function OrganizationsPage({ instanceId }: { instanceId: string }) {
   return (
     <Stack>
       <Title order={2}>Organizations</Title>
-      <form
-        role="search"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setQ(typed.trim());
+      <SearchForm
+        label="Search organizations by name"
+        onSearch={(words) => {
+          setQ(words);
           pages.reset();
         }}
-      >
-        <Group align="flex-end">
-          <TextInput
-            label="Search organizations by name"
-            value={typed}
-            onChange={(event) => {
-              setTyped(event.currentTarget.value);
-            }}
-          />
-          <Button type="submit">Search</Button>
-        </Group>
-      </form>
+      />
       {organizations.isPending && <Waiting what="Loading the organizations" />}
       {organizations.error && (
         <Failure title="The organizations could not load" error={organizations.error} />

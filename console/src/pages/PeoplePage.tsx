@@ -1,11 +1,11 @@
-import { Button, Code, Group, Stack, Table, Text, TextInput, Title } from '@mantine/core';
+import { Button, Code, Group, Stack, Table, Text, Title } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { useConsoleApi, type FilterField, type People, type Profile } from '../api.ts';
 import { FilterConditions, useFilterDraft } from '../filter-conditions.tsx';
 import { Failure, Waiting } from '../status.tsx';
 import { EmailTable } from './EmailsPage.tsx';
-import { PageButtons, PeopleTable, usePages } from '../listing.tsx';
+import { PageButtons, PeopleTable, SearchForm, usePages } from '../listing.tsx';
 
 const show = (value: unknown) =>
   typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
@@ -170,7 +170,6 @@ function PeopleFilter({
 /** The instance's people: a search, pages, and a person's profile. */
 export function PeoplePage({ instanceId }: { instanceId: string }) {
   const api = useConsoleApi();
-  const [typed, setTyped] = useState('');
   const [q, setQ] = useState('');
   const [opened, setOpened] = useState<string | undefined>();
   const [filtering, setFiltering] = useState(false);
@@ -204,35 +203,24 @@ export function PeoplePage({ instanceId }: { instanceId: string }) {
   return (
     <Stack>
       <Title order={2}>People</Title>
-      <form
-        role="search"
-        onSubmit={(event) => {
-          event.preventDefault();
-          setQ(typed.trim());
+      <SearchForm
+        label="Search people"
+        onSearch={(words) => {
+          setQ(words);
           pages.reset();
         }}
       >
-        <Group align="flex-end">
-          <TextInput
-            label="Search people"
-            value={typed}
-            onChange={(event) => {
-              setTyped(event.currentTarget.value);
-            }}
-          />
-          <Button type="submit">Search</Button>
-          <Button
-            variant="default"
-            aria-expanded={filtering}
-            disabled={fields.length === 0}
-            onClick={() => {
-              setFiltering(!filtering);
-            }}
-          >
-            {filtering ? 'Hide the filter' : 'Filter people'}
-          </Button>
-        </Group>
-      </form>
+        <Button
+          variant="default"
+          aria-expanded={filtering}
+          disabled={fields.length === 0}
+          onClick={() => {
+            setFiltering(!filtering);
+          }}
+        >
+          {filtering ? 'Hide the filter' : 'Filter people'}
+        </Button>
+      </SearchForm>
       {filtering && fields.length > 0 && (
         <PeopleFilter
           fields={fields}
