@@ -102,6 +102,7 @@ export const ConsoleAudiencesResponse = z
   .object({
     instance_id: z.string(),
     audiences: z.array(ConsoleAudience),
+    total: z.number().int().describe('How many audiences match (live or archived, the search)'),
     offset: z.number().int(),
     next_offset: z.number().int(),
     has_more: z.boolean(),

@@ -1595,7 +1595,7 @@ export interface paths {
         put?: never;
         /**
          * An instance's audiences
-         * @description Live (or `archived`) audiences, newest first, 40 a page (`offset`), each with its filter and counters (members, subscribers, SMS opt-ins: counters kept with each membership, never counted) and whether its members are still being found (`building`, `build_progress`); and the fields a filter can name with the operators that read each (what the console's filter builder offers). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
+         * @description Live (or `archived`) audiences, newest first, 40 a page (`offset`; `total` of them match), each with its filter and counters (members, subscribers, SMS opt-ins: counters kept with each membership, never counted) and whether its members are still being found (`building`, `build_progress`); and the fields a filter can name with the operators that read each (what the console's filter builder offers). An instance the user may not manage is answered 404, as one that does not exist. Bodies over 1,048,576 bytes are refused (413).
          */
         post: operations["consoleAudiencesGet"];
         delete?: never;
@@ -3283,6 +3283,8 @@ export interface components {
         ConsoleAudiencesResponse: {
             instance_id: string;
             audiences: components["schemas"]["ConsoleAudience"][];
+            /** @description How many audiences match (live or archived, the search) */
+            total: number;
             offset: number;
             next_offset: number;
             has_more: boolean;
@@ -9396,6 +9398,7 @@ export interface operations {
                      *           "held_reason": null
                      *         }
                      *       ],
+                     *       "total": 1,
                      *       "offset": 0,
                      *       "next_offset": 1,
                      *       "has_more": false,

@@ -212,8 +212,9 @@ export function AudiencesPage({ instanceId }: { instanceId: string }) {
       {archive.error && <Failure title="The audience was not archived" error={archive.error} />}
       <Table striped>
         <Table.Caption>
-          {archived ? 'Archived audiences' : 'Live audiences'}, newest first: members and
-          subscribers from counters kept with each membership
+          {archived ? 'Archived audiences' : 'Live audiences'} ({audiences.data.total}
+          {term ? ' matching' : ''}), newest first: members and subscribers from counters kept with
+          each membership
         </Table.Caption>
         <Table.Thead>
           <Table.Tr>

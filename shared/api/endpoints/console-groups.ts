@@ -123,7 +123,7 @@ export const CONSOLE_GROUPS = {
   'POST /console/v1/audiences/get': {
     tag: 'Console',
     summary: "An instance's audiences",
-    description: `Live (or \`archived\`) audiences, newest first, 40 a page (\`offset\`), each with its filter and counters (members, subscribers, SMS opt-ins: counters kept with each membership, never counted) and whether its members are still being found (\`building\`, \`build_progress\`); and the fields a filter can name with the operators that read each (what the console's filter builder offers). ${NOT_YOURS}`,
+    description: `Live (or \`archived\`) audiences, newest first, 40 a page (\`offset\`; \`total\` of them match), each with its filter and counters (members, subscribers, SMS opt-ins: counters kept with each membership, never counted) and whether its members are still being found (\`building\`, \`build_progress\`); and the fields a filter can name with the operators that read each (what the console's filter builder offers). ${NOT_YOURS}`,
     request: ConsoleAudiencesRequest,
     requestExample: { instance_id: 'acme' },
     errors: [404],
@@ -134,6 +134,7 @@ export const CONSOLE_GROUPS = {
         example: {
           instance_id: 'acme',
           audiences: [audience],
+          total: 1,
           offset: 0,
           next_offset: 1,
           has_more: false,

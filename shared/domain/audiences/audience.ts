@@ -558,7 +558,19 @@ export async function getAudiences(
   tenant: Tenant,
   services: AudienceServices,
 ): Promise<AudienceEntry[]> {
-  if (request.retention) return [];
+  return (await findAudiences(request, tenant, services)).entries;
+}
+
+/**
+ * `audiences/get`'s page with how many audiences match in all (the instance's audiences are
+ * one bounded list: at most its limit of audiences, read whole for any page).
+ */
+export async function findAudiences(
+  request: AudiencesGetRequest,
+  tenant: Tenant,
+  services: AudienceServices,
+): Promise<{ entries: AudienceEntry[]; total: number }> {
+  if (request.retention) return { entries: [], total: 0 };
   const instanceId = tenant.instance.id;
   const term = request.search_term?.toLowerCase();
   const matching = (await services.store.list(instanceId))
@@ -568,7 +580,7 @@ export async function getAudiences(
   const offset = request.offset ?? 0;
   const page = matching.slice(offset, offset + (request.limit ?? MAX_AUDIENCES_PAGE));
   const counters = await services.store.counters(instanceId, page, services.now?.() ?? Date.now());
-  return page.map((audience) =>
+  const entries = page.map((audience) =>
     audienceEntry(
       audience,
       instanceId,
@@ -577,6 +589,7 @@ export async function getAudiences(
       liveOrHeld(audience, { fields: tenant.personFields }).held,
     ),
   );
+  return { entries, total: matching.length };
 }
 
 /**

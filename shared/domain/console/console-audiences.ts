@@ -3,7 +3,7 @@ import {
   AudienceCreateRequest,
   createAudience,
   filterSha,
-  getAudiences,
+  findAudiences,
   MAX_AUDIENCES,
   MAX_AUDIENCES_PAGE,
   setAudienceArchived,
@@ -157,7 +157,7 @@ export async function audiencesOf(
   request: z.infer<typeof ConsoleAudiencesRequest>,
 ) {
   const tenant = await consoleTenant(store, caller, region, request.instance_id);
-  const page = await getAudiences(
+  const { entries, total } = await findAudiences(
     {
       archived: request.archived,
       with_filter: true,
@@ -170,11 +170,11 @@ export async function audiencesOf(
   );
   return {
     instance_id: tenant.instance.id,
-    audiences: page.map(summaryOf),
+    audiences: entries.map(summaryOf),
+    total,
     offset: request.offset,
-    next_offset: request.offset + page.length,
-    // A full page may be the last: the next one is then empty.
-    has_more: page.length === MAX_AUDIENCES_PAGE,
+    next_offset: request.offset + entries.length,
+    has_more: request.offset + entries.length < total,
     filter_fields: filterFieldsOf(tenant),
   };
 }

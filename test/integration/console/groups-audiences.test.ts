@@ -270,8 +270,9 @@ describe('audiences through the console', () => {
         archived: true,
       }),
     ]);
-    expect(live.body.audiences).toEqual([]);
+    expect(live.body).toMatchObject({ audiences: [], total: 0, has_more: false });
     expect((gone.body.audiences as { id: string }[]).map((a) => a.id)).toEqual([audienceId]);
+    expect(gone.body).toMatchObject({ total: 1, offset: 0, next_offset: 1, has_more: false });
     expect(await auditOf('acme', acme)).toContainEqual(
       expect.objectContaining({
         action: 'audience.archive',
