@@ -40,6 +40,16 @@ const email = {
 };
 
 /** The console's email and webhook routes (docs/console.md), tag `Console`. */
+/** An endpoint's health while its deliveries succeed (the examples of the overview and webhooks). */
+export const HEALTHY_EXAMPLE = {
+  state: 'healthy',
+  failing_since: null,
+  failures: 0,
+  paused_until: null,
+  last_failure: null,
+  slow_until: null,
+} as const;
+
 export const CONSOLE_MESSAGES = {
   'POST /console/v1/emails/get': {
     tag: 'Console',
@@ -98,14 +108,7 @@ export const CONSOLE_MESSAGES = {
               disabled_reason: null,
               created_at: '2026-12-01T09:30:00.000Z',
               updated_at: '2026-12-01T09:30:00.000Z',
-              health: {
-                state: 'healthy',
-                failing_since: null,
-                failures: 0,
-                paused_until: null,
-                last_failure: null,
-                slow_until: null,
-              },
+              health: HEALTHY_EXAMPLE,
             },
           ],
         },

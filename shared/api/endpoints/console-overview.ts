@@ -10,6 +10,7 @@ import {
   ConsoleOverviewResponse,
 } from '../console-overview.js';
 import type { Endpoint } from './common.js';
+import { HEALTHY_EXAMPLE } from './console-messages.js';
 
 const NOT_YOURS =
   'An instance the user may not manage is answered 404, as one that does not exist.';
@@ -49,14 +50,7 @@ export const CONSOLE_OVERVIEW = {
               description: 'CRM sync',
               enabled: true,
               disabled_reason: null,
-              health: {
-                state: 'healthy',
-                failing_since: null,
-                failures: 0,
-                paused_until: null,
-                last_failure: null,
-                slow_until: null,
-              },
+              health: HEALTHY_EXAMPLE,
               last_attempt: {
                 at: '2026-12-07T10:00:00.000Z',
                 outcome: 'succeeded',

@@ -27,16 +27,14 @@ export async function peoplePage(
   ports: ListingPorts,
   cursors: (instanceId: string) => Promise<CursorCodec>,
 ) {
-  const given = Object.entries(narrowing).filter(
-    ([, value]) => value !== undefined && value !== '',
-  );
   return getPeople(
     {
       limit: page.limit,
       offset: page.offset,
       sort_order: 'desc',
       fields: PEOPLE_COLUMNS,
-      ...Object.fromEntries(given),
+      // Left out or empty, each narrows nothing (`person/get`'s own rule).
+      ...narrowing,
       ...(page.cursor_id ? { cursor_id: page.cursor_id } : {}),
     },
     tenant,
